@@ -1,0 +1,115 @@
+"""The contract between sources and collectors: one interval of one host, in base units.
+
+Every source (esxtop reader, vSphere client, simulator via the esxtop reader) produces
+`Sample` objects; collectors and analysis read them and nothing else. Units are converted
+before a value enters a Sample (see `exporter.units`): seconds, bytes, ratios 0..1, per-second
+rates. A field absent from a stats dict means "this source/capture does not have it", which is
+not the same as zero; collectors then export no series for it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# --- field names used in the per-object stats dicts -------------------------------------------
+# Rates over the interval (per second).
+COMMANDS = "commands_per_second"
+READS = "reads_per_second"
+WRITES = "writes_per_second"
+READ_BYTES = "read_bytes_per_second"
+WRITTEN_BYTES = "written_bytes_per_second"
+RESERVATIONS = "reservations_per_second"
+CONFLICTS = "reservation_conflicts_per_second"
+ABORTS = "aborts_per_second"
+RESETS = "resets_per_second"
+FAILED = "failed_commands_per_second"
+# Mean latency per command over the interval (seconds).
+DAVG = "device_latency_seconds"
+KAVG = "kernel_latency_seconds"
+GAVG = "guest_latency_seconds"
+QAVG = "queue_latency_seconds"
+# Mean guest latency per read / per write (seconds), weighted by reads / writes.
+GAVG_READ = "read_latency_seconds"
+GAVG_WRITE = "write_latency_seconds"
+# Instantaneous or configuration values.
+QUEUE_DEPTH = "queue_depth"  # DQLEN on a LUN, AQLEN on an adapter
+ACTIVE = "active_commands"  # ACTV
+QUEUED = "queued_commands"  # QUED
+USED = "used_ratio"  # %USD / 100
+LOAD = "load"  # LOAD = (ACTV + QUED) / DQLEN
+CPU_UTIL = "utilization_ratio"  # % Util Time / 100
+
+RATE_FIELDS = (COMMANDS, READS, WRITES, READ_BYTES, WRITTEN_BYTES, RESERVATIONS, CONFLICTS,
+               ABORTS, RESETS, FAILED)
+LATENCY_FIELDS = (DAVG, KAVG, GAVG, QAVG)
+# Each per-direction latency is weighted by the rate of its own direction.
+DIRECTIONAL_LATENCY_WEIGHT = {GAVG_READ: READS, GAVG_WRITE: WRITES}
+# Values that are configuration, not measurements: valid even in esxtop's first sample.
+CONFIG_FIELDS = (QUEUE_DEPTH,)
+
+
+@dataclass(slots=True)
+class Sample:
+    """One interval of one host.
+
+    interval: seconds since this stream's previous sample; None for a stream's first sample,
+    whose esxtop rates and latencies are all 0.00 and are not a measurement (only CONFIG_FIELDS
+    are taken from it).
+    """
+
+    host: str
+    timestamp: float  # unix seconds at the end of the interval
+    interval: float | None
+    luns: dict[str, dict[str, float]] = field(default_factory=dict)  # device -> stats
+    adapters: dict[str, dict[str, float]] = field(default_factory=dict)  # vmhbaN -> stats
+    paths: dict[str, dict[str, float]] = field(default_factory=dict)  # runtime name -> stats
+    worlds: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (device, world id) -> stats
+    cpus: dict[str, dict[str, float]] = field(default_factory=dict)  # "0".."N-1", "_Total" -> stats
+    path_devices: dict[str, str] = field(default_factory=dict)  # path -> device, where known
+    world_vms: dict[str, str] = field(default_factory=dict)  # world id -> VM name, where known
+    source: str = "esxtop"  # which source produced it: esxtop | vsphere
+
+
+def path_adapter(path: str) -> str:
+    """The adapter of a runtime path name: 'vmhba2:C0:T1:L4' -> 'vmhba2'."""
+    return path.split(":", 1)[0]
+
+
+# --- storage configuration (vSphere inventory, the simulator's own config, or the YAML config) --
+@dataclass(slots=True)
+class LunConfig:
+    display_name: str = ""
+    vendor: str = ""
+    model: str = ""
+    datastore: str = ""  # VMFS datastore on this LUN (through its extents), "" if none
+    configured_queue_depth: float | None = None  # the device's configured max queue depth
+    dsnro: float | None = None  # per-device "outstanding IOs with competing worlds"
+
+
+@dataclass(slots=True)
+class AdapterConfig:
+    type: str = ""  # fc | iscsi | sas | block | nfs ...
+    model: str = ""
+    driver: str = ""
+    link_speed_bytes_per_second: float | None = None
+
+
+@dataclass(slots=True)
+class PathConfig:
+    device: str = ""
+    adapter: str = ""
+    state: str = "active"  # one of PATH_STATES
+
+
+PATH_STATES = ("active", "standby", "disabled", "dead", "unknown")
+
+
+@dataclass(slots=True)
+class Inventory:
+    """One host's storage configuration, refreshed far less often than Samples."""
+
+    host: str
+    luns: dict[str, LunConfig] = field(default_factory=dict)
+    adapters: dict[str, AdapterConfig] = field(default_factory=dict)
+    paths: dict[str, PathConfig] = field(default_factory=dict)
+    dsnro: float | None = None  # host-wide Disk.SchedNumReqOutstanding
+    datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
