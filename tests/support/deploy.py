@@ -31,12 +31,14 @@ def tool(name: str, *extra_dirs: Path) -> str:
     pytest.skip(message)
 
 
-def owned_elsewhere(path: Path, what: str) -> None:
-    """Skip until another part of the project (alerts, dashboards) has landed the file we check against."""
-    if not path.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{path.relative_to(ROOT)} is missing: {what}")
-        pytest.skip(f"{path.relative_to(ROOT)} not in this tree yet ({what})")
+def owned_elsewhere(path: Path, work: Path, what: str) -> None:
+    """Skip until another part of the project (alerts, dashboards) has landed `work`, the folder
+    `path` belongs to; once it has, a missing `path` is drift and fails."""
+    if path.exists():
+        return
+    if work.exists():
+        pytest.fail(f"{path.relative_to(ROOT)} is missing although {work.relative_to(ROOT)}/ is there: {what}")
+    pytest.skip(f"{work.relative_to(ROOT)}/ not in this tree yet ({what})")
 
 
 def as_python(argv: list[str]) -> list[str]:
