@@ -146,98 +146,113 @@ _METADATA_IO_PER_RESERVATION = 2
 _METADATA_BLOCK = 4096
 
 
-def solve(hosts: list[HostLoad], array: dict[str, ArrayLun], reservations: list[Reservations],
-          rng: random.Random) -> dict[str, HostResult]:
-    # 1. host queues: what each host lets onto each device
-    actv: dict[tuple[str, str], float] = {}
-    queued: dict[tuple[str, str], float] = {}
-    for h in hosts:
-        for hl in h.luns:
-            demand = sum(vm.oio for vm in hl.vms)
-            competing = sum(1 for vm in hl.vms if vm.oio > 0)
-            limit = hl.queue_depth if competing <= 1 else min(h.dsnro, hl.queue_depth)
-            actv[h.name, hl.device] = min(demand, limit)
-            queued[h.name, hl.device] = max(0, demand - limit)
+@dataclass(slots=True)
+class _Queue:
+    """What one host lets onto one device, fixed for a given state: the deterministic half."""
 
-    # 2. array: outstanding from all hosts against what the disks absorb
-    device_time: dict[str, float] = {}
-    outstanding: dict[str, float] = {}
-    for key, a in actv.items():
-        outstanding[key[1]] = outstanding.get(key[1], 0.0) + a
-    for dev, lun in array.items():
-        load = max(1.0, outstanding.get(dev, 0.0) / lun.absorbs)
-        device_time[dev] = lun.service_time * load * math.exp(rng.gauss(0.0, JITTER))
+    host: HostLoad
+    lun: HostLunLoad
+    active: float  # ACTV
+    queued: float  # QUED
+    block: float  # mean bytes per command
+    shares: list[float]  # each VM's share of the host's commands to the device
+    lost: float  # share of time reservations take the LUN from this host
+    foreign_rate: float  # reservations per second by other hosts
+    own_rate: float  # reservations per second by this host
 
-    # 3. reservations: share of time each host loses the LUN
-    lost: dict[tuple[str, str], float] = {}
-    foreign_rate: dict[tuple[str, str], float] = {}
-    own_rate: dict[tuple[str, str], float] = {}
-    for h in hosts:
-        for hl in h.luns:
-            for r in reservations:
-                if r.lun != hl.device:
-                    continue
-                key = (h.name, hl.device)
-                if r.host == h.name:
-                    lost[key] = lost.get(key, 0.0) + r.rate * r.hold * r.self_cost
-                    own_rate[key] = own_rate.get(key, 0.0) + r.rate
-                else:
-                    lost[key] = lost.get(key, 0.0) + r.rate * r.hold
-                    foreign_rate[key] = foreign_rate.get(key, 0.0) + r.rate
 
-    results: dict[str, HostResult] = {}
-    for h in hosts:
+class Model:
+    """The model for one state (phase, running VMs). Everything that does not depend on the
+    per-interval jitter is worked out once here; `sample()` finishes it for one interval."""
+
+    def __init__(self, hosts: list[HostLoad], array: dict[str, ArrayLun],
+                 reservations: list[Reservations]):
+        self.hosts = hosts
+        self.array = list(array.items())
+        self.queues: dict[str, list[_Queue]] = {}
+        outstanding: dict[str, float] = {}
+        for h in hosts:
+            qs = self.queues[h.name] = []
+            for hl in h.luns:
+                # 1. host queue: DQLEN, or min(DSNRO, DQLEN) when more than one world competes
+                demand = sum(vm.oio for vm in hl.vms)
+                competing = sum(1 for vm in hl.vms if vm.oio > 0)
+                limit = hl.queue_depth if competing <= 1 else min(h.dsnro, hl.queue_depth)
+                active = min(demand, limit)
+                outstanding[hl.device] = outstanding.get(hl.device, 0.0) + active
+                block = sum(vm.oio * vm.block_size for vm in hl.vms) / demand if demand else 0.0
+                # 3. reservations
+                lost = foreign = own = 0.0
+                for r in reservations:
+                    if r.lun != hl.device:
+                        continue
+                    if r.host == h.name:
+                        lost += r.rate * r.hold * r.self_cost
+                        own += r.rate
+                    else:
+                        lost += r.rate * r.hold
+                        foreign += r.rate
+                qs.append(_Queue(h, hl, active, max(0, demand - limit), block,
+                                 [vm.oio / demand if demand else 0.0 for vm in hl.vms],
+                                 lost, foreign, own))
+        # 2. array: all hosts' active commands against what the disks absorb
+        self.array_load = {dev: max(1.0, outstanding.get(dev, 0.0) / lun.absorbs)
+                           for dev, lun in self.array}
+
+    def sample(self, rng: random.Random) -> dict[str, HostResult]:
+        gauss, exp = rng.gauss, math.exp
+        device_time = {dev: lun.service_time * self.array_load[dev] * exp(gauss(0.0, JITTER))
+                       for dev, lun in self.array}
+        return {h.name: self._host(h, self.queues[h.name], device_time, rng) for h in self.hosts}
+
+    @staticmethod
+    def _host(h: HostLoad, queues: list[_Queue], device_time: dict[str, float],
+              rng: random.Random) -> HostResult:
         res = HostResult()
-        results[h.name] = res
         # 4a. unconstrained throughput per device, then the load it puts on each link
-        first: list[tuple[HostLunLoad, float, float, float, float]] = []
-        link_bytes: dict[str, float] = {}
-        for hl in h.luns:
-            key = (h.name, hl.device)
-            a = actv[key]
-            demand = a + queued[key]
-            block = (sum(vm.oio * vm.block_size for vm in hl.vms) / demand) if demand else 0.0
-            read_ratio = (sum(vm.oio * vm.read_ratio for vm in hl.vms) / demand) if demand else 0.0
+        first = []
+        link_bytes = dict.fromkeys(h.links, 0.0)
+        for q in queues:
+            hl = q.lun
             wire = 0.0
             for _, adapter in hl.active_paths:
                 cap = h.links[adapter].capacity
                 if cap:
-                    wire = max(wire, block / cap)
-            davg = device_time[hl.device] / (1.0 - lost.get(key, 0.0)) + wire
-            x = a / davg if a else 0.0
-            share = 1.0 / len(hl.active_paths)
+                    wire = max(wire, q.block / cap)
+            davg = device_time[hl.device] / (1.0 - q.lost) + wire
+            x = q.active / davg if q.active else 0.0
+            per_path = x * q.block / len(hl.active_paths)
             for _, adapter in hl.active_paths:
-                link_bytes[adapter] = link_bytes.get(adapter, 0.0) + x * block * share
-            first.append((hl, davg, x, block, read_ratio))
-        slowdown = {ad: max(1.0, link_bytes.get(ad, 0.0) / link.capacity) if link.capacity else 1.0
+                link_bytes[adapter] += per_path
+            first.append((q, davg, x))
+        slowdown = {ad: max(1.0, link_bytes[ad] / link.capacity) if link.capacity else 1.0
                     for ad, link in h.links.items()}
 
         # 4b. final per device, world, path
         path_flows: dict[str, list[Flow]] = {}
-        for hl, davg, x, block, read_ratio in first:
-            key = (h.name, hl.device)
+        for q, davg, x in first:
+            hl = q.lun
             s = max(slowdown[ad] for _, ad in hl.active_paths)
             davg *= s
             x /= s
-            q = queued[key]
-            qavg = q / x if x else 0.0
+            qavg = q.queued / x if x else 0.0
             kavg = KERNEL_OVERHEAD * math.exp(rng.gauss(0.0, JITTER)) + qavg if x else 0.0
-            vm_total = sum(vm.oio for vm in hl.vms)
+            conflicts = q.foreign_rate * q.active
             flows: list[Flow] = []
-            for vm in hl.vms:
-                share = vm.oio / vm_total if vm_total else 0.0
-                xv = x * share
-                f = Flow(reads=xv * vm.read_ratio, writes=xv * (1.0 - vm.read_ratio),
-                         read_bytes=xv * vm.read_ratio * vm.block_size,
-                         written_bytes=xv * (1.0 - vm.read_ratio) * vm.block_size,
-                         conflicts=foreign_rate.get(key, 0.0) * actv[key] * share,
-                         davg=davg if xv else 0.0, kavg=kavg if xv else 0.0,
-                         qavg=qavg if xv else 0.0,
-                         active=actv[key] * share, queued=q * share)
+            for vm, share in zip(hl.vms, q.shares):
+                if not share:
+                    f = Flow()
+                else:
+                    xv, rr = x * share, vm.read_ratio
+                    f = Flow(reads=xv * rr, writes=xv * (1.0 - rr),
+                             read_bytes=xv * rr * vm.block_size,
+                             written_bytes=xv * (1.0 - rr) * vm.block_size,
+                             conflicts=conflicts * share, davg=davg, kavg=kavg, qavg=qavg,
+                             active=q.active * share, queued=q.queued * share)
                 res.worlds[hl.device, vm.world] = f
                 flows.append(f)
             if hl.admin_world is not None:
-                r = own_rate.get(key, 0.0)
+                r = q.own_rate
                 meta = r * _METADATA_IO_PER_RESERVATION
                 f = Flow(reads=meta, writes=meta, other=2 * r, read_bytes=meta * _METADATA_BLOCK,
                          written_bytes=meta * _METADATA_BLOCK, reservations=r,
@@ -247,23 +262,25 @@ def solve(hosts: list[HostLoad], array: dict[str, ArrayLun], reservations: list[
                 flows.append(f)
             lun = merge(flows)
             res.luns[hl.device] = lun
-            share = 1.0 / len(hl.active_paths)
-            for path, _ in hl.active_paths:
-                path_flows.setdefault(path, []).append(lun.scaled(share))
+            paths = hl.active_paths
+            part = lun if len(paths) == 1 else lun.scaled(1.0 / len(paths))
+            for path, _ in paths:
+                path_flows.setdefault(path, []).append(part)
         for path, flows in path_flows.items():
-            res.paths[path] = merge(flows)
+            res.paths[path] = flows[0] if len(flows) == 1 else merge(flows)
         by_adapter: dict[str, list[Flow]] = {ad: [] for ad in h.links}
         for path, f in res.paths.items():
             by_adapter[path.split(":", 1)[0]].append(f)
         cpu_busy = h.base_cpu_util * h.cpus
         for ad, flows in by_adapter.items():
-            res.adapters[ad] = merge(flows)
-            cpu_busy += res.adapters[ad].commands * h.links[ad].cpu_per_command
-        mean = min(1.0, cpu_busy / h.cpus)
-        res.cpu_util = [min(1.0, max(0.0, mean * math.exp(rng.gauss(0.0, 0.1))))
-                        for _ in range(h.cpus)]
-        # keep the host total exact: per-CPU noise only redistributes the load
-        total = sum(res.cpu_util)
-        if total > 0:
-            res.cpu_util = [min(1.0, u * mean * h.cpus / total) for u in res.cpu_util]
-    return results
+            f = res.adapters[ad] = flows[0] if len(flows) == 1 else merge(flows)
+            cpu_busy += f.commands * h.links[ad].cpu_per_command
+        res.cpu_util = _spread(min(1.0, cpu_busy / h.cpus), h.cpus, rng)
+        return res
+
+
+def _spread(mean: float, cpus: int, rng: random.Random) -> list[float]:
+    """Per-PCPU utilisation around `mean`; the noise only redistributes, the total stays exact."""
+    raw = [math.exp(rng.gauss(0.0, 0.1)) for _ in range(cpus)]
+    scale = mean * cpus / sum(raw)
+    return [min(1.0, u * scale) for u in raw]

@@ -149,7 +149,8 @@ def load_scenario(name_or_path: str) -> Scenario:
     for template, path in builtin.items():
         if f"-{_TEMPLATE_PARAM}-" not in template:
             continue
-        pattern = "^" + re.escape(template).replace(f"-{_TEMPLATE_PARAM}-", r"-([0-9]+)-") + "$"
+        head, tail = template.split(f"-{_TEMPLATE_PARAM}-", 1)
+        pattern = f"^{re.escape(head)}-([0-9]+)-{re.escape(tail)}$"
         m = re.match(pattern, name_or_path)
         if m:
             return _load_text(path.read_text(encoding="utf-8"), name_or_path, f"{template}.yaml",
@@ -274,6 +275,7 @@ def _load_text(text: str, name: str, file: str, n: int | None) -> Scenario:
     if n is not None:
         lo = param.take("min", _int, 1)
         hi = param.take("max", _int, 1000)
+        param.take("default", default=None)
         if not lo <= n <= hi:
             raise ScenarioError(f"{file}: parameter N={n} is outside {lo}..{hi}")
     else:

@@ -37,7 +37,7 @@ class Simulation:
         self._io_world: dict[tuple[str, str], str] = {}  # (host, vm) -> world id of its I/O
         self._admin_luns = {(op.host, op.lun) for ph in scenario.phases for op in ph.vmfs_ops}
         self._writers = {h.name: EsxtopWriter(self._layout(h)) for h in scenario.hosts}
-        self._cache: dict[tuple, tuple] = {}
+        self._cache: dict[tuple, queueing.Model] = {}
 
     @property
     def hosts(self) -> list[str]:
@@ -65,8 +65,7 @@ class Simulation:
         if n == 0:
             return {h: w.data(timestamp, None) for h, w in self._writers.items()}
         # the state in the middle of the interval the sample covers
-        loads, array, reservations = self._state(n * self.interval - self.interval / 2)
-        results = queueing.solve(loads, array, reservations, self._rng)
+        results = self._model(n * self.interval - self.interval / 2).sample(self._rng)
         return {h: w.data(timestamp, results[h]) for h, w in self._writers.items()}
 
     def inventories(self) -> list[Inventory]:
@@ -133,7 +132,7 @@ class Simulation:
             t -= p.duration
         return len(phases) - 1, phases[-1]
 
-    def _state(self, t: float):
+    def _model(self, t: float) -> queueing.Model:
         index, phase = self._phase(t)
         running = frozenset((h.name, vm.name) for h in self.scenario.hosts for vm in h.vms
                             if vm.start <= t and (vm.stop is None or t < vm.stop))
@@ -165,7 +164,7 @@ class Simulation:
                                            over.get("absorbs", lun.absorbs))
         reservations = [queueing.Reservations(op.host, op.lun, op.reservations_per_second, op.hold,
                                               op.self_cost) for op in ops]
-        return loads, array, reservations
+        return queueing.Model(loads, array, reservations)
 
     def _vm_load(self, h: HostSpec, vm: VmSpec, over: dict, running: bool) -> queueing.VmLoad:
         return queueing.VmLoad(self._io_world[h.name, vm.name],
