@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--start", default=DEFAULT_START, type=_time_arg,
                    help=f"UTC time of the first sample, ISO 8601 (default {DEFAULT_START})")
-    p.set_defaults(func=run)
+    p.set_defaults(run=run)
 
 
 def _duration_arg(text: str) -> float:
@@ -118,5 +118,5 @@ def _targets(out: str, hosts: list[str]) -> dict[str, Path | None]:
 
 
 def _fail(message: str) -> int:
-    print(f"simulate: error: {message}", file=sys.stderr)
-    return 2
+    from exporter.cli import fail
+    return fail(f"simulate: {message}", 2)
