@@ -6,6 +6,7 @@ converted to base units here (seconds, bytes, bytes/s) so the model never sees a
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -186,7 +187,9 @@ class _Node:
     def take(self, key: str, convert=None, default: Any = ..., *, check=None, check_msg: str = ""):
         if key not in self.data:
             if default is ...:
-                raise self.fail(key, "missing required field")
+                typo = difflib.get_close_matches(key, [str(k) for k in self.data], n=1)
+                hint = f" (is {typo[0]!r} a typo?)" if typo else ""
+                raise self.fail(key, f"missing required field{hint}")
             return default
         raw = self.data.pop(key)
         try:
