@@ -157,7 +157,7 @@ def test_no_command_serves_the_demo():
             with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
                 body = response.read().decode()
         for host in demo.hosts:
-            assert f'esxi_lun_queue_depth{{device="naa.600601601e3021001a2b3c4d5e6f00a1",host="{host}"}} 32.0' in body
+            assert f'esxi_lun_queue_depth{{host="{host}",device="naa.600601601e3021001a2b3c4d5e6f00a1"}} 32.0' in body
         assert 'esxi_host_dsnro{host="esx01.lab.local"} 32.0' in body
     finally:
         stop(proc)
