@@ -8,6 +8,7 @@ Validation collects every bad entry and reports them all at once, one line each.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -50,6 +51,15 @@ def _listen_address(value: Any) -> str:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"not a listen address: {text!r} (use HOST:PORT or :PORT)")
+    return text
+
+
+def _regex(value: Any) -> str:
+    text = str(value)
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise ValueError(f"not a regular expression: {text!r} ({err})") from None
     return text
 
 
@@ -99,6 +109,8 @@ OPTIONS: list[Option] = [
     Option("simulate.scenario", str, None, "Serve a built-in simulated host running this scenario (see `simulate --list`)."),
     Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
     Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
+    Option("lun.include", _regex, None, "Only LUNs whose device name matches this regular expression (their paths and worlds too)."),
+    Option("lun.exclude", _regex, None, "Leave out LUNs whose device name matches this regular expression (their paths and worlds too)."),
     Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

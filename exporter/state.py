@@ -74,8 +74,9 @@ class Store:
     """All hosts' state. Objects absent from the newest sample lose their gauges at once and
     their counters after `stale_after` seconds (LUNs and worlds come and go)."""
 
-    def __init__(self, stale_after: float = 300.0):
+    def __init__(self, stale_after: float = 300.0, lun_filter=None):
         self.stale_after = stale_after
+        self.lun_filter = lun_filter or None  # exporter.filters.LunFilter; None keeps every LUN
         self.lock = threading.Lock()
         self.hosts: dict[str, HostState] = {}
         self.inventories: dict[str, m.Inventory] = {}
@@ -83,6 +84,8 @@ class Store:
         self.version = 0
 
     def ingest(self, sample: m.Sample) -> None:
+        if self.lun_filter is not None:
+            sample = self.lun_filter.sample(sample)
         with self.lock:
             host = self.hosts.get(sample.host)
             if host is None:
@@ -109,6 +112,8 @@ class Store:
             self.version += 1
 
     def set_inventory(self, inventory: m.Inventory) -> None:
+        if self.lun_filter is not None:
+            inventory = self.lun_filter.inventory(inventory)
         with self.lock:
             self.inventories[inventory.host] = inventory
             self.version += 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from exporter import config, sources
-from exporter.commands.serve import enabled_collectors, options, resolve
+from exporter.commands.serve import enabled_collectors, lun_filter, options, resolve
 from exporter.exposition import Exposition
 from exporter.state import Store
 
@@ -23,7 +23,7 @@ def run(args) -> int:
     settings = resolve(args)
     if not settings["esxtop.file"]:
         raise config.ConfigError(["dump needs a source: --esxtop-file FILE"])
-    store = Store(stale_after=settings["esxtop.stale_after"])
+    store = Store(stale_after=settings["esxtop.stale_after"], lun_filter=lun_filter(settings))
     try:
         sources.load_files(settings, store)
     except EsxtopError as err:

@@ -8,6 +8,7 @@ import threading
 from exporter import config, sources
 from exporter.collectors import COLLECTORS
 from exporter.exposition import Exposition
+from exporter.filters import LunFilter
 from exporter.http import MetricsServer
 from exporter.state import Store
 
@@ -35,6 +36,10 @@ def resolve(args):
     return settings
 
 
+def lun_filter(settings) -> LunFilter:
+    return LunFilter(settings["lun.include"], settings["lun.exclude"])
+
+
 def enabled_collectors(settings):
     return [name for name in COLLECTORS if settings[f"collector.{name}"]]
 
@@ -45,7 +50,7 @@ def run(args) -> int:
     settings = resolve(args)
     if not sources.has_live_source(settings):
         settings["simulate.scenario"] = "demo"  # the embedded default: no ESXi host needed
-    store = Store(stale_after=settings["esxtop.stale_after"])
+    store = Store(stale_after=settings["esxtop.stale_after"], lun_filter=lun_filter(settings))
     try:
         sources.load_files(settings, store)
     except EsxtopError as err:
