@@ -8,6 +8,7 @@ import time
 import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import model as m
 from exporter.esxtop import read_file
@@ -156,8 +157,11 @@ def test_no_command_serves_the_demo():
             time.sleep(0.2)
             with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
                 body = response.read().decode()
+        series = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                  for family in text_string_to_metric_families(body) for s in family.samples}
         for host in demo.hosts:
-            assert f'esxi_lun_queue_depth{{device="naa.600601601e3021001a2b3c4d5e6f00a1",host="{host}"}} 32.0' in body
-        assert 'esxi_host_dsnro{host="esx01.lab.local"} 32.0' in body
+            key = (("device", "naa.600601601e3021001a2b3c4d5e6f00a1"), ("host", host))
+            assert series[("esxi_lun_queue_depth", key)] == 32
+            assert series[("esxi_host_dsnro", (("host", host),))] == 32
     finally:
         stop(proc)
