@@ -7,7 +7,7 @@
 The queueing model lives in `queueing`, the esxtop format in `esxtop_writer`, scenario files
 (YAML data, users can write their own) in `scenarios/` and are read by `scenario`.
 """
-from .scenario import Scenario, ScenarioError, list_scenarios, load_scenario
+from .scenario import Scenario, ScenarioError, list_scenarios, load_scenario, scenario_from_text
 from .simulation import Simulation
 
-__all__ = ["Scenario", "ScenarioError", "Simulation", "list_scenarios", "load_scenario"]
+__all__ = ["Scenario", "ScenarioError", "Simulation", "list_scenarios", "load_scenario", "scenario_from_text"]

@@ -167,6 +167,11 @@ def load_scenario(name_or_path: str) -> Scenario:
                         f"(see `simulate --list`) nor a YAML file")
 
 
+def scenario_from_text(text: str, name: str = "scenario", file: str = "<text>") -> Scenario:
+    """A scenario from YAML text (`file` only names it in error messages)."""
+    return _load_text(text, name, file, None)
+
+
 # --- validation ----------------------------------------------------------------------------------
 class _Node:
     """A mapping being validated: takes keys one by one and reports leftovers as unknown fields."""
