@@ -11,7 +11,7 @@ import random
 from ..model import AdapterConfig, Inventory, LunConfig, PathConfig
 from . import queueing
 from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout
-from .scenario import HostSpec, Phase, Scenario, VmSpec
+from .spec import HostSpec, Phase, Scenario, VmSpec
 
 # World and group ids in the range real ESXi hosts use for VMs and hostd.
 _VM_GROUP_BASE, _VM_WORLD_BASE, _WORLD_STRIDE = 1_302_698, 444_767, 135
