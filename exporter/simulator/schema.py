@@ -311,23 +311,24 @@ def _overrides(node: _Node, allowed: dict) -> dict[str, Any]:
     return out
 
 
+def _named_overrides(node: _Node, known: set[str], unknown_msg: str, allowed: dict) -> dict:
+    """{name: {field: value}} for a phase's `vms:` or `luns:` section."""
+    out = {}
+    for name in list(node.data):
+        if name not in known:
+            raise node.fail(str(name), unknown_msg)
+        out[name] = _overrides(node.node(name), allowed)
+    node.done()
+    return out
+
+
 def _phase(node: _Node, luns: dict[str, LunSpec], hosts: dict[str, set[str]], vms: set[str]) -> Phase:
     name = node.take("name", _text)
     dur = node.take("duration", units.duration, check=_positive, check_msg="must be above zero")
-    vm_over = {}
-    vms_node = node.node("vms", {})
-    for vm in list(vms_node.data):
-        if vm not in vms:
-            raise vms_node.fail(str(vm), "no VM of that name in the scenario")
-        vm_over[vm] = _overrides(vms_node.node(vm), _VM_OVERRIDES)
-    vms_node.done()
-    lun_over = {}
-    luns_node = node.node("luns", {})
-    for dev in list(luns_node.data):
-        if dev not in luns:
-            raise luns_node.fail(str(dev), "not one of the scenario's luns")
-        lun_over[dev] = _overrides(luns_node.node(dev), _LUN_OVERRIDES)
-    luns_node.done()
+    vm_over = _named_overrides(node.node("vms", {}), vms, "no VM of that name in the scenario",
+                               _VM_OVERRIDES)
+    lun_over = _named_overrides(node.node("luns", {}), set(luns), "not one of the scenario's luns",
+                                _LUN_OVERRIDES)
     ops = []
     for where, raw in node.items("vmfs_ops", []):
         op = _Node(raw, where, node.file)
