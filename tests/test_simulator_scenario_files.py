@@ -124,6 +124,8 @@ def test_the_command_line_reports_errors_in_one_line_without_traceback(tmp_path)
         (["simulate", str(tmp_path / "missing.yaml")], "missing.yaml: cannot read scenario file"),
         (["simulate", "reservations"], "the scenario has 2 hosts: give --out DIRECTORY"),
         (["simulate", "reservations", "--host", "esx09"], "scenario reservations has no host 'esx09'"),
+        (["simulate", "reservations", "--out", str(tmp_path / "both.csv")],
+         "both.csv: the scenario has 2 hosts, so --out must be a directory"),
         (["simulate", "queue-ok", "--duration", "soon"], "argument --duration: expected a duration"),
     ]:
         result = run(*args)
