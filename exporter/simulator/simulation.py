@@ -43,11 +43,6 @@ class Simulation:
     def hosts(self) -> list[str]:
         return [h.name for h in self.scenario.hosts]
 
-    @property
-    def elapsed(self) -> float:
-        """Simulated seconds from start to the last sample returned by step()."""
-        return max(0, self._steps - 1) * self.interval
-
     def header(self, host: str) -> str:
         """The esxtop header line of `host`'s stream, without newline."""
         return self._writers[host].header
