@@ -66,6 +66,15 @@ def test_images_are_pinned(stack):
         assert repository and re.fullmatch(r"v?\d+\.\d+\.\d+", tag), f"{name}: {image} is not pinned to a release"
 
 
+def test_exporter_container_is_locked_down_and_ports_stay_on_loopback(stack):
+    exporter = stack["services"]["exporter"]
+    assert exporter["read_only"] is True and exporter["cap_drop"] == ["ALL"]
+    assert "no-new-privileges:true" in exporter["security_opt"]
+    for name, service in stack["services"].items():
+        for port in service.get("ports", []):
+            assert port["host_ip"] == "127.0.0.1", f"{name} publishes {port} beyond loopback"
+
+
 def test_credentials_come_only_from_secret_files(stack):
     exporter = stack["services"]["exporter"]
     assert {s["source"] for s in exporter["secrets"]} == set(stack["secrets"])
