@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
+import venv
+
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +125,40 @@ def test_entrypoint_is_the_installed_script(stage):
     help_text = subprocess.run(as_python(exec_form(stage, "ENTRYPOINT") + ["--help"]), env=exporter_env(),
                                capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert help_text.returncode == 0 and "serve" in help_text.stdout
+
+
+def build_context(tmp_path: Path) -> Path:
+    """The files the build's COPY takes from the context (what .dockerignore admits)."""
+    context = tmp_path / "context"
+    context.mkdir()
+    for keyword, args in instructions(DOCKERFILE.read_text()):
+        if keyword == "COPY" and not args.startswith("--from"):
+            *sources, _dest = args.split()
+            for source in sources:
+                source = ROOT / source.removeprefix("./")
+                copy = shutil.copytree if source.is_dir() else shutil.copy
+                copy(source, context / source.name)
+    return context
+
+
+@pytest.mark.integration
+def test_package_installed_as_the_image_installs_it_serves_outside_the_tree(stage, tmp_path):
+    # What the build stage does (pip install . from the build context into a virtualenv), with
+    # the dependencies taken from this machine instead of downloaded again; then the image's
+    # command from that virtualenv, away from the source tree: the scenarios, the entry point
+    # and every module must have been packaged.
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    install = subprocess.run([str(env_dir / "bin" / "pip"), "install", "--quiet", "--no-deps", "--disable-pip-version-check",
+                              str(build_context(tmp_path))], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert install.returncode == 0, install.stdout + install.stderr
+    program = env_dir / "bin" / exec_form(stage, "ENTRYPOINT")[0]
+    env = env_of(stage)
+    env.pop("PATH")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    with Served([str(program), *exec_form(stage, "CMD")], env, cwd=outside, installed=True) as exporter:
+        exporter.wait_for_metric("esxi_lun_queue_depth")
+    where = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import exporter; print(exporter.__file__)"],
+                           capture_output=True, text=True, cwd=outside, env={k: v for k, v in exporter.env.items()})
+    assert where.stdout.startswith(str(env_dir)), f"ran {where.stdout.strip()}, not the installed package"

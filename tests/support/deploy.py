@@ -53,16 +53,22 @@ def as_python(argv: list[str]) -> list[str]:
 class Served:
     """The exporter started from a deployment's command line and environment, on 127.0.0.1."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path = ROOT):
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path = ROOT, installed: bool = False):
+        """installed: argv[0] is an installed program, run as is and without the source tree on
+        PYTHONPATH; otherwise the package runs from the source tree (as_python)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        full_env = exporter_env()
+        if installed:
+            full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            command = argv
+        else:
+            full_env, command = exporter_env(), as_python(argv)
         full_env.update(env)
         # The deployments listen on :10114 on their own network; here, on a free loopback port.
         full_env["ESXI_EXPORTER_WEB_LISTEN_ADDRESS"] = f"127.0.0.1:{self.port}"
         self.env = full_env
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(as_python(argv), env=full_env, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(command, env=full_env, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
         try:
             wait_http(self.url + "/-/healthy", timeout=30, proc=self.proc)
         except (RuntimeError, TimeoutError):
