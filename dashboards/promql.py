@@ -52,9 +52,21 @@ def bytes_per_second(obj: str, *matchers: str, window: str = RATE) -> str:
             f"{rate(f'esxi_{obj}_written_bytes_total', *matchers, window=window)}")
 
 
+def one_per(labels: str, expr: str) -> str:
+    """One series per label set, for the right-hand side of a join: the same host can be scraped
+    twice (two exporters, an HA pair), which would make the join many-to-many and fail."""
+    return f"max by ({labels}) ({expr})"
+
+
 def path_to_device(expr: str, *info_matchers: str) -> str:
     """Attach the `device` label of esxi_path_info to a per-path expression (joined on host, path)."""
-    return f"({expr}) * on (host, path) group_left (device) {sel('esxi_path_info', *info_matchers)}"
+    return f"({expr}) * on (host, path) group_left (device) {one_per('host, path, device', sel('esxi_path_info', *info_matchers))}"
+
+
+def link_use(*matchers: str, window: str = RATE) -> str:
+    """Adapter throughput as a share of its link speed (0-1)."""
+    speed = one_per("host, adapter", sel("esxi_adapter_link_speed_bytes_per_second", *matchers))
+    return f"({bytes_per_second('adapter', *matchers, window=window)}) / on (host, adapter) group_left () {speed}"
 
 
 def world_outstanding(*matchers: str, window: str = RATE) -> str:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from .. import variables as v
 from ..panels import Column, Q, row, table_panel, timeseries_panel
-from ..promql import ADAPTER, HOST, LATENCIES, bytes_per_second, gauge, mean_latency, path_to_device, rate, sel
+from ..promql import ADAPTER, HOST, LATENCIES, gauge, link_use, mean_latency, one_per, path_to_device, rate, sel
 from ..render import new_dashboard
 
 UID = "esxi-adapters"
 FILE = "adapters-and-links.json"
 WHO = "{{host}} {{adapter}}"
 LINK_SPEED = sel("esxi_adapter_link_speed_bytes_per_second", HOST, ADAPTER)
+
+
+def with_identity(expr: str) -> str:
+    """One value per adapter, labelled with the adapter's type, model and driver from esxi_adapter_info."""
+    identity = one_per("host, adapter, type, model, driver", sel("esxi_adapter_info", HOST, ADAPTER))
+    return f"{one_per('host, adapter', expr)} * on (host, adapter) group_left (type, model, driver) {identity}"
 
 
 def build():
@@ -24,7 +30,7 @@ def build():
         "Read plus written bytes per second as a share of the adapter's link speed. Near 100% the link "
         "is the bottleneck: throughput flattens while latency climbs (the paper's Figure 5). Add a "
         "second link and spread the paths.",
-        "percentunit", [Q(f"({bytes_per_second('adapter', HOST, ADAPTER)}) / on (host, adapter) {LINK_SPEED}", WHO)],
+        "percentunit", [Q(link_use(HOST, ADAPTER), WHO)],
         line_at=((None, "transparent"), (0.9, "red"))))
     d = d.with_panel(timeseries_panel(
         "Throughput against link speed",
@@ -69,8 +75,6 @@ def build():
         "Identity, link speed and queue depth (AQLEN) of each adapter. A small AQLEN caps the sum of "
         "the LUN queues behind it.",
         ("host", "adapter", "type", "model", "driver"),
-        [Column("link speed", f"{LINK_SPEED} * on (host, adapter) group_left (type, model, driver) "
-                              f"{sel('esxi_adapter_info', HOST, ADAPTER)}", "Bps"),
-         Column("AQLEN", f"{sel('esxi_adapter_queue_depth', HOST, ADAPTER)} * on (host, adapter) "
-                         f"group_left (type, model, driver) {sel('esxi_adapter_info', HOST, ADAPTER)}")], h=6))
+        [Column("link speed", with_identity(LINK_SPEED), "Bps"),
+         Column("AQLEN", with_identity(sel("esxi_adapter_queue_depth", HOST, ADAPTER)))], h=6))
     return d

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import variables as v
 from ..panels import LATENCY_STEPS, Column, Q, row, stat_panel, table_panel, timeseries_panel
-from ..promql import HOST, RANGE, bytes_per_second, gauge, mean_latency, rate, sel
+from ..promql import HOST, RANGE, bytes_per_second, gauge, link_use, mean_latency, rate, sel
 from ..render import new_dashboard
 
 UID = "esxi-storage-overview"
@@ -13,8 +13,7 @@ LUN_URL = ("/d/esxi-lun-detail/esxi-lun-detail?var-datasource=${datasource}&var-
            "&var-lun=${__data.fields.device}&${__url_time_range}")
 ADAPTER_URL = ("/d/esxi-adapters/esxi-adapters-and-links?var-datasource=${datasource}&var-host=${__data.fields.host}"
                "&var-adapter=${__data.fields.adapter}&${__url_time_range}")
-LINK_USE = (f"({bytes_per_second('adapter', HOST)}) / on (host, adapter) "
-            f"{sel('esxi_adapter_link_speed_bytes_per_second', HOST)}")
+LINK_USE = link_use(HOST)
 
 
 def build():
@@ -86,8 +85,7 @@ def build():
         "Mean throughput of each adapter over the time range as a share of its link speed. Above 90% the "
         "link limits throughput. Click an adapter for the adapters dashboard.",
         ("host", "adapter"),
-        [Column("link use", f"({bytes_per_second('adapter', HOST, window=RANGE)}) / on (host, adapter) "
-                f"{sel('esxi_adapter_link_speed_bytes_per_second', HOST)}", "percentunit",
+        [Column("link use", link_use(HOST, window=RANGE), "percentunit",
                 ((None, "green"), (0.7, "yellow"), (0.9, "red"))),
          Column("throughput", bytes_per_second("adapter", HOST, window=RANGE), "Bps")],
         sort_by="link use", links={"adapter": ("Adapters and links", ADAPTER_URL)}, w=8, h=9))
