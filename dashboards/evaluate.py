@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import interpolate as gi
@@ -54,10 +54,22 @@ class Result:
     expr: str  # as sent to Prometheus
     ok: bool
     detail: str
+    last: list[tuple[dict, float]] = field(default_factory=list)  # each series' labels and last finite value
 
 
 def _finite(values: list) -> bool:
     return any(math.isfinite(float(v[1])) for v in values)
+
+
+def last_values(answer: dict) -> list[tuple[dict, float]]:
+    if answer.get("status") != "success" or answer["data"]["resultType"] not in ("vector", "matrix"):
+        return []
+    out = []
+    for s in answer["data"]["result"]:
+        finite = [float(v[1]) for v in (s.get("values") or [s.get("value")]) if math.isfinite(float(v[1]))]
+        if finite:
+            out.append((s["metric"], finite[-1]))
+    return out
 
 
 def has_data(answer: dict) -> tuple[bool, str]:
@@ -126,7 +138,8 @@ def run_panel_queries(model: dict, prom: Prometheus, selections: dict[str, gi.Se
                 answer = prom.get("/api/v1/query_range", [("query", expr), ("start", str(t.start)),
                                                           ("end", str(t.end)), ("step", str(t.interval))])
             ok, detail = has_data(answer)
-            results.append(Result(model["title"], panel["title"], target["refId"], expr, ok, detail))
+            results.append(Result(model["title"], panel["title"], target["refId"], expr, ok, detail,
+                                  last_values(answer)))
     return results
 
 

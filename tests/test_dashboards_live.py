@@ -21,7 +21,10 @@ from dashboards.evaluate import PROVISIONED, Prometheus as PromAPI, evaluate, re
 from dashboards.render import all_panels
 from tests.support.servers import Exporter, Prometheus
 
-SCENARIOS = ("demo", "reservations")  # demo: two hosts, two LUNs, all families; reservations: conflicts > 0
+# demo: two hosts, two LUNs, every metric family. queue-overrun (the paper's Figure 2): four VMs with
+# 16 outstanding I/Os each on one LUN with DQLEN 32, so Table 2 has known answers: a = 16, m = d/a = 2.
+SCENARIOS = ("demo", "queue-overrun")
+OVERRUN_LUN = "naa.600601601e3021001a2b3c4d5e6f0001"
 SCRAPE = 1.0
 RANGE = 20.0
 # A fixture rule so that ALERTS has a firing series to show; alert rules of the project, where
@@ -73,8 +76,31 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         assert problems == []
         assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}: {r.expr}" for r in panels if not r.ok] == []
         assert all(r.ok for r in annotations), [r.detail for r in annotations if not r.ok]
+        check_table2(panels)
     finally:
         if prometheus:
             prometheus.stop()
         for e in exporters:
             e.stop()
+
+
+def value(panels, panel: str, ref: str, **labels) -> float:
+    [result] = [r for r in panels if r.panel == panel and r.ref == ref]
+    found = [v for metric, v in result.last if all(metric.get(k) == want for k, want in labels.items())]
+    assert len(found) == 1, (panel, ref, labels, result.last)
+    return found[0]
+
+
+def check_table2(panels) -> None:
+    """The capacity dashboard computes the paper's Table 2 from the queue-overrun scenario's data."""
+    per_host = "m = d/a: VMs per host on each LUN"
+    per_lun = "n/a: VMs on each LUN over all hosts"
+    assert value(panels, per_host, "A", device=OVERRUN_LUN) == 32  # d
+    assert value(panels, per_host, "B", device=OVERRUN_LUN) == pytest.approx(16, rel=0.1)  # a
+    assert value(panels, per_host, "C", device=OVERRUN_LUN) == pytest.approx(2, rel=0.1)  # m = d/a
+    assert value(panels, per_host, "D", device=OVERRUN_LUN) == 4  # VMs on the LUN
+    assert value(panels, per_host, "E", device=OVERRUN_LUN) == -2  # headroom: floor(m) - VMs
+    assert value(panels, per_lun, "C", device=OVERRUN_LUN) == pytest.approx(256 / 16, rel=0.1)  # n/a, n = 256
+    queue = "ACTV and QUED against DQLEN and DSNRO"
+    assert value(panels, queue, "A", device=OVERRUN_LUN) == pytest.approx(32, rel=0.05)  # ACTV
+    assert value(panels, queue, "B", device=OVERRUN_LUN) == pytest.approx(32, rel=0.15)  # QUED
