@@ -59,8 +59,10 @@ def one_per(labels: str, expr: str) -> str:
 
 
 def path_to_device(expr: str, *info_matchers: str) -> str:
-    """Attach the `device` label of esxi_path_info to a per-path expression (joined on host, path)."""
-    return f"({expr}) * on (host, path) group_left (device) {one_per('host, path, device', sel('esxi_path_info', *info_matchers))}"
+    """Attach the `device` label of esxi_path_info to a per-path expression. esxi_path_info comes
+    from the same esxtop stream as the path counters, so the join includes the scrape's instance."""
+    info = one_per("instance, host, path, device", sel("esxi_path_info", *info_matchers))
+    return f"({expr}) * on (instance, host, path) group_left (device) {info}"
 
 
 def link_use(*matchers: str, window: str = RATE) -> str:
