@@ -255,3 +255,16 @@ def test_committed_json_is_what_the_generator_makes():
     stale = [rel for rel, text in generate().items()
              if (ROOT / "dashboards" / rel).read_text(encoding="utf-8") != text]
     assert stale == [], "run: python -m dashboards"
+
+
+def test_check_flag_fails_on_a_hand_edit(tmp_path, capsys):
+    from dashboards.__main__ import main
+    assert main(["--out", str(tmp_path)]) == 0
+    assert main(["--check", "--out", str(tmp_path)]) == 0
+    edited = tmp_path / "provisioned" / BOARDS[0].FILE
+    edited.write_text(edited.read_text().replace('"refresh": "30s"', '"refresh": "5s"'))
+    (tmp_path / "import" / "stray.json").write_text("{}")
+    assert main(["--check", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"provisioned/{BOARDS[0].FILE} is not what the generator makes" in err
+    assert "import/stray.json is not made by the generator" in err
