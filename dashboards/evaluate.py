@@ -49,26 +49,32 @@ class Prometheus:
 @dataclass
 class Result:
     dashboard: str
-    panel: str
+    panel: str  # title
     ref: str
     expr: str  # as sent to Prometheus
     ok: bool
     detail: str
-    last: list[tuple[dict, float]] = field(default_factory=list)  # each series' labels and last finite value
+    series: list[tuple[dict, list[tuple[float, float]]]] = field(default_factory=list)  # labels, finite points
+
+    @property
+    def last(self) -> list[tuple[dict, float]]:
+        """Each series' labels and last finite value."""
+        return [(metric, points[-1][1]) for metric, points in self.series]
 
 
 def _finite(values: list) -> bool:
     return any(math.isfinite(float(v[1])) for v in values)
 
 
-def last_values(answer: dict) -> list[tuple[dict, float]]:
+def finite_series(answer: dict) -> list[tuple[dict, list[tuple[float, float]]]]:
     if answer.get("status") != "success" or answer["data"]["resultType"] not in ("vector", "matrix"):
         return []
     out = []
     for s in answer["data"]["result"]:
-        finite = [float(v[1]) for v in (s.get("values") or [s.get("value")]) if math.isfinite(float(v[1]))]
+        points = [(float(t), float(v)) for t, v in (s.get("values") or [s.get("value")])]
+        finite = [(t, v) for t, v in points if math.isfinite(v)]
         if finite:
-            out.append((s["metric"], finite[-1]))
+            out.append((s["metric"], finite))
     return out
 
 
@@ -139,7 +145,7 @@ def run_panel_queries(model: dict, prom: Prometheus, selections: dict[str, gi.Se
                                                           ("end", str(t.end)), ("step", str(t.interval))])
             ok, detail = has_data(answer)
             results.append(Result(model["title"], panel["title"], target["refId"], expr, ok, detail,
-                                  last_values(answer)))
+                                  finite_series(answer)))
     return results
 
 

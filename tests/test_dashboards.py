@@ -144,10 +144,12 @@ def test_uids_are_stable_and_unique():
 
 
 @pytest.mark.parametrize("rel", FILES)
-def test_panel_ids_and_ref_ids_are_unique(rel):
+def test_panel_ids_titles_and_ref_ids_are_unique(rel):
     panels = all_panels(load(rel))
     ids = [p["id"] for p in panels]
     assert len(ids) == len(set(ids))
+    titles = [p["title"] for p in panels if p["type"] != "row"]
+    assert sorted(t for t in set(titles) if titles.count(t) > 1) == []
     for p in panels:
         refs = [t["refId"] for t in p.get("targets", [])]
         assert len(refs) == len(set(refs)) and all(refs), p["title"]

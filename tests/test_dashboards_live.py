@@ -9,6 +9,7 @@ which is what Grafana builds $__rate_interval from.
 """
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from dashboards.evaluate import PROVISIONED, Prometheus as PromAPI, evaluate, report
+from dashboards.preview import render
 from dashboards.render import all_panels
 from tests.support.servers import Exporter, Prometheus
 
@@ -77,6 +79,10 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}: {r.expr}" for r in panels if not r.ok] == []
         assert all(r.ok for r in annotations), [r.detail for r in annotations if not r.ok]
         check_table2(panels)
+        for f in dashboard_files():  # the data preview draws every panel from these results
+            model = json.loads(f.read_text())
+            page = render(model, [r for r in panels if r.dashboard == model["title"]], "test")
+            assert "no data" not in page and all(html.escape(p["title"]) in page for p in all_panels(model))
     finally:
         if prometheus:
             prometheus.stop()

@@ -121,7 +121,7 @@ def build():
         d = d.with_panel(panel)
     d = d.with_row(row("Firing alerts"))
     d = d.with_panel(table_panel(
-        "Firing alerts",
+        "Alerts firing now",
         "Prometheus alerts firing now for the selected hosts, with their labels. Empty is good.",
         ("alertname", "severity", "host", "device", "adapter"),
         [Column("firing", 'ALERTS{alertstate="firing",host=~"$host"}', "short")], h=6))
