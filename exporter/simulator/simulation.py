@@ -73,7 +73,7 @@ class Simulation:
                     mounts.setdefault(ds, set()).add(h.name)
         out = []
         for h in self.scenario.hosts:
-            inv = Inventory(host=h.name, dsnro=float(h.dsnro))
+            inv = Inventory(host=h.name, dsnro=float(h.dsnro), cpu_core_hertz=h.cpu_mhz * 1e6)
             for a in h.adapters:
                 inv.adapters[a.name] = AdapterConfig(type=a.type, model=a.model, driver=a.driver,
                                                      link_speed_bytes_per_second=a.link_speed)
