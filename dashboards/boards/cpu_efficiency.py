@@ -13,16 +13,15 @@ FILE = "cpu-and-efficiency.json"
 CPUS = (HOST, 'cpu!="_Total"')
 BUSY_CORES = f"sum by (host) ({gauge('esxi_cpu_utilization_ratio', *CPUS)})"
 IOPS = f"sum by (host) ({rate('esxi_lun_commands_total', HOST)})"
+CORE_MHZ = f"max by (host) ({sel('esxi_host_cpu_core_frequency_hertz', HOST)}) / 1e6"
 CPU_SECONDS_PER_IO = f"{BUSY_CORES} / {IOPS}"
-MHZ_PER_IOPS = f"{BUSY_CORES} * $mhz / {IOPS}"
+MHZ_PER_IOPS = f"{BUSY_CORES} * {CORE_MHZ} / {IOPS}"
 
 
 def build():
     d = new_dashboard(UID, "ESXi CPU and efficiency",
                       "What storage I/O costs the host in CPU: utilisation, CPU time per command and MHz per IOPS.",
-                      [v.datasource(), v.host(),
-                       v.textbox("mhz", "Core clock (MHz)", "2400",
-                                 "Nominal clock of one physical core, to turn busy cores into MHz")])
+                      [v.datasource(), v.host()])
     d = d.with_row(row("Cost per I/O"))
     d = d.with_panel(stat_panel(
         "MHz per IOPS (worst host)",
@@ -31,13 +30,13 @@ def build():
         "NFS cost more than FC HBAs).", "none", Q(f"max({MHZ_PER_IOPS})"), w=6, h=8))
     d = d.with_panel(timeseries_panel(
         "MHz per IOPS",
-        "Busy cores x core clock / commands per second, per host. A rise at the same IOPS means each I/O "
+        "Busy cores x nominal core clock / commands per second, per host. A rise at the same IOPS means each I/O "
         "got more expensive (smaller blocks, a software initiator, more paths, CPU contention).",
         "none", [Q(MHZ_PER_IOPS, "{{host}}")], w=9, h=8))
     d = d.with_panel(timeseries_panel(
         "CPU time per command",
-        "CPU seconds the host spends per SCSI command (busy cores / IOPS); independent of the clock "
-        "variable. Tens of microseconds are normal; hundreds mean the host, not the array, limits I/O.",
+        "CPU seconds the host spends per SCSI command (busy cores / IOPS), comparable across CPU clocks. "
+        "Tens of microseconds are normal; hundreds mean the host, not the array, limits I/O.",
         "s", [Q(CPU_SECONDS_PER_IO, "{{host}}")], w=9, h=8))
     d = d.with_row(row("CPU and I/O"))
     d = d.with_panel(timeseries_panel(
