@@ -114,7 +114,9 @@ def table(panel: dict, results: list[Result]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render(model: dict, results: list[Result], caption: str) -> str:
+def render(model: dict, results: list[Result], caption: str, variables: dict[str, str] | None = None) -> str:
+    """The page of one dashboard; variables fill in panel titles and time shifts as Grafana shows them."""
+    shown = {k: gi.Selection((v,)) for k, v in (variables or {}).items()}
     by_panel: dict[str, list[Result]] = {}  # titles are unique within a dashboard (a tested rule)
     for r in results:
         by_panel.setdefault(r.panel, []).append(r)
@@ -123,7 +125,7 @@ def render(model: dict, results: list[Result], caption: str) -> str:
         g = panel["gridPos"]
         left, top, w, h = g["x"] * COLUMN, g["y"] * ROW, g["w"] * COLUMN - 6, g["h"] * ROW - 6
         bottom = max(bottom, top + h)
-        title = html.escape(panel["title"])
+        title = html.escape(gi.variables(panel["title"], shown))
         if panel["type"] == "row":
             boxes.append(f'<div class=row style="left:{left}px;top:{top}px;width:{w}px">{title}</div>')
             continue
@@ -132,7 +134,8 @@ def render(model: dict, results: list[Result], caption: str) -> str:
                 "stat": lambda: stat(panel, mine),
                 "table": lambda: table(panel, mine),
                 "text": lambda: f"<pre>{html.escape(panel['options'].get('content', ''))}</pre>"}[panel["type"]]()
-        shift = f' <i>(shifted {html.escape(panel["timeShift"])})</i>' if panel.get("timeShift") else ""
+        shift = panel.get("timeShift") and f' <i>(time shift {html.escape(gi.variables(panel["timeShift"], shown))})</i>'
+        shift = shift or ""
         boxes.append(f'<div class=panel style="left:{left}px;top:{top}px;width:{w}px;height:{h}px">'
                      f'<div class=title>{title}{shift}</div>{body}</div>')
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(model['title'])}</title>
@@ -172,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     end = time.time()
+    overrides = dict(s.split("=", 1) for s in args.set)
     for path in sorted(PROVISIONED.glob("*.json")):
         model = json.loads(path.read_text(encoding="utf-8"))
         panels, _, _ = evaluate([path], Prometheus(args.prometheus), end - gi.parse_duration(args.range), end,
-                                gi.parse_duration(args.scrape_interval), dict(s.split("=", 1) for s in args.set))
+                                gi.parse_duration(args.scrape_interval), overrides)
         page = args.out / f"{path.stem}.html"
-        page.write_text(render(model, panels, args.caption), encoding="utf-8")
+        page.write_text(render(model, panels, args.caption, overrides), encoding="utf-8")
         if not args.no_screenshot:
             height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in all_panels(model)) * ROW + 90
             screenshot(page, args.out / f"{path.stem}.png", height)
