@@ -21,7 +21,7 @@ import pytest
 from dashboards.evaluate import PROVISIONED, Prometheus as PromAPI, evaluate, report
 from dashboards.preview import render
 from dashboards.render import all_panels
-from tests.support.servers import Exporter, Prometheus
+from tests.support.servers import ROOT, Exporter, Prometheus
 
 # demo: two hosts, two LUNs, every metric family. queue-overrun (the paper's Figure 2): four VMs with
 # 16 outstanding I/Os each on one LUN with DQLEN 32, so Table 2 has known answers: a = 16, m = d/a = 2.
@@ -29,8 +29,8 @@ SCENARIOS = ("demo", "queue-overrun")
 OVERRUN_LUN = "naa.600601601e3021001a2b3c4d5e6f0001"
 SCRAPE = 1.0
 RANGE = 20.0
-# A fixture rule so that ALERTS has a firing series to show; alert rules of the project, where
-# present, are loaded beside it.
+# A fixture rule so that ALERTS has a firing series to show at once (the project's alerts wait out
+# their `for:`); the project's alert rules (alerts/*.rules.yml, issue 5), where present, are loaded beside it.
 FIXTURE_RULES = """\
 groups:
   - name: dashboards-live-test
@@ -61,7 +61,8 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         rules = tmp_path / "fixture-rules.yml"
         rules.write_text(FIXTURE_RULES)
         prometheus = Prometheus(tmp_path / "prom", [f"127.0.0.1:{e.port}" for e in exporters],
-                                scrape_interval=f"{SCRAPE:g}s", rule_files=[rules])
+                                scrape_interval=f"{SCRAPE:g}s",
+                                rule_files=[rules, *sorted((ROOT / "alerts").glob("*.rules.yml"))])
         prometheus.wait_for('count(up{job="esxi"} == 1)', lambda r: r and r[0]["value"][1] == str(len(SCENARIOS)))
         first = time.time()
         # The before/after panels look 2 x RANGE back, plus their rate window: wait until that is data.
