@@ -247,9 +247,15 @@ def test_units_are_base_units():
                 assert unit == "percentunit", panel["title"]
 
 
-def test_provider_loads_the_provisioned_flavour():
-    provider = yaml.safe_load((PROVISIONING / "dashboards" / "esxi-storage.yml").read_text())["providers"][0]
-    assert provider["type"] == "file" and provider["options"]["path"]
+def test_provisioning_files_are_grafana_provisioning_files():
+    datasources = yaml.safe_load((PROVISIONING / "datasources" / "esxi-storage.yml").read_text())
+    assert datasources["apiVersion"] == 1
+    [ds] = datasources["datasources"]
+    assert ds["type"] == "prometheus" and ds["url"].startswith("http") and ds["jsonData"]["timeInterval"]
+    dashboards = yaml.safe_load((PROVISIONING / "dashboards" / "esxi-storage.yml").read_text())
+    assert dashboards["apiVersion"] == 1
+    [provider] = dashboards["providers"]
+    assert provider["type"] == "file" and provider["options"]["path"].startswith("/")
 
 
 # --- 3. regenerating changes nothing ------------------------------------------------------------
