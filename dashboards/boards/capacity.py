@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import variables as v
 from ..panels import Column, Q, row, table_panel, text_panel, timeseries_panel
-from ..promql import HOST, LUN, RANGE, RATE, gauge, sel, world_outstanding
+from ..promql import HOST, LUN, RANGE, RATE, gauge, world_outstanding
 from ..render import new_dashboard
 
 UID = "esxi-capacity"
