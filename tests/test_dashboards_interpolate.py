@@ -61,3 +61,20 @@ def test_single_value_variable_is_not_regex_escaped():
 def test_longer_names_are_not_eaten_by_shorter_ones():
     sels = {"lun": gi.Selection(("L",)), "lun_group": gi.Selection(("G",))}
     assert gi.variables("$lun $lun_group $lunx", sels) == "L G $lunx"
+
+
+# --- what counts as "returns data" in the live check ------------------------------------------
+from dashboards.evaluate import has_data  # noqa: E402
+
+
+@pytest.mark.parametrize("answer, ok", [
+    ({"status": "error", "errorType": "bad_data", "error": "parse error"}, False),
+    ({"status": "success", "data": {"resultType": "vector", "result": []}}, False),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {}, "values": [[1, "NaN"], [2, "+Inf"]]}]}}, False),
+    ({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {}, "values": [[1, "NaN"], [2, "0"]]}]}}, True),
+    ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "0.004"]}]}}, True),
+])
+def test_a_query_passes_only_with_a_finite_value(answer, ok):
+    assert has_data(answer)[0] is ok
