@@ -1,0 +1,180 @@
+"""Settings from flags, environment variables and a YAML file, validated in one pass.
+
+Precedence: command-line flag > environment variable > config file > default. Every option has a
+dotted key (`web.listen_address`), which is its place in the YAML file, its flag
+(`--web.listen-address`) and its environment variable (`ESXI_EXPORTER_WEB_LISTEN_ADDRESS`).
+Validation collects every bad entry and reports them all at once, one line each.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import yaml
+
+from exporter.units import parse_duration
+
+ENV_PREFIX = "ESXI_EXPORTER_"
+
+
+class ConfigError(ValueError):
+    """Bad settings. str() is one line per bad entry."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {value!r} (use true or false)")
+
+
+def _str_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v for v in value.split(",") if v]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ValueError(f"not a list of strings: {value!r}")
+
+
+def _listen_address(value: Any) -> str:
+    text = str(value)
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"not a listen address: {text!r} (use HOST:PORT or :PORT)")
+    return text
+
+
+def _positive_int(value: Any) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"must be 0 or more: {value!r}")
+    return number
+
+
+def _duration(value: Any) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"must be longer than 0: {value!r}")
+    return seconds
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str  # dotted: section.name
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    secret: bool = False  # never echoed in errors or logs
+
+    @property
+    def flag(self) -> str:
+        section, _, name = self.key.rpartition(".")
+        return "--" + (section + "." if section else "") + name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.key.replace(".", "_").upper()
+
+    @property
+    def dest(self) -> str:
+        return self.key.replace(".", "__")
+
+
+OPTIONS: list[Option] = [
+    Option("web.listen_address", _listen_address, ":10114", "Address to serve metrics on."),
+    Option("web.telemetry_path", str, "/metrics", "Path under which to expose metrics."),
+    Option("esxtop.stdin", _bool, False, "Read esxtop batch output from standard input."),
+    Option("esxtop.follow", _str_list, [], "Follow a growing esxtop capture like tail -F (repeatable)."),
+    Option("esxtop.file", _str_list, [], "Read a saved esxtop capture to the end (repeatable)."),
+    Option("esxtop.stale_after", _duration, 300.0, "Drop an object's series this long after it left the esxtop output."),
+    Option("simulate.scenario", str, None, "Serve a built-in simulated host running this scenario (see `simulate --list`)."),
+    Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
+    Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
+    Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
+]
+
+
+def _choice(value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).lower()
+    if text not in choices:
+        raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
+    return text
+
+
+def collector_options(names_defaults: dict[str, bool]) -> list[Option]:
+    return [Option(f"collector.{name}", _bool, default, f"Enable the {name} collector.")
+            for name, default in names_defaults.items()]
+
+
+class Settings(dict):
+    """Resolved settings by dotted key; `inventory` holds the raw inventory section."""
+
+
+def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    flat = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and dotted not in _NESTED_SECTIONS:
+            flat.update(_flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+# Sections whose value is a whole structure, validated by their own code.
+_NESTED_SECTIONS = {"inventory", "vsphere.targets", "esxtop.ssh_targets"}
+
+
+def load(options: list[Option], flags: dict[str, Any], environ=None, config_file: str | None = None) -> Settings:
+    """Resolve every option. flags: dest -> value, None where the flag was not given."""
+    environ = os.environ if environ is None else environ
+    problems: list[str] = []
+    from_file: dict[str, Any] = {}
+    source_name = config_file or ""
+    if config_file:
+        try:
+            with open(config_file, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle) or {}
+            if not isinstance(data, dict):
+                raise ConfigError([f"{config_file}: the top level must be a mapping of sections"])
+            from_file = _flatten(data)
+        except OSError as err:
+            raise ConfigError([f"{config_file}: cannot read: {err.strerror}"]) from None
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f":{mark.line + 1}" if mark else ""
+            raise ConfigError([f"{config_file}{where}: not valid YAML: {getattr(err, 'problem', err)}"]) from None
+    known = {o.key for o in options} | _NESTED_SECTIONS
+    for key in sorted(set(from_file) - known):
+        problems.append(f"{source_name}: {key}: unknown setting")
+    settings = Settings()
+    for option in options:
+        raw, origin = option.default, None
+        if option.key in from_file:
+            raw, origin = from_file[option.key], f"{source_name}: {option.key}"
+        if option.env in environ:
+            raw, origin = environ[option.env], f"environment {option.env}"
+        if flags.get(option.dest) is not None:
+            raw, origin = flags[option.dest], f"flag {option.flag}"
+        if origin is None:
+            settings[option.key] = raw
+            continue
+        try:
+            settings[option.key] = option.parse(raw)
+        except (ValueError, TypeError) as err:
+            shown = "(hidden)" if option.secret else err
+            problems.append(f"{origin}: {shown}")
+    for key in _NESTED_SECTIONS:
+        settings[key] = from_file.get(key)
+    if problems:
+        raise ConfigError(problems)
+    return settings

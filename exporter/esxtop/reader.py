@@ -1,0 +1,232 @@
+"""Streaming reader for esxtop batch output (`esxtop -b`): one line in, at most one Sample out.
+
+The header is parsed once (with the csv module: it is quoted and may exceed 1 MB); data rows take
+a fast path: esxtop data cells are numbers and never contain commas, so a row is split with
+str.split and only the columns the exporter exports are converted (see esxtop-format.md).
+"""
+from __future__ import annotations
+
+import calendar
+import csv
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+from exporter import model as m
+from exporter.esxtop import columns as c
+
+HEADER_MARK = "(PDH-CSV"
+csv.field_size_limit(sys.maxsize)
+
+
+class EsxtopError(ValueError):
+    """A line the reader rejects. `reason` is a short token used as a metric label."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class Column:
+    index: int
+    obj: str
+    instance: str | None
+    counter: str
+
+
+def parse_column(cell: str) -> tuple[str, str, str | None, str] | None:
+    r"""'\\host\Object(instance)\Counter' -> (host, object, instance, counter); None if not that shape.
+
+    The instance runs from the first '(' to the last ')' of the middle part: instance names
+    contain parentheses, spaces, '#' and ':' (quirk 5).
+    """
+    if not cell.startswith("\\\\"):
+        return None
+    host, sep, rest = cell[2:].partition("\\")
+    middle, sep2, counter = rest.rpartition("\\")
+    if not sep or not sep2 or not middle:
+        return None
+    open_at = middle.find("(")
+    if open_at > 0 and middle.endswith(")"):
+        return host, middle[:open_at], middle[open_at + 1:-1], counter
+    return host, middle, None, counter
+
+
+class Layout:
+    """What one header means: which cells to convert and where each value goes."""
+
+    def __init__(self, cells: list[str], raw_line: str, per_world: bool = True):
+        self.width = len(cells)
+        # Rows are split on every comma; if a header cell holds a quoted comma the naive count
+        # differs from the csv count and rows must go through csv too (never seen, but cheap).
+        self.commas = raw_line.count(",")
+        self.naive = self.commas + 1 == self.width
+        self.names = cells
+        parsed = [parse_column(cell) for cell in cells]
+        self.host = next((p[0] for p in parsed if p), "")
+        has_path_object = any(p and p[1] == "Physical Disk Path" for p in parsed)
+        keys: dict[tuple, int] = {}
+        self.objects: list[tuple[str, object]] = []  # object slot -> (family, key)
+        targets = []
+        vcpus = []
+        self.path_devices: dict[str, str] = {}
+        last_device = None
+        for index, p in enumerate(parsed):
+            if not p:
+                continue
+            _, obj, instance, counter = p
+            if obj == "Vcpu" and instance is not None:
+                vcpus.append(instance)
+                continue
+            if obj == "Physical Disk SCSI Device":
+                last_device = instance
+            elif obj == "Physical Disk Path" and last_device is not None:
+                # A device's paths follow it in the header (esxtop-format.md §2, column order).
+                self.path_devices.setdefault(instance, last_device)
+            hit = c.classify(obj, instance, counter, has_path_object)
+            if not hit or (hit[0] == c.WORLD and not per_world):
+                continue
+            family, key, field, divisor = hit
+            slot = keys.setdefault((family, key), len(keys))
+            if slot == len(self.objects):
+                self.objects.append((family, key))
+            targets.append((index, slot, field, divisor))
+        self.targets = targets
+        self.max_index = max((t[0] for t in targets), default=0)
+        self.world_vms = c.world_vms(sorted(set(vcpus))) if per_world else {}
+
+
+_TS_FULL = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{2})(?::(\d{2}))?$")
+_TS_TIME = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})$")
+
+
+class EsxtopReader:
+    """Turns esxtop batch lines into Samples. Keeps state between lines (header, last timestamp).
+
+    feed() raises EsxtopError for a bad line; the reader stays usable, so a live stream can count
+    the error and go on. A new header line (a restarted esxtop) replaces the layout.
+    """
+
+    def __init__(self, name: str = "<stream>", per_world: bool = True):
+        self.name = name
+        self.per_world = per_world
+        self.layout: Layout | None = None
+        self.lineno = 0
+        self._prev_ts: float | None = None
+        self._last_interval: float | None = None
+        self._date: tuple[int, int, int] | None = None
+
+    def feed(self, line: str) -> m.Sample | None:
+        self.lineno += 1
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            return None
+        mark = line.find(HEADER_MARK, 0, 65536)
+        if mark >= 0:
+            self._set_header(line, mark)
+            return None
+        if self.layout is None:
+            raise self._error("no_header", 'no esxtop header before this line (a capture starts with "(PDH-CSV 4.0) (UTC)(0)",...)')
+        return self._sample(line)
+
+    # -- header -------------------------------------------------------------------------------
+    def _set_header(self, line: str, mark: int) -> None:
+        # Junk glued before the first cell (a terminal warning on stderr): keep from the quote.
+        start = mark - 1 if mark > 0 and line[mark - 1] == '"' else mark
+        line = line[start:]
+        cells = next(csv.reader([line]))
+        self.layout = Layout(cells, line, self.per_world)
+        self._prev_ts = None  # a new esxtop run: its first sample is not a measurement again
+
+    # -- rows ---------------------------------------------------------------------------------
+    def _sample(self, line: str) -> m.Sample:
+        layout = self.layout
+        if layout.naive:
+            if line.count(",") != layout.commas:
+                raise self._error("cell_count", f"{line.count(',') + 1} cells, the header has {layout.width}")
+            cells = line.split(",", layout.max_index + 1)
+        else:
+            cells = next(csv.reader([line]))
+            if len(cells) != layout.width:
+                raise self._error("cell_count", f"{len(cells)} cells, the header has {layout.width}")
+        timestamp = self._timestamp(cells[0].strip().strip('"'))
+        values: list[dict] = [{} for _ in layout.objects]
+        try:
+            for index, slot, field, divisor in layout.targets:
+                cell = cells[index]
+                values[slot][field] = float(cell[1:-1] if cell[:1] == '"' else cell) / divisor
+        except ValueError:
+            raise self._bad_value(cells, layout) from None
+        sample = m.Sample(host=layout.host, timestamp=timestamp, interval=self._interval(timestamp))
+        families = {c.LUN: sample.luns, c.ADAPTER: sample.adapters, c.PATH: sample.paths,
+                    c.WORLD: sample.worlds, c.CPU: sample.cpus}
+        for (family, key), stats in zip(layout.objects, values):
+            families[family][key] = stats
+        sample.path_devices = layout.path_devices
+        sample.world_vms = layout.world_vms
+        return sample
+
+    def _bad_value(self, cells, layout) -> EsxtopError:
+        for index, _, _, _ in layout.targets:
+            cell = cells[index]
+            try:
+                float(cell[1:-1] if cell[:1] == '"' else cell)
+            except ValueError:
+                return self._error("bad_value", f"column {index + 1} ({layout.names[index]}) is not a number: {cell[:40]!r}")
+        return self._error("bad_value", "a value is not a number")
+
+    def _timestamp(self, text: str) -> float:
+        found = _TS_FULL.match(text)
+        time_only = found is None
+        if found:
+            mon, day, year, hour, minute, sec = found.groups()
+            self._date = (int(year), int(mon), int(day))
+        else:
+            found = _TS_TIME.match(text)
+            if not found:
+                raise self._error("bad_timestamp", f"timestamp {text[:40]!r} is not MM/DD/YYYY HH:MM:SS")
+            hour, minute, sec = found.groups()
+            if self._date is None:  # a spreadsheet kept only the time: the date is unknown
+                self._date = (1970, 1, 1)
+        try:
+            ts = float(calendar.timegm((*self._date, int(hour), int(minute), int(sec or 0))))
+        except (ValueError, OverflowError):
+            raise self._error("bad_timestamp", f"timestamp {text[:40]!r} is not a valid date") from None
+        if time_only and self._prev_ts is not None and ts < self._prev_ts - 43200:
+            ts += 86400  # time-only stamps roll over midnight: carry the date forward
+            self._date = tuple(time.gmtime(ts)[:3])
+        return ts
+
+    def _interval(self, ts: float) -> float | None:
+        prev, self._prev_ts = self._prev_ts, ts
+        if prev is None:
+            return None
+        interval = ts - prev
+        if interval <= 0:
+            # Spreadsheet re-saves keep minutes only, so rows share a stamp: step the clock by
+            # the last real interval (or esxtop's default 5 s) to keep counters moving forward.
+            interval = self._last_interval or 5.0
+            self._prev_ts = ts = prev + interval
+        self._last_interval = interval
+        return interval
+
+    def _error(self, reason: str, text: str) -> EsxtopError:
+        return EsxtopError(reason, f"{self.name}:{self.lineno}: {text}")
+
+
+def read_file(path: str, per_world: bool = True):
+    """Yield every Sample of a saved capture; raise EsxtopError on the first bad line."""
+    reader = EsxtopReader(str(path), per_world=per_world)
+    with open(path, encoding="utf-8", errors="replace", newline=None) as stream:
+        seen = False
+        for line in stream:
+            seen = seen or bool(line.strip())
+            sample = reader.feed(line)
+            if sample is not None:
+                yield sample
+    if not seen:
+        raise EsxtopError("empty", f"{path}: empty file, no esxtop header")
+    if reader.layout is None:
+        raise EsxtopError("no_header", f"{path}:1: no esxtop header")

@@ -1,0 +1,72 @@
+"""The HTTP endpoint: the cached exposition on the telemetry path, a landing page, a health check."""
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+log = logging.getLogger(__name__)
+
+LANDING = """<html><head><title>ESXi storage exporter</title></head><body>
+<h1>ESXi storage exporter</h1><p><a href="{path}">Metrics</a></p></body></html>"""
+
+
+def make_handler(exposition, telemetry_path: str):
+    landing = LANDING.format(path=telemetry_path).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 (http.server's naming)
+            path = self.path.split("?", 1)[0]
+            if path == telemetry_path:
+                gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+                body = exposition.body(gzipped=gzipped)
+                self._send(200, CONTENT_TYPE_LATEST, body, {"Content-Encoding": "gzip"} if gzipped else {})
+            elif path == "/":
+                self._send(200, "text/html; charset=utf-8", landing)
+            elif path in ("/-/healthy", "/-/ready"):
+                self._send(200, "text/plain; charset=utf-8", b"OK\n")
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"Not found\n")
+
+        def _send(self, code, content_type, body, headers=None):
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, fmt, *args):  # access logs only at debug level
+            log.debug("%s %s", self.address_string(), fmt % args)
+
+    return Handler
+
+
+def parse_listen_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a hung client never blocks shutdown
+
+
+class MetricsServer:
+    def __init__(self, exposition, listen_address: str, telemetry_path: str = "/metrics"):
+        host, port = parse_listen_address(listen_address)
+        self.httpd = _Server((host, port), make_handler(exposition, telemetry_path))
+        self.address = self.httpd.server_address
+
+    def serve_in_thread(self) -> threading.Thread:
+        thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True)
+        thread.start()
+        return thread
+
+    def shutdown(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

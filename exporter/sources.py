@@ -1,0 +1,39 @@
+"""Starts the configured sources, each feeding the shared store: live ones in threads (serve),
+or read to the end (dump)."""
+from __future__ import annotations
+
+import logging
+import threading
+
+from exporter.esxtop import EsxtopReader, read_file
+from exporter.esxtop.streams import follow_lines, pump, start_thread, stdin_lines
+
+log = logging.getLogger(__name__)
+
+
+def has_live_source(settings) -> bool:
+    return bool(settings["esxtop.stdin"] or settings["esxtop.follow"] or settings["esxtop.file"]
+                or settings["simulate.scenario"])
+
+
+def load_files(settings, store) -> None:
+    """Read saved captures to the end; the first bad line is fatal (EsxtopError)."""
+    per_world = settings["collector.world"]
+    for path in settings["esxtop.file"]:
+        for sample in read_file(path, per_world=per_world):
+            store.ingest(sample)
+
+
+def start_live(settings, store, stop: threading.Event) -> list[threading.Thread]:
+    per_world = settings["collector.world"]
+    threads = []
+    if settings["esxtop.stdin"]:
+        reader = EsxtopReader("stdin", per_world=per_world)
+        threads.append(start_thread("esxtop-stdin", pump, stdin_lines(), reader, store, stop))
+    for path in settings["esxtop.follow"]:
+        reader = EsxtopReader(path, per_world=per_world)
+        threads.append(start_thread(f"esxtop-follow:{path}", pump, follow_lines(path, stop), reader, store, stop))
+    if settings["simulate.scenario"]:
+        from exporter.simulated import run_simulation
+        threads.append(start_thread("simulator", run_simulation, settings, store, stop))
+    return threads

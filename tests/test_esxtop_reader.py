@@ -1,0 +1,210 @@
+"""Every quirk of real esxtop output (esxtop-format.md §6), and the reader's errors."""
+from __future__ import annotations
+
+import pytest
+
+from exporter.esxtop import EsxtopError, EsxtopReader, read_file
+from exporter.esxtop.reader import parse_column
+from exporter.esxtop.streams import pump
+from exporter.state import Store
+from tests.support.captures import device_columns, header, row
+
+T0 = 1_700_000_000.0
+DEV = "naa.600a0b80002a"
+
+
+def feed_all(lines, **kwargs):
+    reader = EsxtopReader("test", **kwargs)
+    return [s for s in (reader.feed(line) for line in lines) if s is not None]
+
+
+def device_capture(trailing_comma=True, n=3, extra_columns=(), extra_values=()):
+    cols = device_columns(DEV) + list(extra_columns)
+    lines = [header("esx01", cols, trailing_comma)]
+    for i in range(n):
+        values = [32, 32 if i else 0, 4 if i else 0, 100.0, 1.12, 1000.0, 600, 400, 10.0, 5.0, 20.0, 3.5, 23.5, 3.0]
+        lines.append(row(T0 + 5 * i, values + list(extra_values), trailing_comma))
+    return lines
+
+
+def test_trailing_comma_and_none_read_alike():
+    with_comma = feed_all(device_capture(trailing_comma=True))
+    without = feed_all(device_capture(trailing_comma=False))
+    assert [s.luns for s in with_comma] == [s.luns for s in without]
+    assert with_comma[-1].luns[DEV]["device_latency_seconds"] == 0.02
+
+
+def test_first_sample_is_not_a_measurement_and_intervals_come_from_timestamps():
+    samples = feed_all(device_capture())
+    assert [s.interval for s in samples] == [None, 5.0, 5.0]
+    assert samples[1].luns[DEV]["read_bytes_per_second"] == 10 * 1048576
+    store = Store()
+    for s in samples:
+        store.ingest(s)
+    lun = store.hosts["esx01"].objects["luns"][DEV]
+    assert lun.counters["commands_per_second"] == 1000 * 5 * 2  # two measured intervals
+    assert lun.counters["device_latency_seconds_total"] == pytest.approx(0.02 * 1000 * 5 * 2)
+
+
+def test_drifting_intervals_use_the_real_spacing():
+    lines = device_capture(n=1)
+    for i, t in enumerate((4, 9, 11)):  # 4 s, 5 s, 2 s apart, like IC-headerless
+        lines.append(row(T0 + t, [32, 1, 0, 3.0, 0.03, 100.0, 50, 50, 1.0, 1.0, 2.0, 0.5, 2.5, 0.1]))
+    store = Store()
+    for s in feed_all(lines):
+        store.ingest(s)
+    assert store.hosts["esx01"].objects["luns"][DEV].counters["commands_per_second"] == pytest.approx(100 * 11)
+
+
+def test_junk_before_the_header_is_ignored():
+    lines = device_capture()
+    lines[0] = "no termcap entry for a 'xterm-256color' terminal" + lines[0]
+    assert feed_all(lines)[-1].luns[DEV]["queue_depth"] == 32
+
+
+def test_header_over_one_megabyte():
+    filler = [("Vcpu", f"{i}:helper:{65000 + i}:HELPER_QUEUE-{i}", "% Used") for i in range(20000)]
+    lines = device_capture(extra_columns=filler, extra_values=["1.00"] * len(filler))
+    assert len(lines[0]) > 1_000_000
+    assert feed_all(lines)[-1].luns[DEV]["active_commands"] == 32
+
+
+@pytest.mark.parametrize("cell, expected", [
+    (r"\\esx\Group Cpu(2928526:Ubuntu 14.04-LTS Server (20160602)_10.62.59.186)\% Used",
+     ("esx", "Group Cpu", "2928526:Ubuntu 14.04-LTS Server (20160602)_10.62.59.186", "% Used")),
+    (r"\\esx\Vcpu(1:system:65976:TcpipPktComp#0)\% Run", ("esx", "Vcpu", "1:system:65976:TcpipPktComp#0", "% Run")),
+    (r"\\esx\Virtual Disk(SQL02 (df09cdf2-1e74):scsi0:0)\Reads/sec", ("esx", "Virtual Disk", "SQL02 (df09cdf2-1e74):scsi0:0", "Reads/sec")),
+    (r"\\esx.example.org\Memory\Memory Overcommit (1 Minute Avg)", ("esx.example.org", "Memory", None, "Memory Overcommit (1 Minute Avg)")),
+    (r"\\esx\VSAN\Enabled?", ("esx", "VSAN", None, "Enabled?")),
+    ('   -"\\\\esx\\PCPU Power State(PCPU 1)\\%C-State C0"', None),
+])
+def test_header_cells_split_on_first_parenthesis_and_last_backslash(cell, expected):
+    assert parse_column(cell) == expected
+
+
+def test_t10_names_are_opaque_and_suffixes_split_on_the_last_dash():
+    t10 = "t10.ATA_____ST2000DM0062D2DM164__________________________________Z4Z90XYV"
+    cols = device_columns(t10, ["Device Q Depth", "Commands/sec"]) + [
+        ("Physical Disk Per-Device-Per-World", "mpx.vmhba0:C0:T5:L0-444767", "Active Commands"),
+        ("Physical Disk Per-Device-Per-World", f"{t10}-65544", "Queued Commands"),
+        ("Physical Disk Partition", f"{t10}-9", "Commands/sec"),
+    ]
+    sample = feed_all([header("h", cols), row(T0, [31, 0, 2, 1, 0])])[0]
+    assert list(sample.luns) == [t10]  # the partition is not a device
+    assert sample.worlds == {("mpx.vmhba0:C0:T5:L0", "444767"): {"active_commands": 2.0},
+                             (t10, "65544"): {"queued_commands": 1.0}}
+
+
+def test_object_names_match_exactly():
+    cols = [("Physical Disk", "vmhba0:vmhba0:C0:T2:L0", "Commands/sec"),
+            ("Physical Disk Path", "vmhba0:C0:T2:L0", "Commands/sec"),
+            ("Physical Disk SCSI Device Extra", "x", "Commands/sec"),
+            ("Physical Disk", "vmhba0", "Adapter Q Depth")]
+    sample = feed_all([header("h", cols), row(T0, [7, 9, 11, 64])])[0]
+    # The ESXi 6 legacy path columns are ignored when `Physical Disk Path` exists.
+    assert sample.paths == {"vmhba0:C0:T2:L0": {"commands_per_second": 9.0}}
+    assert sample.adapters == {"vmhba0": {"queue_depth": 64.0}}
+    assert sample.luns == {}
+
+
+def test_legacy_adapter_path_object_is_used_when_there_is_no_path_object():
+    cols = [("Physical Disk", "vmhba1:vmhba1:C0:T0:L4", "Adapter Q Depth"),
+            ("Physical Disk", "vmhba1:vmhba1:C0:T0:L4", "Commands/sec")]
+    sample = feed_all([header("h", cols), row(T0, [1024, 42])])[0]
+    assert sample.paths == {"vmhba1:C0:T0:L4": {"commands_per_second": 42.0}}
+    assert sample.adapters == {"vmhba1": {"queue_depth": 1024.0}}
+
+
+def test_esx3_per_world_names_from_the_paper():
+    cols = [("Physical Disk", "vmhba1:0:3:0:1234", "Active Commands"),
+            ("Physical Disk", "vmhba1:0:3:0:1234", "Queued Commands"),
+            ("Physical Disk", "WD-vmhba1:3:0-1235", "Active Commands"),
+            ("Physical Disk", "WD-vmhba1:3:0-1235", "Queued Commands"),
+            ("Physical Disk", "vmhba1:0:3:0", "Active Commands")]
+    sample = feed_all([header("esx35", cols), row(T0, [16, 4, 12, 0, 28])])[0]
+    assert sample.worlds == {("vmhba1:0:3:0", "1234"): {"active_commands": 16.0, "queued_commands": 4.0},
+                             ("vmhba1:3:0", "1235"): {"active_commands": 12.0, "queued_commands": 0.0}}
+    assert sample.luns == {"vmhba1:0:3:0": {"active_commands": 28.0}}
+
+
+def test_malformed_pcpu_power_state_cells_do_not_shift_columns():
+    # Real -a output: an unquoted, comma-less token fused to the next cell in header and rows.
+    head = header("h", device_columns(DEV, ["Active Commands"]) + [("PCPU Power State", "PCPU 0", "%T-State T7")], False)
+    head += ',   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0",' + header("h", device_columns(DEV, ["Queued Commands"])).split(",", 1)[1]
+    data = f'"11/14/2023 22:13:20","5","0.00",    73.1"8.93","7",'
+    sample = feed_all([head, data])[0]
+    assert sample.luns[DEV] == {"active_commands": 5.0, "queued_commands": 7.0}
+
+
+def test_cr_and_crlf_line_endings_and_spreadsheet_resaves(tmp_path):
+    lines = device_capture()
+    for ending in ("\r\n", "\r"):
+        path = tmp_path / f"capture{len(ending)}.csv"
+        path.write_bytes(ending.join(lines).encode() + ending.encode())
+        assert [s.luns for s in read_file(path)] == [s.luns for s in feed_all(lines)]
+    # Excel re-save: unquoted cells, trailing zeros dropped, timestamps without seconds.
+    unquoted = [line.replace('"', "") for line in lines]
+    unquoted[1:] = [f"3/26/2015 22:4{i}," + line.split(",", 1)[1] for i, line in enumerate(unquoted[1:])]
+    samples = feed_all(unquoted)
+    assert samples[-1].luns[DEV]["device_latency_seconds"] == 0.02
+    assert samples[1].interval == 60.0
+    # Time-only stamps, and rows sharing a stamp: the clock steps by the last real interval.
+    timeonly = [unquoted[0], "22:42:26," + unquoted[1].split(",", 1)[1], "22:42:31," + unquoted[2].split(",", 1)[1],
+                "22:42:31," + unquoted[3].split(",", 1)[1]]
+    assert [s.interval for s in feed_all(timeonly)] == [None, 5.0, 5.0]
+
+
+def test_vm_names_come_from_the_captures_vcpu_columns():
+    cols = [("Vcpu", "1302698:styx:444767:vmx", "% Used"), ("Vcpu", "1302698:styx:444769:NetWorld-VM-444768", "% Used"),
+            ("Vcpu", "1:system:65976:TcpipPktComp#0", "% Used"),
+            ("Physical Disk Per-Device-Per-World", f"{DEV}-444768", "Active Commands"),
+            ("Physical Disk Per-Device-Per-World", f"{DEV}-65976", "Active Commands")]
+    sample = feed_all([header("h", cols), row(T0, [1, 1, 1, 3, 1])])[0]
+    assert sample.world_vms["444768"] == "styx" and sample.world_vms["444767"] == "styx"
+    assert "65976" not in sample.world_vms  # a system world, not a VM
+
+
+def test_columns_missing_from_a_capture_are_not_invented():
+    sample = feed_all([header("h", device_columns(DEV, ["Device Q Depth", "Commands/sec"])), row(T0, [32, 5])])[0]
+    assert sample.luns[DEV] == {"queue_depth": 32.0, "commands_per_second": 5.0}
+
+
+def test_a_new_header_restarts_the_stream():
+    lines = device_capture() + device_capture()
+    samples = feed_all(lines)
+    assert [s.interval for s in samples] == [None, 5.0, 5.0, None, 5.0, 5.0]
+
+
+@pytest.mark.parametrize("lines, reason, text", [
+    (['"01/01/2024 00:00:00","1.00"'], "no_header", "test:1: no esxtop header"),
+    ([header("h", device_columns(DEV, ["Device Q Depth"])), row(T0, [32, 1])], "cell_count", "test:2: 4 cells, the header has 3"),
+    ([header("h", device_columns(DEV, ["Device Q Depth"])), row(T0, ["n/a"])], "bad_value", "test:2: column 2 (\\\\h\\Physical Disk SCSI Device"),
+    ([header("h", device_columns(DEV, ["Device Q Depth"])), '"yesterday","32",'], "bad_timestamp", "test:2: timestamp 'yesterday'"),
+])
+def test_bad_lines_raise_one_line_errors_naming_stream_and_line(lines, reason, text):
+    with pytest.raises(EsxtopError) as caught:
+        feed_all(lines)
+    assert caught.value.reason == reason
+    assert str(caught.value).startswith(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_live_stream_counts_bad_lines_and_goes_on():
+    lines = device_capture()
+    lines.insert(2, '"garbage"')
+    lines.insert(3, lines[2][: len(lines[2]) // 2])  # a row cut mid-line
+    store = Store()
+    pump(lines, EsxtopReader("live"), store)
+    assert store.parse_errors == {("live", "cell_count"): 2}
+    assert store.hosts["esx01"].samples == 3
+
+
+def test_empty_and_headerless_files_are_errors(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(EsxtopError, match=r"empty.csv: empty file"):
+        list(read_file(empty))
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("\n".join(device_capture()[1:]) + "\n")
+    with pytest.raises(EsxtopError, match=r"headerless.csv:1: no esxtop header"):
+        list(read_file(headerless))
