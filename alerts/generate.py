@@ -77,7 +77,7 @@ def array_queue_limit_expr(limit: dict, scope) -> str:
     terms = [f"{by} (esxi_lun_info{{{_promql_matchers(o['match'])}}}) * {_format_value(o['value'])}"
              for o in limit.get("overrides") or []]
     terms.append(f"{by} (host_device:esxi_lun_queue_depth:max) * {_format_value(limit['default'])}")
-    return "\n".join(terms[:1] + [f"or\n{t}" for t in terms[1:]]) + ("\n" if len(terms) > 1 else "")
+    return "\nor\n".join(terms)
 
 
 def placeholders(config: dict) -> dict[str, str]:
@@ -97,10 +97,13 @@ def substitute(text: str, values: dict[str, str], source: str = str(SOURCE)) -> 
         if line.lstrip().startswith("#"):
             out.append(line)
             continue
-        def fill(m, lineno=lineno):
+        indent = line[: len(line) - len(line.lstrip())]
+
+        def fill(m, lineno=lineno, indent=indent):
             if m.group(1) not in values:
                 raise ConfigError(f"{source}:{lineno}: unknown placeholder ${{{m.group(1)}}}")
-            return values[m.group(1)]
+            # a multi-line value continues at the placeholder line's indentation (YAML block scalars)
+            return values[m.group(1)].rstrip("\n").replace("\n", "\n" + indent)
         out.append(PLACEHOLDER.sub(fill, line))
     return "".join(out)
 
