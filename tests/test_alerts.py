@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ def test_runbook_says_for_each_alert_what_it_means_how_to_confirm_in_esxtop_and_
 def test_generated_files_are_what_the_sources_produce():
     for path, text in generate.outputs().items():
         assert path.read_text() == text, f"{path.relative_to(ROOT)} is stale: run python3 alerts/generate.py"
-    check = subprocess.run(["python3", str(ALERTS / "generate.py"), "--check"], capture_output=True, text=True, cwd=ROOT)
+    check = subprocess.run([sys.executable, str(ALERTS / "generate.py"), "--check"], capture_output=True, text=True, cwd=ROOT)
     assert check.returncode == 0, check.stderr
 
 
