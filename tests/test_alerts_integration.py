@@ -1,7 +1,8 @@
 """The alert rules on a live stack: the exporter serving the simulator's scenarios, a real Prometheus
 (Debian `prometheus`) scraping them with the rules loaded, and a real Alertmanager
 (`prometheus-alertmanager`) delivering to a webhook receiver in this test. Each scenario must raise
-exactly the alerts the paper predicts for it, and the healthy baseline none.
+exactly the alerts the paper predicts for it, and the healthy baseline none. An eighth exporter, fed
+through stdin by the test, checks the pipeline alerts the same way.
 
 All scenarios run at once, one exporter each, told apart by a `scenario` target label that the rules
 keep through the generator's scope_labels (the same knob a multi-site user sets to `cluster`). The
@@ -22,6 +23,7 @@ import pytest
 import yaml
 
 from alerts import generate
+from tests.support.captures import device_columns, header, row
 from tests.support.servers import Alertmanager, Exporter, Prometheus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,9 +38,10 @@ FAST = {
     "for_configuration": "15s", "for_capacity": "30s", "for_stale": "10s", "for_vsphere_down": "5s",
     "for_parse_errors": "15s", "for_collector_failing": "10s",
 }
-# Watch this long after the first scrape: the longest `for:` (30s) after its window fills, plus margin,
-# so an alert that would fire late is seen too.
-OBSERVE_SECONDS = 55
+# Watch this long after the first scrape: the longest `for:` (30s) after its window fills, and the
+# stale stream's 3 intervals + 10s after its feed stops, plus margin, so a late alert is seen too.
+OBSERVE_SECONDS = 65
+FEED_SECONDS = 35  # the stdin stream's life: long enough to measure its interval over 30s
 
 SHARED_LUN = "naa.600601601e3021001a2b3c4d5e6f0010"
 QDEPTH_LUN = "naa.600601601e3021001a2b3c4d5e6f0050"
@@ -87,7 +90,17 @@ SCENARIOS = {
         {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
     ]),
 }
-IDENTITY = ("alertname", "host", "device", "adapter", "direction")
+# The pipeline itself: an esxtop stream on stdin that sends a malformed line with every sample, then
+# falls silent (the SSH session dies) while the exporter keeps running.
+PIPE_HOST, PIPE_DEVICE = "esx-pipe.lab.local", "naa.60a98000572d54724a346a6170627a51"
+PIPELINE = [
+    {"alertname": "EsxiEsxtopParseErrors", "stream": "stdin", "reason": "cell_count"},
+    {"alertname": "EsxiEsxtopSamplesStale", "host": PIPE_HOST},
+]
+# Its parse errors stop with the stream, so that alert has resolved by the end of the run.
+RESOLVED_BY_THE_END = {"pipeline": [PIPELINE[0]]}
+EXPECTED = {**{name: predicted for name, (_, predicted) in SCENARIOS.items()}, "pipeline": PIPELINE}
+IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason")
 RECEIVER_OF_SEVERITY = {"critical": "pager", "warning": "work-queue", "info": "context"}
 
 
@@ -137,12 +150,12 @@ class Webhook:
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def firing(self) -> dict[tuple, list[dict]]:
-        """Alerts ever notified as firing, by scenario: receiver and alert."""
+    def alerts(self, status: str) -> dict[str, list[dict]]:
+        """Alerts ever notified with this status (firing, resolved), by scenario: receiver and alert."""
         out: dict[str, list[dict]] = {}
         for receiver, payload in self.notifications:
             for alert in payload["alerts"]:
-                if alert["status"] == "firing":
+                if alert["status"] == status:
                     out.setdefault(alert["labels"].get("scenario"), []).append({"receiver": receiver, **alert})
         return out
 
@@ -178,6 +191,19 @@ def prometheus_dir(tmp: Path, exporters: dict[str, Exporter], alertmanager_port:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def feed_stdin_stream(exporter: Exporter, seconds: float) -> None:
+    """One healthy sample a second (DAVG 12.5 ms, ACTV 20 of 32) plus one line of the wrong width,
+    then nothing more, with stdin left open."""
+    feed = exporter.proc.stdin
+    feed.write((header(PIPE_HOST, device_columns(PIPE_DEVICE)) + "\n").encode())
+    end = time.time() + seconds
+    while time.time() < end:
+        values = [32, 20, 0, 62.5, 0.63, 800, 400, 400, 4.0, 4.0, 12.5, 0.25, 12.75, 0.01]
+        feed.write((row(time.time(), values) + "\n" + '"garbage",\n').encode())
+        feed.flush()
+        time.sleep(1)
+
+
 def test_deploy_configs_pass_promtool_and_amtool():
     result = subprocess.run(["promtool", "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
                             capture_output=True, text=True)
@@ -197,15 +223,20 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
         for name, (spec, _) in SCENARIOS.items():
             exporters[name] = Exporter("--simulate", scenario_file(spec, tmp_path), "--simulate.interval=1s",
                                        log_path=tmp_path / f"exporter-{name}.log")
+        exporters["pipeline"] = Exporter("--esxtop-stdin", stdin=subprocess.PIPE, log_path=tmp_path / "exporter-pipeline.log")
         config = prometheus_dir(tmp_path / "prometheus", exporters, alertmanager.port)
         prometheus = Prometheus(tmp_path / "prometheus", [], config_text=config)
         prometheus.wait_for('count(up{job="esxi-storage"} == 1)',
-                            lambda r: r and r[0]["value"][1] == str(len(SCENARIOS)), timeout=30)
+                            lambda r: r and r[0]["value"][1] == str(len(exporters)), timeout=30)
+        feeder = threading.Thread(target=feed_stdin_stream, args=(exporters["pipeline"], FEED_SECONDS), daemon=True)
+        feeder.start()
         time.sleep(OBSERVE_SECONDS)
+        assert not feeder.is_alive()
         in_prometheus: dict[str, set] = {}
         for series in prometheus.query('ALERTS{alertstate="firing"}'):
             in_prometheus.setdefault(series["metric"].get("scenario"), set()).add(identity(series["metric"]))
-        notified = webhook.firing()
+        notified = webhook.alerts("firing")
+        resolved = webhook.alerts("resolved")
     finally:
         if prometheus:
             prometheus.stop()
@@ -215,16 +246,19 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
             alertmanager.stop()
         webhook.stop()
 
-    assert set(notified) <= set(SCENARIOS), f"alerts from outside the scenarios: {set(notified) - set(SCENARIOS)}"
-    for name, (_, predicted) in SCENARIOS.items():
+    assert set(notified) <= set(EXPECTED), f"alerts from outside the scenarios: {set(notified) - set(EXPECTED)}"
+    for name, predicted in EXPECTED.items():
         expected = {identity(labels) for labels in predicted}
         received = {identity(alert["labels"]) for alert in notified.get(name, [])}
         assert received == expected, (
             f"{name}: unexpected {sorted(received - expected)}, missing {sorted(expected - received)}")
-        # Prometheus fires the same set, plus the 20 ms warnings that Alertmanager inhibits.
+        # At the end Prometheus fires the same set, plus the 20 ms warnings that Alertmanager
+        # inhibits, minus what has resolved (and was notified as resolved).
         inhibited = {identity({**labels, "alertname": "EsxiLunLatencyHigh"}) for labels in predicted
                      if labels["alertname"] == "EsxiLunLatencyCritical"}
-        assert in_prometheus.get(name, set()) == expected | inhibited, name
+        gone = {identity(labels) for labels in RESOLVED_BY_THE_END.get(name, [])}
+        assert in_prometheus.get(name, set()) == (expected | inhibited) - gone, name
+        assert {identity(alert["labels"]) for alert in resolved.get(name, [])} == gone, name
         for alert in notified.get(name, []):
             severity = alert["labels"]["severity"]
             assert alert["receiver"] == RECEIVER_OF_SEVERITY[severity], alert["labels"]
