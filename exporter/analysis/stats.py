@@ -45,13 +45,17 @@ IOPS = Metric("iops", "IOPS", "rate", "higher", 1.0, "cmd/s", 1.0)
 MBPS = Metric("mbps", "MB/s", "rate", "higher", 1 / MIB, "MiB/s", 0.1)
 RESV = Metric("resv", "reservations", "rate", "lower", 1.0, "/s", 0.01, 0.0)
 CONS = Metric("cons", "conflicts", "rate", "lower", 1.0, "/s", 0.01, 0.0)
+# An adapter's or path's share of the traffic moves when paths are added or balanced: a change,
+# not better or worse in itself (the LUN's own IOPS and MB/s say whether the host got more done).
+LINK_IOPS = Metric("iops", "IOPS", "rate", None, 1.0, "cmd/s", 1.0)
+LINK_MBPS = Metric("mbps", "MB/s", "rate", None, 1 / MIB, "MiB/s", 0.1)
 OUTSTANDING = Metric("outstanding", "ACTV+QUED", "level", None, 1.0, "cmds", 0.5)
 CPU = Metric("cpu", "CPU util", "level", "lower", 100.0, "%", 2.0, 0.0)
 
 FAMILY_METRICS = {
     "luns": (GAVG, DAVG, KAVG, QAVG, ACTV, QUED, QUED_SHARE, DQLEN, IOPS, MBPS, RESV, CONS),
-    "adapters": (GAVG, DAVG, KAVG, QAVG, AQLEN, IOPS, MBPS, RESV, CONS),
-    "paths": (GAVG, DAVG, IOPS, MBPS),
+    "adapters": (GAVG, DAVG, KAVG, QAVG, AQLEN, LINK_IOPS, LINK_MBPS, RESV, CONS),
+    "paths": (GAVG, DAVG, LINK_IOPS, LINK_MBPS),
     "worlds": (OUTSTANDING,),
     "cpus": (CPU,),
 }
@@ -93,7 +97,7 @@ def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
         if values is None or commands is None:
             return None
         return Series(capture.timestamps[rows], values[rows], commands[rows] * intervals)
-    if metric is MBPS:
+    if metric.key == MBPS.key:
         read, written = _col(capture, family, obj, m.READ_BYTES), _col(capture, family, obj, m.WRITTEN_BYTES)
         if read is None and written is None:
             return None

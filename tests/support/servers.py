@@ -86,7 +86,7 @@ class Prometheus:
     """A real Prometheus server scraping the given targets (Debian package `prometheus`)."""
 
     def __init__(self, tmp: Path, targets: list[str], scrape_interval: str = "1s", rule_files=(), extra_config: str = "",
-                 config_text: str | None = None):
+                 config_text: str | None = None, args: tuple[str, ...] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         tmp.mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,7 @@ class Prometheus:
         self.log = open(tmp / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
             [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle"],
+             f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", *args],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=tmp)
         wait_http(self.url + "/-/ready", timeout=30, proc=self.proc)
 

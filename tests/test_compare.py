@@ -1,0 +1,169 @@
+"""compare: capture loading (needed columns only), known differences found, nothing spurious,
+clear errors, exit status."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from exporter.analysis import compare as cmp
+from exporter.analysis.capture import CaptureError, load
+from exporter.esxtop.reader import read_file
+from tests.support.analysis_captures import DEVICE, Setup, write
+from tests.support.captures import device_columns, header, row
+from tests.support.servers import CAPTURES, ROOT, exporter_env
+
+REAL = CAPTURES / "esxi65-default-3samples.csv"
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "exporter", *map(str, args)], capture_output=True, text=True,
+                          env=exporter_env(), cwd=ROOT)
+
+
+def assert_same_as_reader(path):
+    """Every value the fast loader puts in its frame is the value the core reader puts in its Sample."""
+    capture = load(path)
+    samples = list(read_file(path))
+    assert len(samples) == len(capture.timestamps)
+    checked = 0
+    for i, sample in enumerate(samples):
+        assert sample.timestamp == capture.timestamps[i]
+        for family in ("luns", "adapters", "paths", "worlds", "cpus"):
+            for key, stats in getattr(sample, family).items():
+                for field, value in stats.items():
+                    assert capture.frame[(family, key, field)].iloc[i] == value, (family, key, field, i)
+                    checked += 1
+    assert checked == capture.frame.size
+    return capture
+
+
+def test_loader_matches_the_core_reader_on_the_real_esxi65_capture():
+    capture = assert_same_as_reader(REAL)
+    assert capture.host == "localhost.home"
+    assert np.isnan(capture.intervals[0]) and list(capture.intervals[1:]) == [5.0, 5.0]
+    assert len(capture.objects("worlds")) > 0
+
+
+def test_loader_matches_the_core_reader_on_the_real_esxi60_header_and_row(tmp_path):
+    cells = [(CAPTURES / f"esxi60-default-{part}-one-cell-per-line.txt").read_text().splitlines()
+             for part in ("header", "row")]
+    path = tmp_path / "esxi60.csv"
+    path.write_text(",".join(cells[0]) + "\n" + ",".join(cells[1]) + "\n")
+    capture = assert_same_as_reader(path)
+    assert capture.host == "localhost" and "naa.600508b1001c87660c0bd32f228a36a8" in capture.objects("luns")
+
+
+def test_malformed_pcpu_power_state_cells_of_a_cap_a_capture_are_survived(tmp_path):
+    # Real `-a` captures glue an unquoted token onto the next cell, in the header and in every row.
+    cols = device_columns("naa.1", ["Device Q Depth", "Active Commands", "Queued Commands", "Commands/sec"])
+    head = header("h", cols, trailing_comma=False) + ',"\\\\h\\PCPU Power State(PCPU 0)\\%T-State T7",   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0"'
+    rows = [row(1_700_000_000 + 5 * i, [32, 3 + i, 0, 100 * i], trailing_comma=False) + ',"0.00",    73.1"8.93"' for i in range(3)]
+    path = tmp_path / "dash-a.csv"
+    path.write_text("\n".join([head, *rows]) + "\n")
+    capture = load(path)
+    assert list(capture.frame[("luns", "naa.1", "active_commands")]) == [3, 4, 5]
+    assert capture.notes == []
+
+
+def test_a_truncated_last_line_is_reported_and_the_rest_used(tmp_path):
+    path = write(tmp_path / "cut.csv", Setup(), seed=1, samples=50, truncate_last=True)
+    capture = load(path)
+    assert len(capture.timestamps) == 49
+    assert len(capture.notes) == 1 and f"{path}:51: truncated last line" in capture.notes[0]
+    done = run_cli("compare", path, path)
+    assert done.returncode == 0 and "truncated last line" in done.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hello,world\n1,2\n", "not an esxtop capture"),
+    ("", "empty file"),
+])
+def test_a_file_that_is_not_a_capture_gets_one_clear_line(tmp_path, text, message):
+    path = tmp_path / "x.csv"
+    path.write_text(text)
+    with pytest.raises(CaptureError, match=message):
+        load(path)
+    done = run_cli("compare", path, REAL)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_bad_value_in_a_needed_column_names_the_line_and_column(tmp_path):
+    cols = device_columns("naa.1", ["Device Q Depth", "Active Commands"])
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join([header("h", cols), row(0, [32, 1]), row(5, [32, "x"]), row(10, [32, 2])]) + "\n")
+    with pytest.raises(CaptureError, match=r"bad.csv:3: column 3 .*Active Commands.* is not a number"):
+        load(path)
+
+
+def test_two_hosts_are_refused_unless_asked(tmp_path):
+    a = write(tmp_path / "a.csv", Setup(), seed=1, samples=30)
+    b = tmp_path / "b.csv"
+    b.write_text(a.read_text().replace("esx01.lab.local", "esx02.lab.local"))
+    done = run_cli("compare", a, b)
+    assert done.returncode == 2 and "is not the host of" in done.stderr and done.stderr.count("\n") == 1
+    assert run_cli("compare", a, b, "--allow-other-host").returncode == 0
+
+
+def significant(result):
+    return {(r.family, r.name, r.metric.key, r.verdict) for r in result.rows if r.verdict}
+
+
+def test_raising_dqlen_to_64_resolves_the_queue_overrun_and_nothing_else(tmp_path):
+    before = load(write(tmp_path / "before.csv", Setup(dqlen=32), seed=11))
+    after = load(write(tmp_path / "after.csv", Setup(dqlen=64), seed=12))
+    result = cmp.compare(before, after)
+    assert [(f.rule, f.name, f.state) for f in result.findings] == [("queue overrun (QUED > 0)", DEVICE, "resolved")]
+    lun = {(key, verdict) for family, name, key, verdict in significant(result) if family == "luns"}
+    assert lun == {("dqlen", "changed"), ("actv", "changed"), ("qued", "better"), ("qued_share", "better"),
+                   ("gavg", "better"), ("kavg", "better"), ("qavg", "better"), ("iops", "better"), ("mbps", "better")}
+    others = {(family, key, verdict) for family, name, key, verdict in significant(result) if family != "luns"}
+    # the adapter and path carry the same commands; worlds keep 16 outstanding each; CPU unchanged
+    assert others == {(f, k, v) for f in ("adapters", "paths") for k, v in (("gavg", "better"), ("iops", "changed"), ("mbps", "changed"))} | {
+        ("adapters", "kavg", "better"), ("adapters", "qavg", "better")}
+    assert result.worse == []
+    assert all(not names for side in result.only.values() for names in side.values())
+
+
+def test_a_second_link_ends_the_saturation(tmp_path):
+    setup = dict(dqlen=64, vms=4, oio=4, block_kib=64, link_mib=150)
+    before = load(write(tmp_path / "one.csv", Setup(links=1, **setup), seed=21))
+    after = load(write(tmp_path / "two.csv", Setup(links=2, **setup), seed=22))
+    result = cmp.compare(before, after, link_speeds={"*": 150 * 2**20})
+    states = {(f.rule, f.name, f.state) for f in result.findings}
+    assert states == {("paths carrying I/O", DEVICE, "changed"), ("link saturation", "vmhba1", "resolved")}
+    assert result.only["after"]["adapters"] == ["vmhba2"] and result.only["after"]["paths"] == ["vmhba2:C0:T0:L1"]
+    lun = {(key, verdict) for family, name, key, verdict in significant(result) if family == "luns"}
+    assert lun == {("gavg", "better"), ("davg", "better"), ("iops", "better"), ("mbps", "better")}
+    assert result.worse == []
+
+
+@pytest.mark.parametrize("seeds", [(1, 2), (3, 4), (5, 6)])
+@pytest.mark.parametrize("setup", [Setup(dqlen=32), Setup(dqlen=64, oio=4, block_kib=64, link_mib=150)])
+def test_two_runs_of_the_same_scenario_differ_in_nothing(tmp_path, setup, seeds):
+    a = load(write(tmp_path / "a.csv", setup, seed=seeds[0]))
+    b = load(write(tmp_path / "b.csv", setup, seed=seeds[1]))
+    result = cmp.compare(a, b, link_speeds={"*": 150 * 2**20})
+    assert significant(result) == set()
+    assert all(f.state == "persists" for f in result.findings)  # the same problems, still there
+
+
+def test_exit_status_tells_a_script_that_something_got_worse(tmp_path):
+    good = write(tmp_path / "good.csv", Setup(dqlen=64), seed=1, samples=200)
+    bad = write(tmp_path / "bad.csv", Setup(dqlen=32), seed=2, samples=200)
+    worse = run_cli("compare", good, bad)
+    assert worse.returncode == 1
+    assert "NEW       queue overrun (QUED > 0)" in worse.stdout and "Result: " in worse.stdout
+    assert run_cli("compare", bad, good).returncode == 0
+
+
+def test_real_capture_against_itself_reports_every_lun_and_no_change():
+    done = run_cli("compare", REAL, REAL)
+    assert done.returncode == 0, done.stderr
+    for device in ("t10.ATA_____DREVO_X1_SSD____________________________TW1770103538________", "mpx.vmhba0:C0:T5:L0"):
+        assert f"LUN {device}" in done.stdout
+    assert "Result: 0 worse, 0 better." in done.stdout
+    assert "too short" in done.stdout  # 2 measured samples: no test pretends otherwise
