@@ -14,7 +14,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
 td:first-child,th:first-child{text-align:left}.worse{background:#fbd5d0}.better{background:#d4f0dd}
 .changed{background:#fff3c4}.t{font-size:13px;font-weight:600}.a{font-size:10px;fill:#555}.g{stroke:#eee}
-.charts{display:flex;flex-wrap:wrap;gap:8px}.note{color:#555}
+.findings td,.findings th{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:8px}.note{color:#555}
 """
 
 
@@ -42,10 +42,10 @@ def _charts(comparison: Comparison, family: str, name: str) -> str:
         if pair is None:
             continue
         scaled = {k: (x, y * metric.scale) for k, (x, y) in _minutes(pair, captures).items()}
-        parts.append(svg.lines(f"{title}, {name}", unit, scaled))
+        parts.append(svg.lines(title, unit, scaled))  # the section heading names the object
     pair = comparison.series.get((family, name, st.GAVG.key))
     if pair is not None:
-        parts.append(svg.histogram(f"GAVG distribution (command-weighted), {name}", "ms",
+        parts.append(svg.histogram("GAVG distribution (command-weighted)", "ms",
                                    {k: (s.values * 1e3, s.weights) for k, s in zip(("before", "after"), pair)}))
     return '<div class="charts">' + "".join(parts) + "</div>" if parts else ""
 
@@ -59,7 +59,7 @@ def render(comparison: Comparison) -> str:
         out.extend(f'<p class="note">note: {escape(n)}</p>' for n in capture.notes)
     out.append(f'<p class="note">{escape(METHOD)}</p><h2>Findings (the paper\'s rules)</h2>')
     if comparison.findings:
-        out.append("<table><tr><th>state</th><th>rule</th><th>object</th><th>before</th><th>after</th></tr>")
+        out.append('<table class="findings"><tr><th>state</th><th>rule</th><th>object</th><th>before</th><th>after</th></tr>')
         for x in comparison.findings:
             out.append(f'<tr class="{x.verdict}"><td>{x.state}</td><td>{escape(x.rule)}</td><td>{escape(x.name)}</td>'
                        f"<td>{escape(x.detail_before)}</td><td>{escape(x.detail_after)}</td></tr>")
