@@ -108,14 +108,16 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
         raise CaptureError(f"{path}: esxtop header but no complete sample")
     stamps = table.column("c0").to_pylist()
     timestamps, intervals = _clock(reader, stamps, bad_rows)
-    keys, columns = [], []
-    for index, slot, name, divisor in layout.targets:
-        family, obj = layout.objects[slot]
-        values = table.column(f"c{index}").to_numpy(zero_copy_only=False)
-        columns.append(values / divisor if divisor != 1.0 else values)
-        keys.append((family, obj, name))
-    frame = pd.DataFrame(dict(zip(range(len(keys)), columns)), copy=False)
-    frame.columns = pd.MultiIndex.from_tuples(keys, names=["family", "object", "field"]) if keys else frame.columns
+    # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
+    matrix = np.empty((rows, len(layout.targets)))
+    keys = []
+    for j, (index, slot, name, divisor) in enumerate(layout.targets):
+        matrix[:, j] = table.column(f"c{index}").to_numpy(zero_copy_only=False)
+        if divisor != 1.0:
+            matrix[:, j] /= divisor
+        keys.append((*layout.objects[slot], name))
+    del table, batches
+    frame = pd.DataFrame(matrix, columns=pd.MultiIndex.from_tuples(keys, names=["family", "object", "field"]), copy=False)
     return Capture(path=path, host=layout.host, timestamps=timestamps, intervals=intervals, frame=frame,
                    world_vms=dict(layout.world_vms), path_devices=dict(layout.path_devices), notes=notes)
 
