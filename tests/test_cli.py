@@ -111,8 +111,8 @@ def test_follow_a_growing_capture(tmp_path):
             time.sleep(0.2)
         # Counters start when the exporter starts: the two rows already there are not replayed.
         assert 'esxi_esxtop_samples_total{host="esx01"} 3.0' in text
-        assert f'esxi_lun_commands_total{{device="{DEV}",host="esx01"}} 10000.0' in text
-        assert f'esxi_lun_queued_commands{{device="{DEV}",host="esx01"}} 6.0' in text
+        assert f'esxi_lun_commands_total{{host="esx01",device="{DEV}"}} 10000.0' in text
+        assert f'esxi_lun_queued_commands{{host="esx01",device="{DEV}"}} 6.0' in text
     finally:
         exporter.stop()
 
