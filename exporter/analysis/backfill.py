@@ -8,7 +8,6 @@ name, which OpenMetrics metadata cannot express), for `promtool tsdb create-bloc
 """
 from __future__ import annotations
 
-import math
 import shutil
 import subprocess
 import tempfile
@@ -17,33 +16,29 @@ from pathlib import Path
 from exporter.collectors import COLLECTORS
 from exporter.esxtop.reader import read_file
 from exporter.state import Store
+from exporter.textformat import escape_label
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _value(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
+def _stamp(line: str, run_label: str, timestamp: str) -> str:
+    """'name{a="b"} 1.0\n' -> 'name{a="b",run="x"} 1.0 <timestamp>\n' (label values may hold spaces:
+    the value is after the last one)."""
+    series, value = line.rstrip("\n").rsplit(" ", 1)
+    if series.endswith("{}"):
+        series = f"{series[:-2]}{{{run_label}}}"
+    elif series.endswith("}"):
+        series = f"{series[:-1]},{run_label}}}"
+    else:
+        series = f"{series}{{{run_label}}}"
+    return f"{series} {value} {timestamp}\n"
 
 
 def render_sample(store: Store, run: str, timestamp: float) -> list[str]:
-    lines = []
-    extra = f'run="{_escape(run)}"'
+    """The collectors' series after this sample, as the live exporter renders them, stamped."""
+    run_label, stamp = f'run="{escape_label(run)}"', f"{timestamp:.3f}"
     with store.lock:
-        for collect, enabled in COLLECTORS.values():
-            if not enabled:
-                continue
-            for family in collect(store):
-                for sample in family.samples:
-                    labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
-                    labels = f"{labels},{extra}" if labels else extra
-                    lines.append(f"{sample.name}{{{labels}}} {_value(sample.value)} {timestamp:.3f}\n")
-    return lines
+        return [_stamp(line, run_label, stamp)
+                for collect, enabled in COLLECTORS.values() if enabled
+                for family in collect(store) for line in family.lines]
 
 
 def write_openmetrics(capture_path: str, run: str, out, progress=None) -> int:
