@@ -8,6 +8,7 @@ import time
 import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import model as m
 from exporter.esxtop import read_file
@@ -123,6 +124,8 @@ def test_the_command_line_reports_errors_in_one_line_without_traceback(tmp_path)
         (["simulate", str(tmp_path / "missing.yaml")], "missing.yaml: cannot read scenario file"),
         (["simulate", "reservations"], "the scenario has 2 hosts: give --out DIRECTORY"),
         (["simulate", "reservations", "--host", "esx09"], "scenario reservations has no host 'esx09'"),
+        (["simulate", "reservations", "--out", str(tmp_path / "both.csv")],
+         "both.csv: the scenario has 2 hosts, so --out must be a directory"),
         (["simulate", "queue-ok", "--duration", "soon"], "argument --duration: expected a duration"),
     ]:
         result = run(*args)
@@ -156,8 +159,11 @@ def test_no_command_serves_the_demo():
             time.sleep(0.2)
             with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
                 body = response.read().decode()
+        series = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                  for family in text_string_to_metric_families(body) for s in family.samples}
         for host in demo.hosts:
-            assert f'esxi_lun_queue_depth{{host="{host}",device="naa.600601601e3021001a2b3c4d5e6f00a1"}} 32.0' in body
-        assert 'esxi_host_dsnro{host="esx01.lab.local"} 32.0' in body
+            key = (("device", "naa.600601601e3021001a2b3c4d5e6f00a1"), ("host", host))
+            assert series[("esxi_lun_queue_depth", key)] == 32
+            assert series[("esxi_host_dsnro", (("host", host),))] == 32
     finally:
         stop(proc)

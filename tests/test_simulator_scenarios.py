@@ -7,14 +7,18 @@ states its tolerance.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 from statistics import mean
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import cli
 from exporter import model as m
 from exporter.esxtop import read_file
 from exporter.simulator import Simulation, load_scenario
+from tests.support.servers import ROOT, exporter_env
 
 MS = 1e-3
 MB = 1e6  # link speeds and the paper's MB/s are decimal
@@ -257,3 +261,22 @@ def test_demo_cycles_through_every_condition(tmp_path):
     first = [s for s in esx01 if s.timestamp - start <= 900]
     second = [s for s in esx01 if s.timestamp - start > 900]
     assert weighted_latency(second) == pytest.approx(weighted_latency(first), rel=0.05)
+
+
+# --- all the way to metrics: simulate -> file -> dump -> exposition --------------------------
+def test_figure2_in_the_exported_metrics(tmp_path):
+    """The same Figure 2 numbers, read from the exposition `dump` prints for each capture."""
+    latency, queued = {}, {}
+    for name in ("queue-ok", "queue-overrun"):
+        path = tmp_path / f"{name}.csv"
+        assert cli.main(["simulate", name, "--duration", "10m", "--out", str(path)]) == 0
+        result = subprocess.run([sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(path)],
+                                capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60)
+        assert result.returncode == 0, result.stderr
+        series = {s.name: s.value for family in text_string_to_metric_families(result.stdout)
+                  for s in family.samples if s.labels.get("device")}
+        # command-weighted mean GAVG over the whole capture, as rate(..._total) / rate(commands) gives
+        latency[name] = series["esxi_lun_guest_latency_seconds_total"] / series["esxi_lun_commands_total"]
+        queued[name] = series["esxi_lun_queued_commands"]
+    assert queued == {"queue-ok": 0, "queue-overrun": 32}
+    assert 1.8 <= latency["queue-overrun"] / latency["queue-ok"] <= 2.2

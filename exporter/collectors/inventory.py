@@ -21,6 +21,7 @@ def collect(store):
     configured = _Family("esxi_lun_configured_queue_depth", "Configured device queue depth.", labels=["host", "device"])
     lun_dsnro = _Family("esxi_lun_dsnro", "Per-device outstanding I/Os with competing worlds (DSNRO).", labels=["host", "device"])
     host_dsnro = _Family("esxi_host_dsnro", "Disk.SchedNumReqOutstanding: cap on a LUN's outstanding commands when VMs share it.", labels=["host"])
+    core_clock = _Family("esxi_host_cpu_core_frequency_hertz", "Nominal clock of one physical CPU core; busy cores x this / IOPS is the CPU cost per I/O.", labels=["host"])
     adapter_info = _Family("esxi_adapter_info", "Storage adapter identity. Always 1.", labels=["host", "adapter", "type", "model", "driver"])
     link = _Family("esxi_adapter_link_speed_bytes_per_second", "Link speed of the adapter (FC HBA speed, or the vmnic behind iSCSI/NFS).", labels=["host", "adapter"])
     path_state = _Family("esxi_path_state", "Path state, 1 for the current state and 0 for the others.",
@@ -37,6 +38,8 @@ def collect(store):
                 lun_dsnro.put([host, device], lun.dsnro)
         if inv.dsnro is not None:
             host_dsnro.put([host], inv.dsnro)
+        if inv.cpu_core_hertz is not None:
+            core_clock.put([host], inv.cpu_core_hertz)
         for name, adapter in sorted(inv.adapters.items()):
             adapter_info.put([host, name, adapter.type, adapter.model, adapter.driver], 1)
             if adapter.link_speed_bytes_per_second is not None:
@@ -48,5 +51,5 @@ def collect(store):
             shares[datastore] = max(shares.get(datastore, 0), count)
     for datastore, count in sorted(shares.items()):
         datastore_hosts.put([datastore], count)
-    families = [lun_info, configured, lun_dsnro, host_dsnro, adapter_info, link, path_state, datastore_hosts]
+    families = [lun_info, configured, lun_dsnro, host_dsnro, core_clock, adapter_info, link, path_state, datastore_hosts]
     return [f.family for f in families]

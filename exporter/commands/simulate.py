@@ -111,7 +111,7 @@ def _targets(out: str, hosts: list[str]) -> dict[str, Path | None]:
         raise ValueError(f"the scenario has {len(hosts)} hosts: give --out DIRECTORY "
                          f"(one <host>.csv each) or --host NAME")
     directory = Path(out)
-    if directory.exists() and not directory.is_dir():
+    if directory.suffix == ".csv" or (directory.exists() and not directory.is_dir()):
         raise ValueError(f"{out}: the scenario has {len(hosts)} hosts, so --out must be a directory")
     directory.mkdir(parents=True, exist_ok=True)
     return {h: directory / f"{h}.csv" for h in hosts}

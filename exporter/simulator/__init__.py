@@ -4,10 +4,12 @@
     sim = Simulation(load_scenario("queue-overrun"), seed=0, interval=5.0)
     lines = [sim.header(h) for h in sim.hosts]; sample = sim.step()   # {host: data line}
 
-The queueing model lives in `queueing`, the esxtop format in `esxtop_writer`, scenario files
-(YAML data, users can write their own) in `scenarios/` and are read by `scenario`.
+Modules: `queueing` (the model), `esxtop_writer` (the format), `simulation` (time, phases, one
+stream per host), `spec` (what a scenario is), `schema` (YAML -> spec, with one-line errors),
+`scenario` (finding built-in `scenarios/*.yaml` or a user's file), `units` ("5ms", "64KiB").
 """
-from .scenario import Scenario, ScenarioError, list_scenarios, load_scenario
+from .scenario import list_scenarios, load_scenario, scenario_from_text
+from .spec import Scenario, ScenarioError
 from .simulation import Simulation
 
-__all__ = ["Scenario", "ScenarioError", "Simulation", "list_scenarios", "load_scenario"]
+__all__ = ["Scenario", "ScenarioError", "Simulation", "list_scenarios", "load_scenario", "scenario_from_text"]

@@ -11,7 +11,7 @@ import random
 from ..model import AdapterConfig, Inventory, LunConfig, PathConfig
 from . import queueing
 from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout
-from .scenario import HostSpec, Phase, Scenario, VmSpec
+from .spec import HostSpec, Phase, Scenario, VmSpec
 
 # World and group ids in the range real ESXi hosts use for VMs and hostd.
 _VM_GROUP_BASE, _VM_WORLD_BASE, _WORLD_STRIDE = 1_302_698, 444_767, 135
@@ -43,11 +43,6 @@ class Simulation:
     def hosts(self) -> list[str]:
         return [h.name for h in self.scenario.hosts]
 
-    @property
-    def elapsed(self) -> float:
-        """Simulated seconds from start to the last sample returned by step()."""
-        return max(0, self._steps - 1) * self.interval
-
     def header(self, host: str) -> str:
         """The esxtop header line of `host`'s stream, without newline."""
         return self._writers[host].header
@@ -78,7 +73,7 @@ class Simulation:
                     mounts.setdefault(ds, set()).add(h.name)
         out = []
         for h in self.scenario.hosts:
-            inv = Inventory(host=h.name, dsnro=float(h.dsnro))
+            inv = Inventory(host=h.name, dsnro=float(h.dsnro), cpu_core_hertz=h.cpu_mhz * 1e6)
             for a in h.adapters:
                 inv.adapters[a.name] = AdapterConfig(type=a.type, model=a.model, driver=a.driver,
                                                      link_speed_bytes_per_second=a.link_speed)
