@@ -167,3 +167,33 @@ def test_real_capture_against_itself_reports_every_lun_and_no_change():
         assert f"LUN {device}" in done.stdout
     assert "Result: 0 worse, 0 better." in done.stdout
     assert "too short" in done.stdout  # 2 measured samples: no test pretends otherwise
+
+
+def test_spreadsheet_resave_with_bare_cr_line_ends_goes_through_pyarrow(tmp_path):
+    # Excel re-saves end lines with a bare CR (esxtop-format.md quirk 10): the general reader takes them
+    lf = write(tmp_path / "lf.csv", Setup(), seed=4, samples=20)
+    cr = tmp_path / "cr.csv"
+    cr.write_bytes(lf.read_bytes().replace(b"\n", b"\r"))
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(lf.read_bytes().replace(b"\n", b"\r\n"))
+    expected = load(lf)
+    for path in (cr, crlf):
+        got = load(path)
+        assert (got.frame.to_numpy() == expected.frame.to_numpy()).all()
+        assert (got.timestamps == expected.timestamps).all()
+
+
+def test_a_short_row_in_the_middle_is_an_error_naming_its_line(tmp_path):
+    lines = write(tmp_path / "ok.csv", Setup(), seed=4, samples=10).read_text().splitlines()
+    lines[5] = lines[5][: len(lines[5]) // 2]
+    path = tmp_path / "mid.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(CaptureError, match=r"mid.csv:6: \d+ cells, the header has \d+"):
+        load(path)
+
+
+def test_long_numbers_fall_back_to_float(tmp_path):
+    cols = device_columns("naa.1", ["Device Q Depth", "Commands/sec"])
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join([header("h", cols), row(0, [32, "123456789012.25"]), row(5, [32, "1e3"])]) + "\n")
+    assert list(load(path).frame[("luns", "naa.1", "commands_per_second")]) == [123456789012.25, 1000.0]

@@ -2,9 +2,11 @@
 
 A capture can be 50,000 columns x 720 rows (hundreds of MB); a DataFrame of every column costs
 6-7x the file in memory. The header is parsed once by the core reader's `Layout` (which knows the
-needed columns); the rows are then streamed through pyarrow's CSV reader with `include_columns`,
-so only those columns are ever converted. pyarrow tokenizes the malformed `PCPU Power State` cells
-of `-a` captures (`    73.1"8.93"`) like any other cell, and they are never converted.
+needed columns). The rows then go through `fastcsv`, which finds cell boundaries with one numpy
+scan and parses only the needed cells; the malformed `PCPU Power State` cells of `-a` captures
+(`    73.1"8.93"`) hold no comma, so they never shift a boundary and are never parsed. Files it
+declines (bare CR line ends, a header with a quoted comma) go through pyarrow's CSV reader with
+`include_columns` and a block larger than the header.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from exporter.esxtop.reader import HEADER_MARK, EsxtopError, EsxtopReader, read_file
+from exporter.analysis import fastcsv
 from exporter.analysis.progress import CountingFile, Progress
 
 MIN_BLOCK = 16 << 20  # pyarrow needs a block larger than the longest row
@@ -52,11 +55,18 @@ class Capture:
 
 
 def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
+    """Parse the header line and leave `raw` at the first data line (LF, CRLF or bare CR ends)."""
+    start = raw.tell()
     first = raw.readline()
     while first and not first.strip():
+        start = raw.tell()
         first = raw.readline()
     if not first:
         raise CaptureError(f"{path}: empty file, not an esxtop capture")
+    cr = first.find(b"\r")
+    if 0 <= cr < len(first) - 2 or (cr == len(first) - 1):  # a bare CR ends the header: a spreadsheet re-save
+        first = first[:cr + 1]
+        raw.seek(start + cr + 1)
     text = first.decode("utf-8", errors="replace")
     if text.find(HEADER_MARK, 0, 65536) < 0:
         raise CaptureError(f'{path}:1: not an esxtop capture (no "{HEADER_MARK} 4.0) (UTC)(0)" header on the first line)')
@@ -76,72 +86,95 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
     except OSError as err:
         raise CaptureError(f"{path}: {err.strerror}") from None
     progress = Progress(os.path.basename(path), size, enabled=show_progress)
-    with raw:
-        reader, header = _read_header(raw, path)
-        progress.advance(len(header))
-        layout = reader.layout
-        names = [f"c{i}" for i in range(layout.width)]
-        wanted = {f"c{t[0]}": pa.float64() for t in layout.targets}
-        wanted["c0"] = pa.string()
-        bad_rows: list = []
-
-        def invalid(row):
-            bad_rows.append(row)
-            return "skip"
-
-        try:
-            stream = pcsv.open_csv(
-                CountingFile(raw, progress),
-                read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * len(header)), use_threads=False),
-                parse_options=pcsv.ParseOptions(invalid_row_handler=invalid, newlines_in_values=False),
-                convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False))
-            batches = [batch for batch in stream]
-        except (pa.ArrowInvalid, pa.ArrowException):
-            progress.close()
-            raise _locate_error(path) from None
-        finally:
-            progress.close()
-    table = pa.Table.from_batches(batches) if batches else None
-    rows = table.num_rows if table is not None else 0
-    notes = _check_bad_rows(path, bad_rows, rows, layout.width)
+    try:
+        with raw:
+            reader, header = _read_header(raw, path)
+            progress.advance(len(header))
+            layout = reader.layout
+            needed = np.array(sorted({t[0] for t in layout.targets}))
+            columns = None
+            if layout.naive and not header.endswith(b"\r"):  # LF line ends, no quoted comma in the header
+                body = raw.tell()
+                try:
+                    columns = fastcsv.read(raw, layout.width, needed, first_line=1, progress=progress)
+                except fastcsv.BadCell as err:
+                    raise CaptureError(f"{path}:{err.line}: column {err.column + 1} ({layout.names[err.column]}) "
+                                       f"is not a number: {err.text!r}") from None
+                if columns is None:
+                    raw.seek(body)
+            if columns is None:
+                columns = _read_with_pyarrow(path, raw, layout, needed, len(header), progress)
+    finally:
+        progress.close()
+    rows = len(columns.stamps)
+    notes = _check_bad_rows(path, columns, layout.width)
     if rows == 0:
         raise CaptureError(f"{path}: esxtop header but no complete sample")
-    stamps = table.column("c0").to_pylist()
-    timestamps, intervals = _clock(reader, stamps, bad_rows)
+    timestamps, intervals = _clock(reader, columns.stamps, columns.lines)
     # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
-    matrix = np.empty((rows, len(layout.targets)))
-    keys = []
-    for j, (index, slot, name, divisor) in enumerate(layout.targets):
-        matrix[:, j] = table.column(f"c{index}").to_numpy(zero_copy_only=False)
-        if divisor != 1.0:
-            matrix[:, j] /= divisor
-        keys.append((*layout.objects[slot], name))
-    del table, batches
+    position = {index: j for j, index in enumerate(needed)}
+    matrix = columns.values[:, [position[t[0]] for t in layout.targets]]
+    divisors = np.array([t[3] for t in layout.targets])
+    if (divisors != 1.0).any():
+        matrix /= divisors
+    keys = [(*layout.objects[slot], name) for _, slot, name, _ in layout.targets]
     frame = pd.DataFrame(matrix, columns=pd.MultiIndex.from_tuples(keys, names=["family", "object", "field"]), copy=False)
     return Capture(path=path, host=layout.host, timestamps=timestamps, intervals=intervals, frame=frame,
                    world_vms=dict(layout.world_vms), path_devices=dict(layout.path_devices), notes=notes)
 
 
-def _check_bad_rows(path: str, bad_rows, rows: int, width: int) -> list[str]:
+def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progress) -> fastcsv.Columns:
+    """The general CSV path, for files the column picker declines (bare CR line ends, quoted commas)."""
+    names = [f"c{i}" for i in range(layout.width)]
+    wanted = {f"c{i}": pa.float64() for i in needed if i != 0}
+    wanted["c0"] = pa.string()
+    invalid: list = []
+
+    def skip(row):
+        invalid.append(row)
+        return "skip"
+
+    try:
+        stream = pcsv.open_csv(
+            CountingFile(raw, progress),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False),
+            parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
+            convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False))
+        table = pa.Table.from_batches(list(stream))
+    except pa.ArrowException:
+        raise _locate_error(path) from None
+    values = np.column_stack([table.column(f"c{i}").to_numpy(zero_copy_only=False).astype(float) if i != 0
+                              else np.zeros(table.num_rows) for i in needed]) if table.num_rows else np.empty((0, len(needed)))
+    bad = [fastcsv.BadRow((row.number or 0) + 1, row.actual_columns, row.text) for row in invalid]
+    good_lines, bad_lines = [], {b.line for b in bad}
+    line = 2
+    while len(good_lines) < table.num_rows:  # pyarrow numbers the rows it rejects, not the ones it keeps
+        if line not in bad_lines:
+            good_lines.append(line)
+        line += 1
+    return fastcsv.Columns(values, table.column("c0").to_pylist(), good_lines, bad)
+
+
+def _check_bad_rows(path: str, columns: fastcsv.Columns, width: int) -> list[str]:
     notes = []
-    for row in bad_rows:
-        line = (row.number or 0) + 1  # pyarrow counts from the first data line; the header is line 1
+    last_good = columns.lines[-1] if columns.lines else 0
+    for row in columns.bad_rows:
         if HEADER_MARK in row.text[:65536]:
-            raise CaptureError(f"{path}:{line}: a second esxtop header (esxtop was restarted); split the file at that line")
-        if row is bad_rows[-1] and row.actual_columns < row.expected_columns and line >= rows + len(bad_rows) + 1:
-            notes.append(f"{path}:{line}: truncated last line ({row.actual_columns} of {width} cells), ignored; "
-                         f"using the {rows} samples before it")
+            raise CaptureError(f"{path}:{row.line}: a second esxtop header (esxtop was restarted); split the file at that line")
+        if row is columns.bad_rows[-1] and row.cells < width and row.line > last_good:
+            notes.append(f"{path}:{row.line}: truncated last line ({row.cells} of {width} cells), ignored; "
+                         f"using the {len(columns.stamps)} samples before it")
         else:
-            raise CaptureError(f"{path}:{line}: {row.actual_columns} cells, the header has {width}")
+            raise CaptureError(f"{path}:{row.line}: {row.cells} cells, the header has {width}")
     return notes
 
 
-def _clock(reader: EsxtopReader, stamps: list[str], bad_rows) -> tuple[np.ndarray, np.ndarray]:
+def _clock(reader: EsxtopReader, stamps: list[str], lines: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Timestamps and intervals, by the core reader's own rules (time-only stamps, repeats)."""
     timestamps = np.empty(len(stamps))
     intervals = np.empty(len(stamps))
     for i, text in enumerate(stamps):
-        reader.lineno = i + 2
+        reader.lineno = lines[i]
         try:
             timestamps[i] = reader._timestamp(text.strip().strip('"'))
         except EsxtopError as err:
