@@ -197,3 +197,12 @@ def test_long_numbers_fall_back_to_float(tmp_path):
     path = tmp_path / "long.csv"
     path.write_text("\n".join([header("h", cols), row(0, [32, "123456789012.25"]), row(5, [32, "1e3"])]) + "\n")
     assert list(load(path).frame[("luns", "naa.1", "commands_per_second")]) == [123456789012.25, 1000.0]
+
+
+def test_skip_leaves_out_the_warm_up(tmp_path):
+    capture = load(write(tmp_path / "c.csv", Setup(), seed=1, samples=100))
+    trimmed = capture.skip(60)
+    assert len(trimmed.timestamps) == 88 and trimmed.timestamps[0] == capture.timestamps[0] + 60
+    assert trimmed.measured.all() and "first 60 s skipped" in trimmed.notes[-1]
+    with pytest.raises(CaptureError, match="fewer than 2 samples"):
+        capture.skip(10_000)

@@ -45,6 +45,16 @@ class Capture:
         """Row mask of the samples that are measurements (all but esxtop's first)."""
         return ~np.isnan(self.intervals)
 
+    def skip(self, seconds: float) -> "Capture":
+        """The capture without its first `seconds` (a warm-up, VMs still starting): the samples
+        left are all measurements."""
+        keep = self.timestamps >= self.timestamps[0] + seconds
+        if keep.sum() < 2:
+            raise CaptureError(f"{self.path}: fewer than 2 samples left after skipping {seconds:g} s")
+        return Capture(self.path, self.host, self.timestamps[keep], self.intervals[keep],
+                       self.frame[keep].reset_index(drop=True), self.world_vms, self.path_devices,
+                       self.notes + [f"{self.path}: first {seconds:g} s skipped"] if seconds else self.notes)
+
     def objects(self, family: str) -> list:
         cols = self.frame.columns
         return list(dict.fromkeys(cols[cols.get_level_values(0) == family].get_level_values(1)))

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 CHUNK = 16 << 20  # bytes read at a time; whole lines of it are processed at once
+WORKERS = 1  # a parsing thread beside the reading one; a second one did not help on 2 shared cores
 WIDTH = 12  # longest numeric cell parsed vectorized (esxtop writes at most 10-11 characters)
 _NL, _CR, _COMMA, _QUOTE, _DOT, _MINUS = 10, 13, 44, 34, 46, 45
 
@@ -65,12 +66,12 @@ def parse_numbers(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tupl
 
 def read(raw, width: int, needed: np.ndarray, first_line: int, progress=None) -> Columns | None:
     """Read the rest of `raw` (positioned after the header). None when the file is not shaped for
-    this (no LF line ends): the caller then uses a general CSV reader. Blocks are parsed on two
-    threads (numpy releases the GIL), at most two blocks ahead of the reading."""
+    this (no LF line ends): the caller then uses a general CSV reader. Blocks are parsed on a
+    worker thread (numpy releases the GIL) while the next one is read, at most two blocks ahead."""
     needed = np.asarray(needed, dtype=np.int64)
     parts, pending = [], []
     carry = b""
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         while True:
             data = raw.read(CHUNK)
             if progress is not None:

@@ -35,6 +35,8 @@ def register(subparsers):
     parser.add_argument("--link-speed", action="append", default=[], metavar="ADAPTER=SPEED",
                         help="link speed of an adapter (or '*' for all), e.g. vmhba1=8Gb/s; enables the link saturation rule")
     parser.add_argument("--dsnro", type=float, metavar="N", help="Disk.SchedNumReqOutstanding of the host; enables the DSNRO rule")
+    parser.add_argument("--skip", default="0", metavar="DURATION",
+                        help="leave out the first DURATION of each capture (warm-up), e.g. 20m")
     parser.add_argument("--allow-other-host", action="store_true", help="compare captures of two different hosts")
     parser.add_argument("--progress", action=__import__("argparse").BooleanOptionalAction, default=None,
                         help="progress bar while reading (default: only on a terminal)")
@@ -47,8 +49,10 @@ def run(args) -> int:
     from exporter.analysis.capture import CaptureError, load
     try:
         speeds = dict(parse_link_speed(s) for s in args.link_speed)
-        before = load(args.before, args.progress)
-        after = load(args.after, args.progress)
+        from exporter.units import parse_duration
+        skip = parse_duration(args.skip)
+        before = load(args.before, args.progress).skip(skip)
+        after = load(args.after, args.progress).skip(skip)
         result = compare.compare(before, after, args.allow_other_host, speeds, args.dsnro)
     except (CaptureError, ValueError) as err:
         return fail(err, EXIT_BAD_INPUT)
