@@ -206,3 +206,40 @@ def test_skip_leaves_out_the_warm_up(tmp_path):
     assert trimmed.measured.all() and "first 60 s skipped" in trimmed.notes[-1]
     with pytest.raises(CaptureError, match="fewer than 2 samples"):
         capture.skip(10_000)
+
+
+def test_fifty_ms_and_reservation_conflicts_are_found_and_their_end_reported(tmp_path):
+    slow = load(write(tmp_path / "slow.csv", Setup(dqlen=64, service_ms=60.0, conflicts=2.0), seed=1, samples=200))
+    fast = load(write(tmp_path / "fast.csv", Setup(dqlen=64), seed=2, samples=200))
+    states = {(f.rule, f.state) for f in cmp.compare(slow, fast).findings}
+    assert states == {("guest latency above 50 ms", "resolved"), ("SCSI reservation conflicts", "resolved")}
+    worse = cmp.compare(fast, slow)
+    assert {(f.rule, f.state, f.verdict) for f in worse.findings} == {
+        ("guest latency above 50 ms", "new", "worse"), ("SCSI reservation conflicts", "new", "worse")}
+    assert {(r.metric.key, r.verdict) for r in worse.rows if r.family == "luns" and r.verdict == "worse"} >= {
+        ("gavg", "worse"), ("davg", "worse"), ("cons", "worse")}
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    import os
+    import pty
+    capture = write(tmp_path / "c.csv", Setup(), seed=1, samples=50)
+    piped = run_cli("compare", capture, capture)
+    assert "[" not in piped.stderr and piped.stderr == ""
+    # stderr on a pseudo-terminal: the bar is drawn, then wiped
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "exporter", "compare", str(capture), str(capture)],
+                            stdout=subprocess.DEVNULL, stderr=follower, env=exporter_env(), cwd=ROOT)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait()
+    os.close(leader)
+    assert b"c.csv [" in out and b"%" in out
