@@ -41,26 +41,37 @@ class BadCell(ValueError):
         self.line, self.column, self.text = line, column, text
 
 
-_POW10 = 10 ** np.arange(WIDTH + 1, dtype=np.int64)
+_PLACES = 10.0 ** np.arange(WIDTH - 1, -1, -1)  # right-aligned place values of an integer
+_SCALE = np.array([1.0, 10.0, 100.0])
 
 
 def parse_numbers(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parse buf[starts:ends] cells as decimals; returns (values, ok). ok False: not parsed here."""
+    """Parse buf[starts:ends] cells as decimals; returns (values, ok). ok False: not parsed here.
+
+    Cells are gathered right-aligned, so a dot of a number with 1 or 2 decimals (what esxtop and
+    spreadsheets write) sits at a fixed place. The digits read as one integer (the dot counts as a
+    0 digit) is then fixed up to the mantissa: sums of whole numbers below 2**53, exact in any
+    order; mantissa / 10**decimals is rounded by IEEE division exactly as float(text) rounds.
+    """
     lengths = ends - starts
     pos = np.arange(WIDTH)
-    g = buf[np.minimum(starts[..., None] + pos, len(buf) - 1)]
-    g[pos >= lengths[..., None]] = 0
-    digit = (g >= 48) & (g <= 57)
-    dot = g == _DOT
-    minus = g[..., 0] == _MINUS
-    ndigits = digit.sum(axis=-1)
-    nchars = ndigits + dot.sum(axis=-1) + minus
-    # every character is a digit, at most one dot, a minus only in front, at most 15 digits (exact in a double)
-    ok = (nchars == lengths) & (dot.sum(axis=-1) <= 1) & (ndigits > 0) & (ndigits <= 15)
-    right = np.cumsum(digit[..., ::-1], axis=-1, dtype=np.int8)[..., ::-1] - digit  # digits to the right of each place
-    mantissa = (np.where(digit, g - 48, 0).astype(np.int64) * _POW10[right]).sum(axis=-1)
-    decimals = np.where(dot.any(axis=-1), np.take_along_axis(right, dot.argmax(axis=-1)[..., None], -1)[..., 0], 0)
-    values = mantissa / np.power(10.0, decimals)
+    if ends.min() < WIDTH:  # a window would start before the buffer: pad it (only near a file's start)
+        buf, ends = np.concatenate((np.zeros(WIDTH, np.uint8), buf)), ends + WIDTH
+    g = np.lib.stride_tricks.sliding_window_view(buf, WIDTH)[ends - WIDTH]  # the WIDTH bytes before each end
+    inside = pos >= WIDTH - lengths[..., None]
+    digit = (g >= 48) & (g <= 57) & inside
+    first = np.take_along_axis(g, np.clip(WIDTH - lengths, 0, WIDTH - 1)[..., None], -1)[..., 0]
+    minus = first == _MINUS
+    dot1, dot2 = g[..., WIDTH - 2] == _DOT, g[..., WIDTH - 3] == _DOT
+    decimals = np.where(dot2 & (lengths >= 3), 2, np.where(dot1 & (lengths >= 2), 1, 0))
+    others = np.count_nonzero(inside & ~digit, axis=-1)  # the dot and a minus, nothing else
+    ok = (others == (decimals > 0).astype(np.int64) + minus) & (lengths > 0) & (lengths <= WIDTH)
+    ok &= np.count_nonzero(digit, axis=-1) > 0
+    d = np.where(digit, g - 48, 0).astype(np.float64)
+    whole = d @ _PLACES  # every digit left of the dot weighs 10x too much
+    tail = np.where(decimals == 2, d[..., -1] + 10 * d[..., -2], np.where(decimals == 1, d[..., -1], 0.0))
+    mantissa = np.where(decimals > 0, (whole - tail) / 10 + tail, whole)
+    values = mantissa / _SCALE[decimals]
     return np.where(minus, -values, values), ok
 
 
