@@ -8,7 +8,6 @@ process, ru_maxrss) against the file size.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess

@@ -5,7 +5,6 @@ import pytest
 
 from exporter.analysis import compare as cmp
 from exporter.analysis.capture import load
-from exporter.simulator import load_scenario  # noqa: F401  (skip nothing: the simulator is part of the project)
 from tests.support.servers import ROOT
 from tests.test_compare import run_cli
 

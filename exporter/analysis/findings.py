@@ -50,7 +50,7 @@ class Finding:
         return f"{self.rule} on {self.name}: {self.state} (before: {self.detail_before}; after: {self.detail_after})"
 
 
-def _lun_checks(capture: Capture, device, link_speeds, dsnro) -> dict[str, tuple[bool, str]]:
+def _lun_checks(capture: Capture, device, dsnro) -> dict[str, tuple[bool, str]]:
     out = {}
     qued = st.series(capture, "luns", device, st.QUED)
     if qued is not None and len(qued.values):
@@ -120,8 +120,8 @@ def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsn
             found.append(finding)
 
     for device in dict.fromkeys([*before.objects("luns"), *after.objects("luns")]):
-        add(device, _lun_checks(before, device, link_speeds, dsnro) if device in before.objects("luns") else {},
-            _lun_checks(after, device, link_speeds, dsnro) if device in after.objects("luns") else {})
+        add(device, _lun_checks(before, device, dsnro) if device in before.objects("luns") else {},
+            _lun_checks(after, device, dsnro) if device in after.objects("luns") else {})
         pb, pa = _paths_with_io(before, device), _paths_with_io(after, device)
         if (pb or pa) and pb != pa:
             found.append(Finding("paths carrying I/O", device, None, None,

@@ -57,13 +57,10 @@ def render(comparison: Comparison) -> str:
         out.append("  none: no rule is broken in either capture")
     for x in comparison.findings:
         out.append(f"  {x.state.upper():9} {x.text}")
-    current = None
     grouped: dict[tuple, list[Row]] = {}
     for row in comparison.rows:
         grouped.setdefault((row.family, row.name), []).append(row)
     for (family, name), rows in grouped.items():
-        if family != current:
-            current = family
         out += ["", f"{st.FAMILY_LABEL[family]} {name}"]
         out += _table([HEAD] + [_cells(r) for r in rows])
     for side in ("before", "after"):
