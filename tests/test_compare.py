@@ -134,7 +134,10 @@ def test_a_second_link_ends_the_saturation(tmp_path):
     after = load(write(tmp_path / "two.csv", Setup(links=2, **setup), seed=22))
     result = cmp.compare(before, after, link_speeds={"*": 150 * 2**20})
     states = {(f.rule, f.name, f.state) for f in result.findings}
-    assert states == {("paths carrying I/O", DEVICE, "changed"), ("link saturation", "vmhba1", "resolved")}
+    assert states == {("paths carrying I/O", DEVICE, "changed"), ("adapters carrying I/O", "esx01.lab.local", "changed"),
+                      ("link saturation", "vmhba1", "resolved")}
+    (spread,) = [f for f in result.findings if f.rule == "adapters carrying I/O"]
+    assert (spread.detail_before, spread.detail_after) == ("1 (vmhba1)", "2 (vmhba1, vmhba2)")
     assert result.only["after"]["adapters"] == ["vmhba2"] and result.only["after"]["paths"] == ["vmhba2:C0:T0:L1"]
     lun = {(key, verdict) for family, name, key, verdict in significant(result) if family == "luns"}
     assert lun == {("gavg", "better"), ("davg", "better"), ("iops", "better"), ("mbps", "better")}

@@ -63,7 +63,10 @@ def test_one_link_then_two(tmp_path):
     states = {(f.rule, f.name, f.state) for f in result.findings}
     moved = {("paths carrying I/O", f"naa.600601601e3021001a2b3c4d5e6f020{i}", "changed") for i in (2, 4, 6, 8)}
     # eight VMs at ~45 MB/s fill two 2 Gb/s links too: the rule says so for both
-    assert states == moved | {("link saturation", "vmhba1", "persists"), ("link saturation", "vmhba2", "new")}
+    assert states == moved | {("link saturation", "vmhba1", "persists"), ("link saturation", "vmhba2", "new"),
+                              ("adapters carrying I/O", "esx01.lab.local", "changed")}
+    (spread,) = [f for f in result.findings if f.rule == "adapters carrying I/O"]
+    assert (spread.detail_before, spread.detail_after) == ("1 (vmhba1)", "2 (vmhba1, vmhba2)")
     luns = before.objects("luns")
     assert len(luns) == 8
     verdicts = {(name, key): v for fam, name, key, v in significant(result) if fam == "luns"}

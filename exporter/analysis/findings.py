@@ -23,6 +23,7 @@ LATENCY_LIMIT = 0.050
 LINK_SATURATION = 0.85
 # A path "carries" a LUN's I/O when it takes more than 5% of the LUN's commands.
 PATH_SHARE = 0.05
+SPREAD_RULES = ("paths carrying I/O", "adapters carrying I/O")  # facts about a change, not problems
 
 
 @dataclass
@@ -43,7 +44,7 @@ class Finding:
             return "new"
         if self.before and self.after:
             return "persists"
-        return "changed" if self.rule == "paths carrying I/O" else "absent"
+        return "changed" if self.rule in SPREAD_RULES else "absent"
 
     @property
     def text(self) -> str:
@@ -97,6 +98,16 @@ def _paths_with_io(capture: Capture, device) -> list[str]:
     return sorted(p for p, r in rates.items() if total > 0 and r / total > PATH_SHARE)
 
 
+def _adapters_with_io(capture: Capture) -> list[str]:
+    rates = {}
+    for adapter in capture.objects("adapters"):
+        s = st.series(capture, "adapters", adapter, st.IOPS)
+        if s is not None:
+            rates[adapter] = float(s.values.mean()) if len(s.values) else 0.0
+    total = sum(rates.values())
+    return sorted(a for a, r in rates.items() if total > 0 and r / total > PATH_SHARE)
+
+
 def _adapter_checks(capture: Capture, adapter, link_speeds) -> dict[str, tuple[bool, str]]:
     speed = link_speeds.get(adapter, link_speeds.get("*"))
     s = st.series(capture, "adapters", adapter, st.MBPS)
@@ -126,7 +137,11 @@ def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsn
         if (pb or pa) and pb != pa:
             found.append(Finding("paths carrying I/O", device, None, None,
                                  f"{len(pb)} ({', '.join(pb) or 'none'})", f"{len(pa)} ({', '.join(pa) or 'none'})"))
+    ab, aa = _adapters_with_io(before), _adapters_with_io(after)
+    if (ab or aa) and ab != aa:  # the host's I/O spread over more (or fewer) links
+        found.append(Finding("adapters carrying I/O", after.host, None, None,
+                             f"{len(ab)} ({', '.join(ab) or 'none'})", f"{len(aa)} ({', '.join(aa) or 'none'})"))
     for adapter in dict.fromkeys([*before.objects("adapters"), *after.objects("adapters")]):
         add(adapter, _adapter_checks(before, adapter, link_speeds) if adapter in before.objects("adapters") else {},
             _adapter_checks(after, adapter, link_speeds) if adapter in after.objects("adapters") else {})
-    return [x for x in found if x.before or x.after or x.rule == "paths carrying I/O"]
+    return [x for x in found if x.before or x.after or x.rule in SPREAD_RULES]
