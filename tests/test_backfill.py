@@ -77,3 +77,24 @@ def test_backfill_of_a_non_capture_fails_with_one_line(tmp_path):
     bad.write_text("a,b\n1,2\n")
     done = run_cli("backfill", bad, "--tsdb", tmp_path / "data")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no esxtop header" in done.stderr
+
+
+def test_a_truncated_last_line_is_reported_and_the_rest_backfilled(tmp_path):
+    from tests.support.analysis_captures import Setup as S, write as w
+    cut = w(tmp_path / "cut.csv", S(), seed=1, samples=30, truncate_last=True)
+    done = run_cli("backfill", cut, "--tsdb", tmp_path / "data", "--keep-openmetrics", tmp_path / "cut.om")
+    assert done.returncode == 0, done.stderr
+    assert "cut.csv:31:" in done.stderr and "the last line, ignored; using the 29 samples" in done.stderr
+    assert "29 samples written" in done.stdout
+    stamps = {line.rsplit(" ", 1)[1] for line in (tmp_path / "cut.om").read_text().splitlines() if not line.startswith("#")}
+    assert len(stamps) == 29
+
+
+def test_a_bad_line_in_the_middle_stops_the_backfill(tmp_path):
+    from tests.support.analysis_captures import Setup as S, write as w
+    lines = w(tmp_path / "ok.csv", S(), seed=1, samples=10).read_text().splitlines()
+    lines[4] = lines[4][:100]
+    bad = tmp_path / "mid.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    done = run_cli("backfill", bad, "--tsdb", tmp_path / "data")
+    assert done.returncode == 2 and "mid.csv:5:" in done.stderr and done.stderr.count("\n") == 1

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from exporter.collectors import COLLECTORS
-from exporter.esxtop.reader import read_file
+from exporter.esxtop.reader import EsxtopError, EsxtopReader
 from exporter.state import Store
 from exporter.textformat import escape_label
 
@@ -41,16 +41,35 @@ def render_sample(store: Store, run: str, timestamp: float) -> list[str]:
                 for family in collect(store) for line in family.lines]
 
 
-def write_openmetrics(capture_path: str, run: str, out, progress=None) -> int:
-    """Write the OpenMetrics history of a capture to `out`; return the number of samples read."""
-    store = Store()
-    count = 0
-    for sample in read_file(capture_path):
-        store.ingest(sample)
-        out.writelines(render_sample(store, run, sample.timestamp))
-        count += 1
-        if progress is not None:
-            progress.advance(1)
+def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: list | None = None) -> int:
+    """Write the OpenMetrics history of a capture to `out`; return the number of samples read.
+
+    A bad line is fatal (EsxtopError) unless it is the last one, which an interrupted esxtop
+    leaves cut short: that one is reported in `notes` and the samples before it are kept.
+    """
+    store, reader = Store(), EsxtopReader(capture_path)
+    count, pending = 0, None
+    with open(capture_path, encoding="utf-8", errors="replace", newline=None) as stream:
+        for line in stream:
+            if progress is not None:
+                progress.advance(len(line))
+            if pending is not None and line.strip():
+                raise pending
+            try:
+                sample = reader.feed(line)
+            except EsxtopError as err:
+                if reader.layout is None:
+                    raise
+                pending = err
+                continue
+            if sample is not None:
+                store.ingest(sample)
+                out.writelines(render_sample(store, run, sample.timestamp))
+                count += 1
+    if reader.layout is None:
+        raise EsxtopError("no_header", f"{capture_path}:1: no esxtop header")
+    if pending is not None and notes is not None:
+        notes.append(f"{pending} (the last line, ignored; using the {count} samples before it)")
     out.write("# EOF\n")
     return count
 
@@ -68,10 +87,11 @@ def create_blocks(openmetrics_file: Path, tsdb: Path) -> str:
     return done.stdout
 
 
-def backfill(capture_path: str, tsdb: Path, run: str, keep: Path | None = None, progress=None) -> int:
+def backfill(capture_path: str, tsdb: Path, run: str, keep: Path | None = None, progress=None,
+             notes: list | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         target = keep or Path(tmp) / "capture.om"
         with open(target, "w", encoding="utf-8") as out:
-            count = write_openmetrics(capture_path, run, out, progress)
+            count = write_openmetrics(capture_path, run, out, progress, notes)
         create_blocks(target, tsdb)
     return count

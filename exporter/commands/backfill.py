@@ -30,15 +30,18 @@ def run(args) -> int:
         size = os.path.getsize(args.capture)
     except OSError as err:
         return fail(f"{args.capture}: {err.strerror}", 2)
-    # the bar counts samples against a guess from the file size; it only has to move
-    progress = Progress(os.path.basename(args.capture), max(1, size // 200_000), enabled=args.progress)
+    progress = Progress(os.path.basename(args.capture), size, enabled=args.progress)
+    notes: list[str] = []
     try:
-        count = backfill(args.capture, Path(args.tsdb), name, Path(args.keep_openmetrics) if args.keep_openmetrics else None, progress)
+        count = backfill(args.capture, Path(args.tsdb), name, Path(args.keep_openmetrics) if args.keep_openmetrics else None,
+                         progress, notes)
     except EsxtopError as err:
         return fail(err, 2)
     except (RuntimeError, OSError) as err:
         return fail(err, 2)
     finally:
         progress.close()
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     sys.stdout.write(f"{args.capture}: {count} samples written to {args.tsdb} with run={name!r}\n")
     return 0
