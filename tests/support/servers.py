@@ -97,7 +97,7 @@ class Prometheus:
     """A real Prometheus server scraping the given targets (Debian package `prometheus`)."""
 
     def __init__(self, tmp: Path, targets: list[str], scrape_interval: str = "1s", rule_files=(), extra_config: str = "",
-                 config_text: str | None = None):
+                 config_text: str | None = None, args: tuple[str, ...] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         tmp.mkdir(parents=True, exist_ok=True)
@@ -111,7 +111,7 @@ class Prometheus:
         config.write_text(config_text)
         self.proc, self.log = launch(
             ("prometheus",), [f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-                              f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle"],
+                              f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", *args],
             tmp, self.url + "/-/ready")
 
     def query(self, expr: str, at: float | None = None) -> list[dict]:
