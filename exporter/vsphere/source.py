@@ -127,10 +127,14 @@ class VsphereTarget:
             sample = m.Sample(host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere",
                               path_devices=topo.path_devices)
             extra: dict[str, dict[str, dict[str, float]]] = {mapping.DATASTORES: {}, mapping.HOST: {}}
+            wildcards = 0
             for (key, instance), values in series.values.items():
                 raw = values[index]
                 entry = resolved.by_key.get(key)
                 if raw is None or entry is None:
+                    continue
+                if instance == "*":  # a server that echoes the wildcard instead of real instances (vcsim)
+                    wildcards += 1
                     continue
                 counter = entry[1]
                 object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
@@ -142,12 +146,14 @@ class VsphereTarget:
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             for sink in self.sinks:
                 sink.ingest(sample)
-            self._ingest_extra(topo.name, extra, float(interval))
+            self._ingest_extra(topo.name, extra, float(interval), wildcards)
             last = stamp
         self.last_timestamp[topo.name] = last
 
-    def _ingest_extra(self, host: str, extra, interval: float) -> None:
+    def _ingest_extra(self, host: str, extra, interval: float, wildcards: int) -> None:
         with self.lock:
+            if wildcards:
+                self.dropped["wildcard_instance"] = self.dropped.get("wildcard_instance", 0) + wildcards
             self.samples[host] = self.samples.get(host, 0) + 1
             self.host_values[host] = extra[mapping.HOST].get("", {})
             for name, stats in extra[mapping.DATASTORES].items():
