@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "fixture.json"
-USER, PASSWORD = "user", "pass"
+USER, PASSWORD = "monitor", "Zq7-sim-secret"  # distinctive, so a leak into a log is found
 
 
 def _cache_dir() -> Path:
@@ -52,7 +52,7 @@ class StorageSim:
     def __init__(self, tmp: Path, *args: str, fixture: Path | None = FIXTURE, esx: bool = False):
         tmp.mkdir(parents=True, exist_ok=True)
         self.cert = tmp / "storagesim.pem"
-        cmd = [str(storagesim_binary()), "-cert-out", str(self.cert), *args]
+        cmd = [str(storagesim_binary()), "-cert-out", str(self.cert), "-username", USER, "-password", PASSWORD, *args]
         if fixture is not None:
             cmd += ["-fixture", str(fixture)]
         if esx:
