@@ -118,17 +118,10 @@ def test_a_known_host_asks_only_for_samples_after_its_newest():
 
 
 # --- CSV parsing -------------------------------------------------------------------------------
-def _csv(info, series):
-    metric = vim.PerformanceManager.EntityMetricCSV(entity=vim.HostSystem("host-1"), sampleInfoCSV=info)
-    metric.value = [vim.PerformanceManager.MetricSeriesCSV(id=vim.PerformanceManager.MetricId(counterId=k, instance=i), value=v)
-                    for k, i, v in series]
-    return metric
-
-
 def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():
     result = perf.HostSeries()
-    perf.merge_csv(result, _csv("20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
-                                [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")]))
+    perf.merge_csv(result, "20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
+                   [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")])
     t20 = dt.datetime(2026, 1, 1, 0, 0, 20, tzinfo=dt.timezone.utc).timestamp()
     assert result.stamps == [(t20, 20), (t20 + 20, 20)]
     assert result.values == {(1, "naa.1"): [3.0, 5.0], (2, "naa.1"): [7.0, None]}  # -1 is "no value"
@@ -158,3 +151,19 @@ def test_fc_speed_is_bits_per_second_and_small_values_are_gbit():
     assert discovery.link_speed_bytes(vim.host.FibreChannelHba(speed=16_000_000_000)) == 2e9
     assert discovery.link_speed_bytes(vim.host.FibreChannelHba(speed=8)) == 1e9
     assert discovery.link_speed_bytes(vim.host.BlockHba()) is None
+
+
+def test_query_perf_response_is_read_by_the_fast_parser():
+    from exporter.vsphere import soap
+    body = b"""<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<soapenv:Body><QueryPerfResponse xmlns="urn:vim25"><returnval xsi:type="PerfEntityMetricCSV">
+<entity type="HostSystem">host-10</entity><sampleInfoCSV>20,2026-01-01T00:00:20Z</sampleInfoCSV>
+<value><id><counterId>2</counterId><instance/></id><value>2350</value></value>
+<value><id><counterId>523</counterId><instance>fc.20:21-fc.50:51-naa.6&amp;1</instance></id><value>14400</value></value>
+</returnval><returnval xsi:type="PerfEntityMetricCSV"><entity type="HostSystem">host-11</entity></returnval>
+</QueryPerfResponse></soapenv:Body></soapenv:Envelope>"""
+    first, second = soap.parse_response(body)
+    assert (first.entity, first.sample_info) == ("host-10", "20,2026-01-01T00:00:20Z")
+    assert first.series == [(2, "", "2350"), (523, "fc.20:21-fc.50:51-naa.6&1", "14400")]
+    assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pyVmomi import vim
 
+from exporter.vsphere import soap
 from exporter.vsphere.mapping import COUNTERS, Counter
 
 REALTIME = 20  # seconds: the real-time interval id
@@ -98,19 +99,19 @@ def _parse_value(text: str) -> float | None:
     return None if value < 0 else value  # -1: no value for this sample
 
 
-def merge_csv(result: HostSeries, metric) -> None:
-    """Fold one PerfEntityMetricCSV into a host's series, oldest sample first."""
-    info = metric.sampleInfoCSV.split(",") if metric.sampleInfoCSV else []
+def merge_csv(result: HostSeries, sample_info: str, series) -> None:
+    """Fold one entity's CSV answer into a host's series, oldest sample first.
+    series: (counter key, instance, comma-separated values) per metric."""
+    info = sample_info.split(",") if sample_info else []
     stamps = [(_parse_time(info[i + 1]), int(info[i])) for i in range(0, len(info) - 1, 2)]
     order = sorted(range(len(stamps)), key=lambda i: stamps[i][0])  # some servers answer newest first
     ordered = [stamps[i] for i in order]
     if result.stamps and ordered != result.stamps:
         # A split host's pieces answered with different sample times: keep the first piece's.
-        result.dropped["time_mismatch"] = result.dropped.get("time_mismatch", 0) + len(metric.value or ())
+        result.dropped["time_mismatch"] = result.dropped.get("time_mismatch", 0) + len(series)
         return
     result.stamps = ordered
-    for series in metric.value or ():
-        text = series.value or ""
+    for key, instance, text in series:
         if not text:
             continue  # an empty series means no sample
         raw = text.split(",")
@@ -118,14 +119,14 @@ def merge_csv(result: HostSeries, metric) -> None:
             # vcsim drops zero values from a series; a misaligned series cannot be placed in time.
             result.dropped["length_mismatch"] = result.dropped.get("length_mismatch", 0) + 1
             continue
-        result.values[(series.id.counterId, series.id.instance)] = [_parse_value(raw[i]) for i in order]
+        result.values[(key, instance)] = [_parse_value(raw[i]) for i in order]
 
 
 def query(client, calls: list[list], max_parallel: int) -> tuple[dict[str, HostSeries], list[str]]:
     """Run the QueryPerf calls (a few at a time); returns per-host series by moref id, and the
     errors of failed calls (the other calls still count)."""
     def run(specs):
-        return client.call(lambda content: content.perfManager.QueryPerf(querySpec=specs))
+        return client.call(lambda content: soap.query_perf_csv(content.perfManager, specs))
 
     results: dict[str, HostSeries] = {}
     errors: list[str] = []
@@ -137,8 +138,6 @@ def query(client, calls: list[list], max_parallel: int) -> tuple[dict[str, HostS
             except Exception as err:  # noqa: BLE001 - one failed chunk must not lose the others
                 errors.append(str(err))
                 continue
-            for metric in answer or ():
-                series = results.setdefault(metric.entity._moId, HostSeries())
-                if isinstance(metric, vim.PerformanceManager.EntityMetricCSV):
-                    merge_csv(series, metric)
+            for entity in answer:
+                merge_csv(results.setdefault(entity.entity, HostSeries()), entity.sample_info, entity.series)
     return results, errors
