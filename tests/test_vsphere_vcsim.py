@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from exporter.vsphere import TargetConfig, VsphereTarget, perf
-from exporter.vsphere.discovery import _retrieve_hosts
+from exporter.vsphere.discovery import _retrieve_hosts, perf_counters
 from tests.support.servers import ROOT, exporter_env, free_port
 from tests.vcsim.sims import PASSWORD, USER, Vcsim
 
@@ -59,9 +59,9 @@ def test_connect_discover_and_collect(vcsim, password_file):
 
 def test_counters_are_resolved_by_name_on_each_server(vcsim, password_file):
     target = _target(vcsim, password_file)
-    counters = target.client.call(lambda content: content.perfManager.perfCounter)
-    resolved = perf.resolve(counters)
-    server_keys = {perf.counter_name(c): c.key for c in counters}
+    counters = target.client.call(lambda content: content.perfManager.perfCounter)  # pyVmomi's own reading
+    server_keys = {f"{c.groupInfo.key}.{c.nameInfo.key}.{c.rollupType}": c.key for c in counters}
+    resolved = perf.resolve(target.client.call(perf_counters))
     assert {name: server_keys[name] for _, (name, _) in resolved.by_key.items()} == {n: k for k, (n, _) in resolved.by_key.items()}
     expected_key = {"vcenter": 455, "esx": 131091}[vcsim.mode]  # the same counter, different keys
     assert server_keys["disk.deviceLatency.average"] == expected_key
@@ -138,5 +138,5 @@ def test_retrieve_hosts_pages_through_the_inventory(vcsim, password_file):
     target = _target(vcsim, password_file)
     rows = target.client.call(_retrieve_hosts)
     assert len(rows) == (1 if vcsim.mode == "esx" else 4)
-    assert all(r["config.storageDevice"] is not None for r in rows)
+    assert all(props["config.storageDevice.scsiLun"] is not None for _, props in rows)
     target.client.close()

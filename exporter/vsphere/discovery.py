@@ -1,6 +1,7 @@
 """Inventory walk: every connected host of a target with its storage configuration, read with one
 paged property-collector query (plus one small OptionManager call per host for DSNRO).
 
+The answer is read with ElementTree (see soap.py: pyVmomi's own parser took most of the time).
 The result, a Topology, is cached by the source and replaced as a whole on each refresh.
 It also holds the name maps the perf mapping needs: a storagePath instance (the long
 `fc.WWNN:WWPN-fc.WWNN:WWPN-naa.*` form) -> runtime name `vmhbaN:C0:T0:L0`, and a host-level
@@ -9,29 +10,34 @@ datastore instance (VMFS uuid) -> datastore name.
 from __future__ import annotations
 
 import time
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyVmomi import vim, vmodl
 
 from exporter import model as m
+from exporter.vsphere import soap
 
-HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice",
-                   "config.fileSystemVolume.mountInfo", "configManager.advancedOption"]
+HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.hostBusAdapter",
+                   "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
+                   "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
+                   "configManager.advancedOption"]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
-# Adapter classes, most specific first (FCoE is a kind of FC).
-ADAPTER_TYPES = (
-    (vim.host.FibreChannelOverEthernetHba, "fcoe"),
-    (vim.host.FibreChannelHba, "fc"),
-    (vim.host.InternetScsiHba, "iscsi"),
-    (vim.host.SerialAttachedHba, "sas"),
-    (vim.host.ParallelScsiHba, "scsi"),
-    (vim.host.BlockHba, "block"),
-    (vim.host.PcieHba, "pcie"),
-    (vim.host.RdmaHba, "rdma"),
-    (vim.host.TcpHba, "tcp"),
-)
+_NS = "{urn:vim25}"
+_XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
+ADAPTER_TYPES = {
+    "HostFibreChannelOverEthernetHba": "fcoe",
+    "HostFibreChannelHba": "fc",
+    "HostInternetScsiHba": "iscsi",
+    "HostSerialAttachedHba": "sas",
+    "HostParallelScsiHba": "scsi",
+    "HostBlockHba": "block",
+    "HostPcieHba": "pcie",
+    "HostRdmaHba": "rdma",
+    "HostTcpHba": "tcp",
+}
 
 
 @dataclass(slots=True)
@@ -60,96 +66,112 @@ class Topology:
         }
 
 
-def adapter_type(hba) -> str:
-    for cls, name in ADAPTER_TYPES:
-        if isinstance(hba, cls):
-            return name
-    return "other"
+def _text(element, path: str, default: str = "") -> str:
+    if element is None:
+        return default
+    value = element.findtext(_NS + path.replace("/", "/" + _NS))
+    return default if value is None else value.strip()
 
 
-def link_speed_bytes(hba) -> float | None:
+def _all(element, tag: str):
+    return () if element is None else element.iterfind(_NS + tag)
+
+
+def link_speed_bytes(adapter_type: str, speed_text: str) -> float | None:
     """FC HBA speed. The API gives bits per second; values under 1 Mbit/s can only be Gbit/s,
     which some drivers report, so those are scaled."""
-    speed = getattr(hba, "speed", None)
-    if not isinstance(hba, vim.host.FibreChannelHba) or not speed or speed < 0:
+    if adapter_type not in ("fc", "fcoe") or not speed_text:
         return None
-    bits = speed * 1e9 if speed < 1e6 else speed
-    return bits / BITS
+    speed = float(speed_text)
+    if speed <= 0:
+        return None
+    return (speed * 1e9 if speed < 1e6 else speed) / BITS
 
 
 def _path_state(path) -> str:
-    state = (getattr(path, "state", None) or getattr(path, "pathState", None) or "unknown").lower()
+    state = (_text(path, "state") or _text(path, "pathState") or "unknown").lower()
     return state if state in m.PATH_STATES else "unknown"
 
 
-def storage_of_host(name: str, ref, storage, mounts) -> HostTopology:
-    """One host's Inventory and name maps from config.storageDevice and its VMFS mounts."""
+def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopology:
+    """One host's Inventory and name maps from its storageDevice parts and VMFS mounts."""
     inv = m.Inventory(host=name)
     topo = HostTopology(ref=ref, name=name, inventory=inv)
     extent_datastore: dict[str, str] = {}
-    for mount in mounts or ():
-        volume = mount.volume
+    for mount in _all(props.get("config.fileSystemVolume.mountInfo"), "HostFileSystemMountInfo"):
+        volume = mount.find(_NS + "volume")
         if volume is None:
             continue
-        uuid = getattr(volume, "uuid", None) or mount.mountInfo.path.rstrip("/").rsplit("/", 1)[-1]
+        volume_name = _text(volume, "name")
+        uuid = _text(volume, "uuid") or _text(mount, "mountInfo/path").rstrip("/").rsplit("/", 1)[-1]
         topo.datastores.append(uuid)
-        topo.datastore_names[uuid] = volume.name
-        for extent in getattr(volume, "extent", None) or ():
-            extent_datastore[extent.diskName] = volume.name
-    if storage is None:
-        return topo
+        topo.datastore_names[uuid] = volume_name
+        for extent in _all(volume, "extent"):
+            extent_datastore[_text(extent, "diskName")] = volume_name
     adapters = {}
-    for hba in storage.hostBusAdapter or ():
-        adapters[hba.key] = hba.device
-        inv.adapters[hba.device] = m.AdapterConfig(type=adapter_type(hba), model=(hba.model or "").strip(),
-                                                   driver=hba.driver or "", link_speed_bytes_per_second=link_speed_bytes(hba))
+    for hba in _all(props.get("config.storageDevice.hostBusAdapter"), "HostHostBusAdapter"):
+        kind = ADAPTER_TYPES.get(hba.get(_XSI_TYPE, "").split(":")[-1], "other")
+        device = _text(hba, "device")
+        adapters[_text(hba, "key")] = device
+        inv.adapters[device] = m.AdapterConfig(type=kind, model=_text(hba, "model"), driver=_text(hba, "driver"),
+                                               link_speed_bytes_per_second=link_speed_bytes(kind, _text(hba, "speed")))
     lun_names = {}
-    for lun in storage.scsiLun or ():
-        lun_names[lun.key] = lun.canonicalName
-        inv.luns[lun.canonicalName] = m.LunConfig(
-            display_name=lun.displayName or "", vendor=(lun.vendor or "").strip(), model=(lun.model or "").strip(),
-            datastore=extent_datastore.get(lun.canonicalName, ""),
-            configured_queue_depth=float(lun.queueDepth) if getattr(lun, "queueDepth", None) else None)
-    multipath = storage.multipathInfo
-    for unit in (multipath.lun if multipath else None) or ():
-        device = lun_names.get(unit.lun, unit.id)
-        for path in unit.path or ():
-            adapter = adapters.get(path.adapter) or m.path_adapter(path.name)
-            inv.paths[path.name] = m.PathConfig(device=device, adapter=adapter, state=_path_state(path))
-            topo.path_names[path.name] = path.name
-            topo.path_devices[path.name] = device
-    topology = storage.plugStoreTopology
-    if topology is not None:
-        store_adapters = {a.key: adapters.get(a.adapter) for a in topology.adapter or ()}
-        for path in topology.path or ():
-            adapter = store_adapters.get(path.adapter)
-            if adapter:
-                runtime = f"{adapter}:C{path.channelNumber or 0}:T{path.targetNumber or 0}:L{path.lunNumber or 0}"
-                if runtime in inv.paths:
-                    topo.path_names[path.name] = runtime
+    for lun in _all(props.get("config.storageDevice.scsiLun"), "ScsiLun"):
+        canonical = _text(lun, "canonicalName")
+        lun_names[_text(lun, "key")] = canonical
+        depth = _text(lun, "queueDepth")
+        inv.luns[canonical] = m.LunConfig(
+            display_name=_text(lun, "displayName"), vendor=_text(lun, "vendor"), model=_text(lun, "model"),
+            datastore=extent_datastore.get(canonical, ""), configured_queue_depth=float(depth) if depth else None)
+    multipath = props.get("config.storageDevice.multipathInfo")
+    for unit in _all(multipath, "lun"):
+        device = lun_names.get(_text(unit, "lun"), _text(unit, "id"))
+        for path in _all(unit, "path"):
+            path_name = _text(path, "name")
+            adapter = adapters.get(_text(path, "adapter")) or m.path_adapter(path_name)
+            inv.paths[path_name] = m.PathConfig(device=device, adapter=adapter, state=_path_state(path))
+            topo.path_names[path_name] = path_name
+            topo.path_devices[path_name] = device
+    topology = props.get("config.storageDevice.plugStoreTopology")
+    store_adapters = {_text(a, "key"): adapters.get(_text(a, "adapter")) for a in _all(topology, "adapter")}
+    for path in _all(topology, "path"):
+        adapter = store_adapters.get(_text(path, "adapter"))
+        if adapter:
+            runtime = f"{adapter}:C{_text(path, 'channelNumber', '0')}:T{_text(path, 'targetNumber', '0')}:L{_text(path, 'lunNumber', '0')}"
+            if runtime in inv.paths:
+                topo.path_names[_text(path, "name")] = runtime
     return topo
 
 
-def _retrieve_hosts(content) -> list[dict]:
-    pc = content.propertyCollector
+def _host_spec(content):
     view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(
+            obj=view, skip=True,
+            selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)])],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)])
+    return view, spec
+
+
+def _retrieve_hosts(content) -> list[tuple[str, dict]]:
+    view, spec = _host_spec(content)
     try:
-        spec = vmodl.query.PropertyCollector.FilterSpec(
-            objectSet=[vmodl.query.PropertyCollector.ObjectSpec(
-                obj=view, skip=True,
-                selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)])],
-            propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)])
-        rows = []
-        result = pc.RetrievePropertiesEx([spec], vmodl.query.PropertyCollector.RetrieveOptions(maxObjects=100))
-        while result is not None:
-            for obj in result.objects:
-                props = {p.name: p.val for p in obj.propSet}
-                props["ref"] = obj.obj
-                rows.append(props)
-            result = pc.ContinueRetrievePropertiesEx(result.token) if result.token else None
-        return rows
+        return list(soap.retrieve(content.propertyCollector, spec))
     finally:
         view.DestroyView()
+
+
+def perf_counters(content) -> list[tuple[int, str]]:
+    """(key, group.name.rollup) of every counter the server has."""
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=content.perfManager)],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.PerformanceManager, pathSet=["perfCounter"])])
+    counters = []
+    for _, props in soap.retrieve(content.propertyCollector, spec):
+        for info in _all(props.get("perfCounter"), "PerfCounterInfo"):
+            counters.append((int(_text(info, "key")),
+                             f"{_text(info, 'groupInfo/key')}.{_text(info, 'nameInfo/key')}.{_text(info, 'rollupType')}"))
+    return counters
 
 
 def _dsnro(option_manager) -> float | None:
@@ -166,12 +188,14 @@ def _dsnro(option_manager) -> float | None:
 def discover(client, max_parallel: int = 4) -> Topology:
     start = time.perf_counter()
     rows = client.call(_retrieve_hosts)
+    stub = client.content().propertyCollector._stub
     hosts = []
-    for row in rows:
-        if row.get("runtime.connectionState") != "connected":
+    for moid, props in rows:
+        if _text_of(props.get("runtime.connectionState")) != "connected":
             continue
-        hosts.append((storage_of_host(row["name"], row["ref"], row.get("config.storageDevice"),
-                                      row.get("config.fileSystemVolume.mountInfo")), row.get("configManager.advancedOption")))
+        topo = storage_of_host(_text_of(props.get("name")), vim.HostSystem(moid, stub), props)
+        options = _text_of(props.get("configManager.advancedOption"))
+        hosts.append((topo, vim.option.OptionManager(options, stub) if options else None))
     if hosts:
         with ThreadPoolExecutor(max_workers=max(1, max_parallel)) as pool:
             found = pool.map(lambda pair: client.call(lambda _c: _dsnro(pair[1])) if pair[1] is not None else None, hosts)
@@ -187,3 +211,7 @@ def discover(client, max_parallel: int = 4) -> Topology:
         topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
     topos = sorted((t for t, _ in hosts), key=lambda t: t.name)
     return Topology(hosts=topos, duration=time.perf_counter() - start)
+
+
+def _text_of(element) -> str:
+    return "" if element is None or element.text is None else element.text.strip()

@@ -26,18 +26,13 @@ class Resolved:
     missing: list[str]  # names this server does not have
 
 
-def counter_name(info) -> str:
-    return f"{info.groupInfo.key}.{info.nameInfo.key}.{info.rollupType}"
-
-
 def resolve(perf_counters) -> Resolved:
-    """Map the server's counter keys to our counters by group.name.rollup."""
+    """Map the server's counter keys to our counters by name. perf_counters: (key, group.name.rollup)."""
     by_key, seen = {}, set()
-    for info in perf_counters:
-        name = counter_name(info)
+    for key, name in perf_counters:
         counter = COUNTERS.get(name)
         if counter is not None and name not in seen:
-            by_key[info.key] = (name, counter)
+            by_key[key] = (name, counter)
             seen.add(name)
     return Resolved(by_key, sorted(set(COUNTERS) - seen))
 

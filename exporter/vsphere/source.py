@@ -67,8 +67,7 @@ class VsphereTarget:
         try:
             topology = discovery.discover(self.client, self.config.max_parallel_queries)
             if self.resolved is None:
-                counters = self.client.call(lambda content: content.perfManager.perfCounter)
-                resolved = perf.resolve(counters)
+                resolved = perf.resolve(self.client.call(discovery.perf_counters))
                 if resolved.missing:
                     log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
                 self.resolved = resolved

@@ -376,7 +376,13 @@ func main() {
 	} else {
 		model = simulator.VPX()
 		model.Host = 0
-		model.ClusterHost = len(fx.Hosts)
+		// Hosts in clusters of at most 50: the simulator adds a host to a cluster in time
+		// linear in the cluster's size, so one cluster of 1,000 takes minutes to build.
+		model.Cluster = 1
+		for len(fx.Hosts)/model.Cluster > 50 || len(fx.Hosts)%model.Cluster != 0 {
+			model.Cluster++
+		}
+		model.ClusterHost = len(fx.Hosts) / model.Cluster
 	}
 	model.Machine = 0
 	model.Autostart = false
