@@ -129,6 +129,7 @@ def test_reservation_conflicts_cpu_and_datastores(vc_dump):
     assert value(vc_dump, "esxi_lun_reservation_conflicts_total", host="esx03.lab.local", device=N3) == 40
     assert value(vc_dump, "esxi_cpu_utilization_ratio", host="esx03.lab.local", cpu="_Total") == pytest.approx(0.78)
     assert value(vc_dump, "esxi_host_cpu_usage_hertz", host="esx03.lab.local") == pytest.approx(18.72e9)
+    assert value(vc_dump, "esxi_host_cpu_core_frequency_hertz", host="esx03.lab.local") == 2.1e9  # hardware.cpuInfo.hz
     ds = {"host": "esx02.lab.local", "datastore": "ds-shared-01"}
     assert value(vc_dump, "esxi_datastore_read_latency_seconds", **ds) == pytest.approx(0.066)
     assert value(vc_dump, "esxi_datastore_reads_total", **ds) == 1000 * 20

@@ -22,7 +22,7 @@ from exporter.vsphere import soap
 HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.hostBusAdapter",
                    "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
                    "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
-                   "configManager.advancedOption"]
+                   "configManager.advancedOption", "hardware.cpuInfo.hz"]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
 _NS = "{urn:vim25}"
@@ -194,6 +194,8 @@ def discover(client, max_parallel: int = 4) -> Topology:
         if _text_of(props.get("runtime.connectionState")) != "connected":
             continue
         topo = storage_of_host(_text_of(props.get("name")), vim.HostSystem(moid, stub), props)
+        core_hz = _text_of(props.get("hardware.cpuInfo.hz"))
+        topo.inventory.cpu_core_hertz = float(core_hz) if core_hz else None  # for CPU cost per I/O
         options = _text_of(props.get("configManager.advancedOption"))
         hosts.append((topo, vim.option.OptionManager(options, stub) if options else None))
     if hosts:

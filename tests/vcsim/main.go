@@ -66,6 +66,7 @@ type Hba struct {
 type Host struct {
 	Name          string                      `json:"name"`
 	Dsnro         int64                       `json:"dsnro"`
+	CpuHz         int64                       `json:"cpu_hz"`
 	Hbas          []Hba                       `json:"hbas"`
 	Luns          []Lun                       `json:"luns"`
 	Perf          map[string]int64            `json:"perf"`
@@ -307,7 +308,7 @@ func generate(n, luns int) *Fixture {
 	fx := &Fixture{}
 	for h := 0; h < n; h++ {
 		host := Host{
-			Name: fmt.Sprintf("esx%04d.bench.local", h), Dsnro: 32,
+			Name: fmt.Sprintf("esx%04d.bench.local", h), Dsnro: 32, CpuHz: 2600000000,
 			Perf:          map[string]int64{"cpu.usage.average": int64(1000 + h%50*100), "cpu.usagemhz.average": int64(4000 + h%7*100)},
 			DatastorePerf: map[string]map[string]int64{},
 		}
@@ -406,6 +407,11 @@ func main() {
 		info, mounts, hs := buildHost(i, fh)
 		h.Name = fh.Name
 		h.Summary.Config.Name = fh.Name
+		if fh.CpuHz > 0 && h.Hardware != nil {
+			hw := *h.Hardware // the template is shared between hosts
+			hw.CpuInfo.Hz = fh.CpuHz
+			h.Hardware = &hw
+		}
 		h.Config.StorageDevice = info
 		h.Config.FileSystemVolume = &types.HostFileSystemVolumeInfo{MountInfo: mounts}
 		if ss, ok := reg.Get(*h.ConfigManager.StorageSystem).(*simulator.HostStorageSystem); ok {
