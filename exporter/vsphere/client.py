@@ -49,6 +49,7 @@ class Client:
     def __init__(self, config: TargetConfig):
         self.config = config
         self._si = None
+        self._content = None
         self._lock = threading.Lock()
         if config.insecure:
             log.warning("vsphere target %s: TLS certificate verification is OFF (insecure: true); "
@@ -84,8 +85,9 @@ class Client:
         """The service content of a live session, logging in if there is none."""
         with self._lock:
             if self._si is None:
-                self._si = self._login()
-            return self._si.content
+                si = self._login()
+                self._si, self._content = si, si.RetrieveContent()  # si.content would be a call each time
+            return self._content
 
     def call(self, fn, *args, **kwargs):
         """fn(content, *args): re-logs in once if the session went stale; other errors -> VsphereError."""
@@ -93,28 +95,33 @@ class Client:
         try:
             return fn(content, *args, **kwargs)
         except vim.fault.NotAuthenticated:
-            log.info("vsphere target %s: session expired, logging in again", self.config.name)
-            self.reset()
+            if self.reset(content):  # parallel calls that failed together log in once
+                log.info("vsphere target %s: session expired, logging in again", self.config.name)
             content = self.content()
         except VsphereError:
             raise
         except Exception as err:  # noqa: BLE001
             if isinstance(err, (OSError, http.client.HTTPException)):
-                self.reset()  # the connection is gone; the next call logs in afresh
+                self.reset(content)  # the connection is gone; the next call logs in afresh
             raise VsphereError(describe(err)) from None
         try:
             return fn(content, *args, **kwargs)
         except Exception as err:  # noqa: BLE001
             raise VsphereError(describe(err)) from None
 
-    def reset(self):
+    def reset(self, content=None) -> bool:
+        """Drop the session (only if it is still the one `content` came from); True if dropped."""
         with self._lock:
-            si, self._si = self._si, None
+            si = self._si
+            if si is None or (content is not None and self._content is not content):
+                return False
+            self._si = None
         if si is not None:
             try:
                 si._stub.DropConnections()
             except Exception:  # noqa: BLE001 - best effort on a dead connection
                 pass
+        return True
 
     def close(self):
         with self._lock:
