@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration
 N1 = "naa.600a098038303053453f463045727a61"  # ds-shared-01, on all three hosts
 N2 = "naa.600a098038303053453f463045727a62"  # ds-shared-02, on esx01 and esx02
 N3 = "naa.624a9370b9d3a7c25e7a40e200011b3c"  # ds-local-03, esx03 only
+N4 = "naa.6589cfc000000a1b2c3d4e5f60718293"  # ds-iscsi-01, esx01 over software iSCSI
 SECRET = PASSWORD
 
 
@@ -114,6 +115,15 @@ def test_paths_by_runtime_name_with_their_state(vc_dump):
     assert value(vc_dump, "esxi_path_state", host="esx01.lab.local", device=N2, path="vmhba3:C0:T1:L1", adapter="vmhba3", state="standby") == 1
 
 
+def test_iscsi_adapter_link_is_its_bound_vmnics(vc_dump):
+    iscsi = {"host": "esx01.lab.local", "adapter": "vmhba64"}
+    assert value(vc_dump, "esxi_adapter_info", **iscsi, type="iscsi", model="iSCSI Software Adapter", driver="iscsi_vmk") == 1
+    assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", **iscsi) == 2 * 10_000e6 / 8  # vmnic2 + vmnic3
+    # iSCSI storagePath instances (iqn...,t,1-naa.*) map to runtime names too.
+    assert value(vc_dump, "esxi_path_commands_total", **iscsi, path="vmhba64:C0:T1:L2") == 200 * 20
+    assert value(vc_dump, "esxi_path_info", **iscsi, path="vmhba64:C0:T1:L2", device=N4) == 1
+
+
 def test_storage_configuration(vc_dump):
     assert value(vc_dump, "esxi_lun_info", host="esx03.lab.local", device=N3, display_name=f"PURE Fibre Channel Disk ({N3})",
                  vendor="PURE", model="FlashArray", datastore="ds-local-03") == 1
@@ -139,7 +149,7 @@ def test_self_metrics(vc_dump):
     target = "127.0.0.1"
     assert value(vc_dump, "esxi_vsphere_up", target=target) == 1
     assert {k: value(vc_dump, "esxi_vsphere_objects", target=target, kind=k) for k in ("host", "lun", "adapter", "path", "datastore")} == {
-        "host": 3, "lun": 6, "adapter": 6, "path": 12, "datastore": 3}
+        "host": 3, "lun": 7, "adapter": 7, "path": 14, "datastore": 4}
     assert value(vc_dump, "esxi_vsphere_errors_total", target=target, phase="collection") == 0
     assert value(vc_dump, "esxi_vsphere_samples_total", host="esx01.lab.local") == 1
     assert value(vc_dump, "esxi_vsphere_collection_duration_seconds", target=target, phase="collection") > 0

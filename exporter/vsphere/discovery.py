@@ -22,7 +22,7 @@ from exporter.vsphere import soap
 HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.hostBusAdapter",
                    "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
                    "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
-                   "configManager.advancedOption", "hardware.cpuInfo.hz"]
+                   "configManager.advancedOption", "configManager.iscsiManager", "hardware.cpuInfo.hz"]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
 _NS = "{urn:vim25}"
@@ -185,6 +185,27 @@ def _dsnro(option_manager) -> float | None:
     return None
 
 
+def _iscsi_link_bytes(iscsi_manager, adapter: str) -> float | None:
+    """A software or dependent iSCSI adapter's link: the sum of the vmnics bound to it."""
+    try:
+        ports = iscsi_manager.QueryBoundVnics(iScsiHbaName=adapter)
+    except (vim.fault.NotFound, vim.fault.IscsiFault, vmodl.fault.NotSupported):
+        return None
+    speeds = {p.pnicDevice or p.pnic.device: p.pnic.linkSpeed.speedMb
+              for p in ports or () if p.pnic is not None and p.pnic.linkSpeed is not None}
+    return sum(speeds.values()) * 1e6 / BITS if speeds else None
+
+
+def _host_settings(topo: HostTopology, options, iscsi) -> None:
+    """The per-host calls: DSNRO, and the NICs behind iSCSI adapters."""
+    if options is not None:
+        topo.inventory.dsnro = _dsnro(options)
+    if iscsi is not None:
+        for name, adapter in topo.inventory.adapters.items():
+            if adapter.type == "iscsi":
+                adapter.link_speed_bytes_per_second = _iscsi_link_bytes(iscsi, name)
+
+
 def discover(client, max_parallel: int = 4) -> Topology:
     start = time.perf_counter()
     rows = client.call(_retrieve_hosts)
@@ -197,21 +218,22 @@ def discover(client, max_parallel: int = 4) -> Topology:
         core_hz = _text_of(props.get("hardware.cpuInfo.hz"))
         topo.inventory.cpu_core_hertz = float(core_hz) if core_hz else None  # for CPU cost per I/O
         options = _text_of(props.get("configManager.advancedOption"))
-        hosts.append((topo, vim.option.OptionManager(options, stub) if options else None))
+        iscsi = _text_of(props.get("configManager.iscsiManager"))
+        has_iscsi = any(a.type == "iscsi" for a in topo.inventory.adapters.values())
+        hosts.append((topo, vim.option.OptionManager(options, stub) if options else None,
+                      vim.host.IscsiManager(iscsi, stub) if iscsi and has_iscsi else None))
     if hosts:
         with ThreadPoolExecutor(max_workers=max(1, max_parallel)) as pool:
-            found = pool.map(lambda pair: client.call(lambda _c: _dsnro(pair[1])) if pair[1] is not None else None, hosts)
-            for (topo, _), dsnro in zip(hosts, found):
-                topo.inventory.dsnro = dsnro
+            list(pool.map(lambda host: client.call(lambda _c: _host_settings(*host)), hosts))
     # How many hosts of this target mount each datastore (by uuid: local datastores often share
     # a name): above 1 the LUN is shared.
     shares: dict[str, int] = {}
-    for topo, _ in hosts:
+    for topo, *_ in hosts:
         for uuid in set(topo.datastores):
             shares[uuid] = shares.get(uuid, 0) + 1
-    for topo, _ in hosts:
+    for topo, *_ in hosts:
         topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
-    topos = sorted((t for t, _ in hosts), key=lambda t: t.name)
+    topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
     return Topology(hosts=topos, duration=time.perf_counter() - start)
 
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -52,13 +53,32 @@ type Lun struct {
 	Perf       map[string]int64 `json:"perf"`
 }
 
-// Hba is a Fibre Channel adapter.
+// Hba is a Fibre Channel adapter, or (Type "iscsi") a software iSCSI adapter bound to Vmnics.
 type Hba struct {
 	Device    string           `json:"device"`
+	Type      string           `json:"type"`
 	Model     string           `json:"model"`
 	Driver    string           `json:"driver"`
 	SpeedGbps int64            `json:"speed_gbps"`
+	Vmnics    []Vmnic          `json:"vmnics"`
 	Perf      map[string]int64 `json:"perf"`
+}
+
+// Vmnic is a physical NIC bound to a software iSCSI adapter.
+type Vmnic struct {
+	Device  string `json:"device"`
+	SpeedMb int32  `json:"speed_mb"`
+}
+
+// IscsiManager answers QueryBoundVnics with the vmnics bound to each software iSCSI adapter
+// (the govmomi simulator has no iSCSI manager of its own).
+type IscsiManager struct {
+	mo.IscsiManager
+	bound map[string][]types.IscsiPortInfo
+}
+
+func (m *IscsiManager) QueryBoundVnics(req *types.QueryBoundVnics) soap.HasFault {
+	return &methods.QueryBoundVnicsBody{Res: &types.QueryBoundVnicsResponse{Returnval: m.bound[req.IScsiHbaName]}}
 }
 
 // Host is one ESXi host; Perf holds host-wide counters (instance ""), DatastorePerf the
@@ -91,6 +111,7 @@ func wwnText(v int64) string { return fmt.Sprintf("%016x", v) }
 // hostStorage is what one host exposes: device info, mounts, and perf instances by group.
 type hostStorage struct {
 	fx        *Host
+	iscsi     map[string][]types.IscsiPortInfo       // software iSCSI adapter -> bound vmnics
 	instances map[string]map[string]map[string]int64 // group -> instance -> counter -> value
 }
 
@@ -104,7 +125,30 @@ func buildHost(hostIdx int, fx *Host) (*types.HostStorageDeviceInfo, []types.Hos
 	}}
 	hbaKey := map[string]string{}
 	hbaIdx := map[string]int{}
+	hs.iscsi = map[string][]types.IscsiPortInfo{}
 	for i, hba := range fx.Hbas {
+		if hba.Type == "iscsi" {
+			key := "key-vim.host.InternetScsiHba-" + hba.Device
+			hbaKey[hba.Device] = key
+			hbaIdx[hba.Device] = i
+			info.HostBusAdapter = append(info.HostBusAdapter, &types.HostInternetScsiHba{
+				HostHostBusAdapter: types.HostHostBusAdapter{Key: key, Device: hba.Device, Status: "online", Model: hba.Model, Driver: hba.Driver},
+				IsSoftwareBased:    true,
+				IScsiName:          fmt.Sprintf("iqn.1998-01.com.vmware:%s", fx.Name),
+			})
+			for v, nic := range hba.Vmnics {
+				hs.iscsi[hba.Device] = append(hs.iscsi[hba.Device], types.IscsiPortInfo{
+					VnicDevice: fmt.Sprintf("vmk%d", v+1), PnicDevice: nic.Device,
+					Pnic: &types.PhysicalNic{Key: "key-vim.host.PhysicalNic-" + nic.Device, Device: nic.Device, Driver: "ixgben",
+						LinkSpeed: &types.PhysicalNicLinkInfo{SpeedMb: nic.SpeedMb, Duplex: true}},
+				})
+			}
+			info.PlugStoreTopology.Adapter = append(info.PlugStoreTopology.Adapter, types.HostPlugStoreTopologyAdapter{
+				Key: "key-vim.host.PlugStoreTopology.Adapter-" + hba.Device, Adapter: key,
+			})
+			hs.instances["storageAdapter"][hba.Device] = hba.Perf
+			continue
+		}
 		key := "key-vim.host.FibreChannelHba-" + hba.Device
 		hbaKey[hba.Device] = key
 		hbaIdx[hba.Device] = i
@@ -152,6 +196,9 @@ func buildHost(hostIdx int, fx *Host) (*types.HostStorageDeviceInfo, []types.Hos
 			i := hbaIdx[p.Adapter]
 			long := fmt.Sprintf("fc.%s:%s-fc.%s:%s-%s", wwnText(wwn(0x2000, hostIdx, i)), wwnText(wwn(0x2100, hostIdx, i)),
 				wwnText(wwn(0x5006, 0, int(p.Target))), wwnText(wwn(0x5006, 1, int(p.Target))), lun.Name)
+			if fx.Hbas[i].Type == "iscsi" {
+				long = fmt.Sprintf("iqn.1998-01.com.vmware:%s-00023d000001,iqn.2010-06.com.purestorage:flasharray.%d,t,1-%s", fx.Name, p.Target, lun.Name)
+			}
 			mpLun.Path = append(mpLun.Path, types.HostMultipathInfoPath{
 				Key: "key-vim.host.MultipathInfo.Path-" + runtime, Name: runtime, PathState: p.State, State: p.State,
 				IsWorkingPath: types.NewBool(p.State == "active"), Adapter: hbaKey[p.Adapter], Lun: mpLun.Key,
@@ -422,6 +469,12 @@ func main() {
 			om.Setting = append(om.Setting, &types.OptionValue{Key: "Disk.SchedNumReqOutstanding", Value: fh.Dsnro})
 		}
 		perf.hosts[h.Self.Value] = hs
+		if len(hs.iscsi) > 0 {
+			im := &IscsiManager{bound: hs.iscsi}
+			im.Self = types.ManagedObjectReference{Type: "IscsiManager", Value: "iscsiManager-" + h.Self.Value}
+			reg.Put(im)
+			h.ConfigManager.IscsiManager = &im.Self
+		}
 	}
 	reg.Put(perf)
 
