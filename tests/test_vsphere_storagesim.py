@@ -262,3 +262,29 @@ def test_password_is_never_in_process_arguments(vc, password_file, tmp_path):
         assert os.stat(password_file).st_size > 0
     finally:
         exporter.stop()
+
+
+def test_a_target_that_goes_away_and_comes_back(password_file, tmp_path, caplog):
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    caplog.set_level("INFO")
+    port = free_port()
+    sim = StorageSim(tmp_path, "-l", f"127.0.0.1:{port}")
+    target = VsphereTarget(TargetConfig(name="flaky", url=sim.url, user=USER, password_file=str(password_file),
+                                        ca_file=str(sim.cert), timeout=5.0))
+    try:
+        assert target.run_once(), target.error
+        sim.stop()
+        assert not target.collect()
+        # A kept-alive connection finds the server gone; a new one finds the port closed.
+        assert target.up == 0 and target.error in ("connection closed by the server", "connection refused")
+        assert target.errors["collection"] == 1
+        target_error = target.error
+        sim = StorageSim(tmp_path, "-l", f"127.0.0.1:{port}")  # a new server: new session, new certificate, same CA path
+        target.last_timestamp.clear()
+        assert target.collect(), target.error
+        assert target.up == 1
+        assert f"vsphere target flaky: collection failed: {target_error}" in caplog.text
+        assert "vsphere target flaky: reachable again" in caplog.text
+    finally:
+        sim.stop()
+        target.client.close()

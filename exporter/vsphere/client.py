@@ -33,6 +33,8 @@ def describe(err: BaseException) -> str:
         return "session not authenticated"
     if isinstance(err, vim.fault.NoPermission):
         return f"permission denied ({getattr(err, 'privilegeId', '') or 'a read-only role needs System.View and System.Read'})"
+    if isinstance(err, (ssl.SSLEOFError, ConnectionResetError, http.client.RemoteDisconnected)):
+        return "connection closed by the server"
     if isinstance(err, (socket.timeout, TimeoutError)):
         return "timed out"
     if isinstance(err, ConnectionRefusedError):
