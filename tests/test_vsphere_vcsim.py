@@ -140,3 +140,23 @@ def test_retrieve_hosts_pages_through_the_inventory(vcsim, password_file):
     assert len(rows) == (1 if vcsim.mode == "esx" else 4)
     assert all(props["config.storageDevice.scsiLun"] is not None for _, props in rows)
     target.client.close()
+
+
+def test_a_disconnected_host_leaves_the_inventory(vcsim, password_file):
+    if vcsim.mode == "esx":
+        pytest.skip("a standalone host cannot disconnect itself")
+    from pyVim.task import WaitForTask
+    from pyVmomi import vim
+    target = _target(vcsim, password_file)
+    assert target.run_once(), target.error
+    first = target.topology.hosts[0]
+    host = vim.HostSystem(first.ref._moId, target.client.content().propertyCollector._stub)
+    WaitForTask(host.DisconnectHost_Task())
+    try:
+        assert target.discover()
+        assert first.name not in {h.name for h in target.topology.hosts}
+        assert first.name not in target.store.inventories
+        assert len(target.store.inventories) == 3
+    finally:
+        WaitForTask(host.ReconnectHost_Task())
+        target.client.close()

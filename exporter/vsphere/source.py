@@ -77,13 +77,28 @@ class VsphereTarget:
         finally:
             with self.lock:
                 self.durations["discovery"] = time.perf_counter() - start
-        self.topology = topology  # atomic swap: collection reads one consistent topology
+        previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
         for topo in topology.hosts:
             for sink in self.sinks:
                 sink.set_inventory(topo.inventory)
+        if previous is not None:
+            self._forget({t.name for t in previous.hosts} - {t.name for t in topology.hosts})
         self._ok()
         log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
         return True
+
+    def _forget(self, hosts: set[str]) -> None:
+        """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
+        if not hosts:
+            return
+        for sink in self.sinks:
+            with sink.lock:
+                for host in hosts:
+                    sink.inventories.pop(host, None)
+                sink.version += 1
+        for host in hosts:
+            self.last_timestamp.pop(host, None)
+        log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
 
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
