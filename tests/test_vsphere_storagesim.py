@@ -288,3 +288,18 @@ def test_a_target_that_goes_away_and_comes_back(password_file, tmp_path, caplog)
     finally:
         sim.stop()
         target.client.close()
+
+
+def test_one_bad_host_does_not_cost_the_others_their_sample(vc, password_file):
+    from exporter import model as m
+    from exporter.vsphere import TargetConfig, VsphereTarget, discovery
+    target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
+    try:
+        assert target.discover(), target.error
+        gone = discovery.HostTopology(ref=discovery.vim.HostSystem("host-gone"), name="gone.lab.local", inventory=m.Inventory("gone"))
+        target.topology = discovery.Topology(hosts=target.topology.hosts + [gone])  # removed after the last discovery
+        assert target.collect(), target.error  # the server faults the call that names it...
+        assert set(target.samples) == {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}  # ...the others are asked again
+        assert target.errors["collection"] == 1 and target.up == 1
+    finally:
+        target.client.close()

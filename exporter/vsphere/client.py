@@ -10,7 +10,7 @@ import ssl
 import threading
 
 from pyVim.connect import Disconnect, SmartConnect
-from pyVmomi import vim
+from pyVmomi import vim, vmodl
 
 from exporter.vsphere.settings import TargetConfig, read_password
 
@@ -18,7 +18,12 @@ log = logging.getLogger(__name__)
 
 
 class VsphereError(Exception):
-    """A vSphere call failed; str() is one line fit for a log or an error metric."""
+    """A vSphere call failed; str() is one line fit for a log or an error metric.
+    server_fault: the server answered with a fault (as opposed to no answer at all)."""
+
+    def __init__(self, message: str, server_fault: bool = False):
+        super().__init__(message)
+        self.server_fault = server_fault
 
 
 def describe(err: BaseException) -> str:
@@ -105,11 +110,11 @@ class Client:
         except Exception as err:  # noqa: BLE001
             if isinstance(err, (OSError, http.client.HTTPException)):
                 self.reset(content)  # the connection is gone; the next call logs in afresh
-            raise VsphereError(describe(err)) from None
+            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault)) from None
         try:
             return fn(content, *args, **kwargs)
         except Exception as err:  # noqa: BLE001
-            raise VsphereError(describe(err)) from None
+            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault)) from None
 
     def reset(self, content=None) -> bool:
         """Drop the session (only if it is still the one `content` came from); True if dropped."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pyVmomi import vim
 
 from exporter.vsphere import soap
+from exporter.vsphere.client import VsphereError
 from exporter.vsphere.mapping import COUNTERS, Counter
 
 REALTIME = 20  # seconds: the real-time interval id
@@ -117,22 +118,34 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
         result.values[(key, instance)] = [_parse_value(raw[i]) for i in order]
 
 
+def _run(client, specs) -> tuple[list, list[str]]:
+    """One QueryPerf call. A fault from one bad entity (a host gone since discovery) fails the
+    whole call, so a faulted call of several hosts is asked again host by host."""
+    def ask(batch):
+        return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch))
+
+    try:
+        return ask(specs), []
+    except VsphereError as err:
+        if not err.server_fault or len(specs) == 1:
+            return [], [str(err)]
+    answers, errors = [], []
+    for spec in specs:
+        try:
+            answers.extend(ask([spec]))
+        except VsphereError as err:
+            errors.append(f"{spec.entity._moId}: {err}")
+    return answers, errors
+
+
 def query(client, calls: list[list], max_parallel: int) -> tuple[dict[str, HostSeries], list[str]]:
     """Run the QueryPerf calls (a few at a time); returns per-host series by moref id, and the
     errors of failed calls (the other calls still count)."""
-    def run(specs):
-        return client.call(lambda content: soap.query_perf_csv(content.perfManager, specs))
-
     results: dict[str, HostSeries] = {}
     errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(calls) or 1))) as pool:
-        futures = [pool.submit(run, specs) for specs in calls]
-        for future in futures:
-            try:
-                answer = future.result()
-            except Exception as err:  # noqa: BLE001 - one failed chunk must not lose the others
-                errors.append(str(err))
-                continue
+        for answer, failed in pool.map(lambda specs: _run(client, specs), calls):
+            errors.extend(failed)
             for entity in answer:
                 merge_csv(results.setdefault(entity.entity, HostSeries()), entity.sample_info, entity.series)
     return results, errors
