@@ -303,3 +303,19 @@ def test_one_bad_host_does_not_cost_the_others_their_sample(vc, password_file):
         assert target.errors["collection"] == 1 and target.up == 1
     finally:
         target.client.close()
+
+
+def test_vcenter_max_query_metrics_is_respected(password_file, tmp_path):
+    from exporter.vsphere import TargetConfig, VsphereTarget, perf
+    sim = StorageSim(tmp_path, "-max-query-metrics", "20")
+    target = VsphereTarget(TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password_file), ca_file=str(sim.cert)))
+    try:
+        assert target.discover(), target.error
+        assert target.max_query_metrics == 20  # read from the server, below the configured 256
+        calls = perf.chunk(perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0), target.max_query_metrics)
+        assert max(sum(len(s.metricId) for s in call) for call in calls) <= 20
+        assert target.collect(), target.error
+        assert len(target.samples) == 3 and target.errors["collection"] == 0
+    finally:
+        sim.stop()
+        target.client.close()

@@ -163,3 +163,11 @@ def test_query_perf_response_is_read_by_the_fast_parser():
     assert (first.entity, first.sample_info) == ("host-10", "20,2026-01-01T00:00:20Z")
     assert first.series == [(2, "", "2350"), (523, "fc.20:21-fc.50:51-naa.6&1", "14400")]
     assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples
+
+
+def test_the_servers_own_query_limit_wins_when_lower():
+    assert perf.query_limit(256, 64) == 64
+    assert perf.query_limit(256, None) == 256
+    assert perf.query_limit(256, -1) == 256  # vCenter: -1 is no limit
+    assert perf.query_limit(0, 100) == 100
+    assert perf.query_limit(0, None) == 0

@@ -174,6 +174,22 @@ def perf_counters(content) -> list[tuple[int, str]]:
     return counters
 
 
+def server_query_limit(content) -> int | None:
+    """vCenter's config.vpxd.stats.maxQueryMetrics, if set (ESXi has no such limit)."""
+    if content.setting is None:
+        return None
+    try:
+        values = content.setting.QueryOptions("config.vpxd.stats.maxQueryMetrics")
+    except vim.fault.InvalidName:
+        return None
+    for value in values or ():
+        try:
+            return int(value.value)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
 def _dsnro(option_manager) -> float | None:
     try:
         values = option_manager.QueryOptions(DSNRO_OPTION)

@@ -61,6 +61,13 @@ def query_specs(hosts, keys: list[int], last: dict[str, float], now: float) -> l
     return specs
 
 
+def query_limit(configured: int, server: int | None) -> int:
+    """Metric ids per call: the configured limit, or the server's maxQueryMetrics if that is
+    lower (0 configured and -1/None from the server both mean no limit)."""
+    limits = [n for n in (configured, server) if n and n > 0]
+    return min(limits) if limits else 0
+
+
 def chunk(specs: list, max_metrics: int) -> list[list]:
     """Split into QueryPerf calls of at most max_metrics metric ids (0 = no limit); a host with
     more counters than that is split into several specs for the same entity."""

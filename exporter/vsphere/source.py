@@ -30,6 +30,7 @@ class VsphereTarget:
         self.lock = threading.Lock()  # guards the health and extra state below
         self.topology: discovery.Topology | None = None  # replaced whole, never mutated
         self.resolved: perf.Resolved | None = None
+        self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
         self.last_timestamp: dict[str, float] = {}  # host -> newest sample ingested
         self.up = 0
         self.error = ""  # last error line, for the log on change
@@ -68,6 +69,7 @@ class VsphereTarget:
             topology = discovery.discover(self.client, self.config.max_parallel_queries)
             if self.resolved is None:
                 resolved = perf.resolve(self.client.call(discovery.perf_counters))
+                self.max_query_metrics = perf.query_limit(self.config.max_query_metrics, self.client.call(discovery.server_query_limit))
                 if resolved.missing:
                     log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
                 self.resolved = resolved
@@ -108,7 +110,7 @@ class VsphereTarget:
         now = time.time() if now is None else now
         start = time.perf_counter()
         specs = perf.query_specs(topology.hosts, sorted(resolved.by_key), self.last_timestamp, now)
-        calls = perf.chunk(specs, self.config.max_query_metrics)
+        calls = perf.chunk(specs, self.max_query_metrics)
         try:
             results, errors = perf.query(self.client, calls, self.config.max_parallel_queries)
         except VsphereError as err:  # the login itself failed

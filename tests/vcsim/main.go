@@ -402,6 +402,7 @@ func main() {
 	certOut := flag.String("cert-out", "", "write the server's TLS certificate (PEM) here, for the client's CA file")
 	user := flag.String("username", "user", "login user")
 	pass := flag.String("password", "pass", "login password")
+	maxQueryMetrics := flag.Int("max-query-metrics", 0, "vCenter's config.vpxd.stats.maxQueryMetrics advanced setting (0: not set)")
 	flag.Parse()
 
 	var fx *Fixture
@@ -477,6 +478,10 @@ func main() {
 		}
 	}
 	reg.Put(perf)
+	if *maxQueryMetrics > 0 && !*esx {
+		reg.OptionManager().Setting = append(reg.OptionManager().Setting,
+			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
+	}
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u
