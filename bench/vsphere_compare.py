@@ -23,7 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from vsphere_common import PASSWORD, USER, StorageSim, Timer, median, password_file, render, series_count, target
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
+from vsphere_common import PASSWORD, USER, StorageSim, Timer, median, password_file, render, series_count, target  # noqa: E402
 
 VENV = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "esxi-storage-exporter" / "venv-vmware-exporter"
 PINS = ["vmware-exporter==0.18.4", "twisted==24.7.0", "requests"]

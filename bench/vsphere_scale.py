@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vsphere_common import StorageSim, Timer, median, password_file, render, series_count, target
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
+from vsphere_common import StorageSim, Timer, median, password_file, render, series_count, target  # noqa: E402
 
 BUDGET = 20.0  # seconds: the real-time sampling interval
 
