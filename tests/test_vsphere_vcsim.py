@@ -160,3 +160,22 @@ def test_a_disconnected_host_leaves_the_inventory(vcsim, password_file):
     finally:
         WaitForTask(host.ReconnectHost_Task())
         target.client.close()
+
+
+def test_vcsims_newest_first_samples_are_ingested_oldest_first_and_once(vcsim, password_file):
+    target = _target(vcsim, password_file)
+    assert target.run_once(), target.error
+    host = target.topology.hosts[0].name
+    newest = target.last_timestamp[host]
+    for name in target.last_timestamp:  # pretend the last 45 s were missed: vcsim answers 3 samples, newest first
+        target.last_timestamp[name] -= 45
+    assert target.collect(), target.error
+    assert target.samples[host] == 1 + 3
+    stamps = target.last_timestamp[host]
+    assert stamps >= newest  # vcsim stamps samples with its own clock, to the second
+    assert target.store.hosts[host].last_timestamp == stamps  # ingested in time order: the newest last
+    before = target.samples[host]
+    target.last_timestamp[host] = stamps
+    assert target.collect()
+    assert target.samples[host] - before <= 1  # only what is newer than the newest already read
+    target.client.close()
