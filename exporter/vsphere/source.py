@@ -94,10 +94,7 @@ class VsphereTarget:
         if not hosts:
             return
         for sink in self.sinks:
-            with sink.lock:
-                for host in hosts:
-                    sink.inventories.pop(host, None)
-                sink.version += 1
+            sink.drop_inventories(hosts)
         for host in hosts:
             self.last_timestamp.pop(host, None)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
