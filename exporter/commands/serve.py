@@ -27,6 +27,7 @@ def register(subparsers):
     parser.add_argument("--esxtop-follow", dest="esxtop__follow", action="append", metavar="FILE", help="Same as --esxtop.follow.")
     parser.add_argument("--esxtop-file", dest="esxtop__file", action="append", metavar="FILE", help="Same as --esxtop.file.")
     parser.add_argument("--simulate", dest="simulate__scenario", metavar="SCENARIO", help="Same as --simulate.scenario.")
+    parser.add_argument("--vsphere", dest="vsphere__url", metavar="URL", help="Same as --vsphere.url.")
     parser.set_defaults(run=run)
 
 
@@ -44,6 +45,12 @@ def enabled_collectors(settings):
     return [name for name in COLLECTORS if settings[f"collector.{name}"]]
 
 
+def vsphere_extra(targets) -> list:
+    """The vSphere self-metrics collector over these targets, as an Exposition `extra`."""
+    from exporter.collectors.vsphere import make_collect
+    return [("vsphere", make_collect(targets))] if targets else []
+
+
 def run(args) -> int:
     from exporter.cli import fail
     from exporter.esxtop import EsxtopError
@@ -51,17 +58,20 @@ def run(args) -> int:
     if not sources.has_live_source(settings):
         settings["simulate.scenario"] = "demo"  # the embedded default: no ESXi host needed
     store = Store(stale_after=settings["esxtop.stale_after"], lun_filter=lun_filter(settings))
+    vsphere = sources.vsphere_targets(settings, store)
     try:
         sources.load_files(settings, store)
     except EsxtopError as err:
         return fail(err)
     stop = threading.Event()
-    exposition = Exposition(store, enabled_collectors(settings))
+    enabled = enabled_collectors(settings)
+    exposition = Exposition(store, enabled, extra=vsphere_extra(vsphere))
+    probes = {t.name: Exposition(t.store, enabled, extra=vsphere_extra([t])) for t in vsphere}  # /probe?target=NAME
     try:
-        server = MetricsServer(exposition, settings["web.listen_address"], settings["web.telemetry_path"])
+        server = MetricsServer(exposition, settings["web.listen_address"], settings["web.telemetry_path"], probes=probes)
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")
-    sources.start_live(settings, store, stop)
+    sources.start_live(settings, store, stop, vsphere=vsphere)
     host, port = server.address[:2]
     log.info("serving metrics on http://%s:%d%s", host, port, settings["web.telemetry_path"])
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
