@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
@@ -83,3 +85,47 @@ def test_a_bad_pattern_is_one_clear_line_and_exit_2():
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "--lun.include" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.integration
+def test_vsphere_dump_and_probe_leave_the_filtered_lun_out(tmp_path):
+    """Against the project's storage simulator (tests/vcsim): the filter applies to the vSphere
+    source too, in `dump` and in serve's /metrics and per-target /probe."""
+    from tests.support.servers import Exporter
+    from tests.vcsim.sims import PASSWORD, USER, StorageSim
+    shared_lun = "naa.600a098038303053453f463045727a61"  # ds-shared-01 in the fixture, on every host
+    exclude = f"--lun.exclude=^{re.escape(shared_lun)}$"
+    sim = StorageSim(tmp_path / "vc")
+    password_file = tmp_path / "vsphere-password"
+    password_file.write_text(PASSWORD + "\n")
+    try:
+        flags = ["--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password_file),
+                 "--vsphere.ca-file", str(sim.cert)]
+        full, filtered = dump_vsphere(flags), dump_vsphere([*flags, exclude])
+        assert f'device="{shared_lun}"' in full
+        assert shared_lun not in filtered and 'device="naa.' in filtered, "only that LUN goes"
+        config = tmp_path / "exporter.yml"
+        config.write_text(f"vsphere:\n  user: {USER}\n  password_file: {password_file}\n  interval: 1s\n"
+                          f"  targets:\n    vc: {{url: \"{sim.url}\", ca_file: \"{sim.cert}\"}}\n")
+        exporter = Exporter("--config.file", str(config), exclude)
+        try:
+            deadline, metrics, probe = time.monotonic() + 30, "", ""
+            while time.monotonic() < deadline and not ('device="naa.' in metrics and 'device="naa.' in probe):
+                metrics = exporter.metrics()
+                with urllib.request.urlopen(exporter.url + "/probe?target=vc", timeout=10) as response:
+                    probe = response.read().decode()
+                time.sleep(0.5)
+            for where, body in (("/metrics", metrics), ("/probe", probe)):
+                assert 'device="naa.' in body, f"{where} has no LUN series at all"
+                assert shared_lun not in body, f"{where} still has the excluded LUN"
+        finally:
+            exporter.stop()
+    finally:
+        sim.stop()
+
+
+def dump_vsphere(flags: list[str]) -> str:
+    result = subprocess.run([sys.executable, "-m", "exporter", "dump", *flags], capture_output=True, text=True,
+                            env=exporter_env(), cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
