@@ -225,4 +225,4 @@ def warn_if_exposed(host: str, web: WebConfig | None) -> None:
         return
     log.warning("serving metrics over plain HTTP on %s, reachable from other machines: anyone on the network can "
                 "read them. Set --web.config.file with tls_server_config (and basic_auth_users), or listen on 127.0.0.1",
-                host or "all addresses")
+                "all addresses" if host in ("", "0.0.0.0", "::") else host)
