@@ -66,12 +66,17 @@ class Exposition:
         self.registry.register(_Snapshot(store, enabled, extra))
         self._render_lock = threading.Lock()
         self._version = None
+        self._renders = 0
         self._body = b""
         self._gzipped = None
 
     def body(self, gzipped: bool = False) -> bytes:
+        arrived = self._renders
         with self._render_lock:
-            if self._version != self.store.version:
+            # A render that finished while we waited is a complete snapshot at least as new as our
+            # request: take it. Re-rendering for each waiter would pile scrapes up behind the lock.
+            if self._version != self.store.version and self._renders == arrived:
+                self._renders += 1
                 version = self.store.version  # read before rendering: a change mid-render re-renders next time
                 self._body = generate_latest(self.registry)
                 self._gzipped = None
