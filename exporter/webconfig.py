@@ -118,12 +118,13 @@ def _tls_context(path: str, tls, base: str, problems: list[str]) -> ssl.SSLConte
     versions = {}
     for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
         name = tls.get(key) or default
-        if name not in TLS_VERSIONS:
+        if not isinstance(name, str) or name not in TLS_VERSIONS:
             problems.append(f"{where}.{key}: {name!r} is not one of {', '.join(TLS_VERSIONS)}")
-        versions[key] = TLS_VERSIONS.get(name)
+        versions[key] = TLS_VERSIONS.get(name) if isinstance(name, str) else None
     auth_name = tls.get("client_auth_type") or "NoClientCert"
-    if auth_name not in CLIENT_AUTH:
+    if not isinstance(auth_name, str) or auth_name not in CLIENT_AUTH:
         problems.append(f"{where}.client_auth_type: {auth_name!r} is not one of {', '.join(CLIENT_AUTH)}")
+        auth_name = "NoClientCert"  # reported above; go on to report the rest
     files = {}
     for key in ("cert_file", "key_file", "client_ca_file"):
         value = tls.get(key)
