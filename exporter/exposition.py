@@ -13,62 +13,49 @@ import platform
 import threading
 import time
 
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import generate_latest
-from prometheus_client.registry import Collector, CollectorRegistry
-
 from exporter import __version__
 from exporter.collectors import COLLECTORS
+from exporter.textformat import gauge, label_string, render
 
 log = logging.getLogger(__name__)
-
-
-class _Snapshot(Collector):
-    def __init__(self, store, enabled, extra):
-        self.store, self.enabled, self.extra = store, enabled, extra
-
-    def collect(self):
-        duration = GaugeMetricFamily("esxi_scrape_collector_duration_seconds", "Time a collector took to render.", labels=["collector"])
-        success = GaugeMetricFamily("esxi_scrape_collector_success", "1 if the collector rendered without error.", labels=["collector"])
-        build = GaugeMetricFamily("esxi_exporter_build_info", "Exporter build. Always 1.", labels=["version", "python_version"])
-        build.add_metric([__version__, platform.python_version()], 1)
-        yield build
-        collectors = [(name, COLLECTORS[name][0]) for name in self.enabled] + list(self.extra)
-        rendered = []
-        with self.store.lock:  # collect a consistent snapshot; format it after releasing the lock
-            for name, collect in collectors:
-                start = time.perf_counter()
-                try:
-                    families = list(collect(self.store))
-                    ok = 1
-                except Exception:  # one broken collector must not blank the scrape
-                    log.exception("collector %s failed", name)
-                    families, ok = [], 0
-                duration.add_metric([name], time.perf_counter() - start)
-                success.add_metric([name], ok)
-                rendered.extend(families)
-        yield from rendered
-        yield duration
-        yield success
 
 
 class Exposition:
     """Cached text exposition of a store.
 
     extra: (name, collect function) pairs from other sources (vSphere, SSH streams) that keep
-    their own state; their collect() receives the store, under its lock.
+    their own state; their collect(store) runs under the store lock like the built-in ones.
     """
 
     def __init__(self, store, enabled=None, extra=()):
         enabled = [n for n, (_, default) in COLLECTORS.items() if default] if enabled is None else list(enabled)
         self.store = store
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Snapshot(store, enabled, extra))
+        self.collectors = [(name, COLLECTORS[name][0]) for name in enabled] + list(extra)
         self._render_lock = threading.Lock()
         self._version = None
         self._renders = 0
         self._body = b""
         self._gzipped = None
+
+    def families(self):
+        build = gauge("esxi_exporter_build_info", "Exporter build. Always 1.")
+        build.add(label_string(("version", "python_version"), (__version__, platform.python_version())), 1.0)
+        duration = gauge("esxi_scrape_collector_duration_seconds", "Time a collector took to collect.")
+        success = gauge("esxi_scrape_collector_success", "1 if the collector collected without error.")
+        families = [build]
+        with self.store.lock:  # a consistent snapshot: no sample lands halfway through
+            for name, collect in self.collectors:
+                start = time.perf_counter()
+                try:
+                    families.extend(collect(self.store))
+                    ok = 1.0
+                except Exception:  # one broken collector must not blank the scrape
+                    log.exception("collector %s failed", name)
+                    ok = 0.0
+                labels = label_string(("collector",), (name,))
+                duration.add(labels, time.perf_counter() - start)
+                success.add(labels, ok)
+        return families + [duration, success]
 
     def body(self, gzipped: bool = False) -> bytes:
         arrived = self._renders
@@ -77,8 +64,8 @@ class Exposition:
             # request: take it. Re-rendering for each waiter would pile scrapes up behind the lock.
             if self._version != self.store.version and self._renders == arrived:
                 self._renders += 1
-                version = self.store.version  # read before rendering: a change mid-render re-renders next time
-                self._body = generate_latest(self.registry)
+                version = self.store.version  # read first: a change mid-render re-renders next time
+                self._body = render(self.families())
                 self._gzipped = None
                 self._version = version
             if not gzipped:

@@ -112,4 +112,5 @@ class Inventory:
     adapters: dict[str, AdapterConfig] = field(default_factory=dict)
     paths: dict[str, PathConfig] = field(default_factory=dict)
     dsnro: float | None = None  # host-wide Disk.SchedNumReqOutstanding
+    cpu_core_hertz: float | None = None  # nominal clock of one physical core (esxtop has none)
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it

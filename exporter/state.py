@@ -17,6 +17,7 @@ class ObjectState:
     gauges: dict[str, float] = field(default_factory=dict)  # last interval's values
     counters: dict[str, float] = field(default_factory=dict)  # integrated since start
     last_seen: float = 0.0  # sample timestamp that last carried this object
+    label_cache: tuple | None = None  # (label values, escaped label string), kept by collectors
 
 
 def _latency_counter(field_name: str) -> str:

@@ -79,7 +79,7 @@ def test_esxi65_golden_matches_csv_cells(request):
                    "t10.ATA_____ST2000DM0062D2DM164__________________________________Z4Z90XYV"):
         def cells(counter):
             return [float(r[col[f"\\\\{host}\\Physical Disk SCSI Device({device})\\{counter}"]]) for r in rows]
-        labels = f'{{device="{device}",host="{host}"}}'
+        labels = f'{{host="{host}",device="{device}"}}'
         cmds = cells("Commands/sec")
         # Rows 2 and 3 are 5 s after their predecessor; row 1 is esxtop's all-zero first sample.
         assert got["esxi_lun_commands_total" + labels] == pytest.approx(sum(c * 5 for c in cmds[1:]))
@@ -94,13 +94,13 @@ def test_esxi65_golden_matches_csv_cells(request):
         assert got["esxi_lun_active_commands" + labels] == cells("Active Commands")[-1]
         checked += 1
     adapter = [float(r[col[f"\\\\{host}\\Physical Disk Adapter(vmhba0)\\Commands/sec"]]) for r in rows]
-    assert got['esxi_adapter_commands_total{adapter="vmhba0",host="localhost.home"}'] == pytest.approx(sum(a * 5 for a in adapter[1:]))
+    assert got['esxi_adapter_commands_total{host="localhost.home",adapter="vmhba0"}'] == pytest.approx(sum(a * 5 for a in adapter[1:]))
     cpu = float(rows[-1][col[f"\\\\{host}\\Physical Cpu(_Total)\\% Util Time"]])
-    assert got['esxi_cpu_utilization_ratio{cpu="_Total",host="localhost.home"}'] == pytest.approx(cpu / 100)
+    assert got['esxi_cpu_utilization_ratio{host="localhost.home",cpu="_Total"}'] == pytest.approx(cpu / 100)
     assert got['esxi_esxtop_samples_total{host="localhost.home"}'] == 3
     # The VM that owns world 444768 is named by the capture's own Vcpu columns.
-    assert 'esxi_lun_world_active_commands{device="t10.ATA_____DREVO_X1_SSD____________________________TW1770103538________",host="localhost.home",vm="styx",world="444768"}' in got
-    assert 'esxi_path_info{adapter="vmhba0",device="mpx.vmhba0:C0:T5:L0",host="localhost.home",path="vmhba0:C0:T5:L0"}' in got
+    assert 'esxi_lun_world_active_commands{host="localhost.home",device="t10.ATA_____DREVO_X1_SSD____________________________TW1770103538________",world="444768",vm="styx"}' in got
+    assert 'esxi_path_info{host="localhost.home",path="vmhba0:C0:T5:L0",adapter="vmhba0",device="mpx.vmhba0:C0:T5:L0"}' in got
     assert checked == 3
 
 
@@ -114,10 +114,10 @@ def test_esxi60_golden_matches_csv_cells(ic_capture, request):
     device = "naa.600508b1001c87660c0bd32f228a36a8"
     depth = float(row[col[f"\\\\localhost\\Physical Disk SCSI Device({device})\\Device Q Depth"]].strip('"'))
     assert depth == 28
-    assert got[f'esxi_lun_queue_depth{{device="{device}",host="localhost"}}'] == depth
+    assert got[f'esxi_lun_queue_depth{{host="localhost",device="{device}"}}'] == depth
     # One row only: esxtop's first sample is not a measurement, so counters exist and stay 0.
-    assert got[f'esxi_lun_commands_total{{device="{device}",host="localhost"}}'] == 0
-    assert f'esxi_lun_device_latency_seconds{{device="{device}",host="localhost"}}' not in got
+    assert got[f'esxi_lun_commands_total{{host="localhost",device="{device}"}}'] == 0
+    assert f'esxi_lun_device_latency_seconds{{host="localhost",device="{device}"}}' not in got
     # Every cell the reader converted equals the CSV cell (the first sample's values, unscaled back).
     sample = next(read_file(ic_capture))
     assert sample.interval is None
@@ -139,3 +139,20 @@ def test_golden_passes_promtool_check_metrics(name):
     text = (GOLDEN / name).read_text().replace("<duration>", "0.001")
     result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", ["esxi65-default-3samples.prom", "esxi60-default.prom"])
+def test_golden_parses_with_prometheus_client(name):
+    from prometheus_client.parser import text_string_to_metric_families
+    text = (GOLDEN / name).read_text().replace("<duration>", "0.001")
+    families = list(text_string_to_metric_families(text))
+    types = {(f.name, f.type) for f in families}
+    assert ("esxi_lun_commands", "counter") in types and ("esxi_lun_queue_depth", "gauge") in types
+    # The latency counter (…_seconds_total) and the last-interval gauge (…_seconds) both parse;
+    # a one-sample capture has no measured interval, so no latency gauge.
+    expected = {("esxi_lun_device_latency_seconds", "counter")}
+    if "3samples" in name:
+        expected.add(("esxi_lun_device_latency_seconds", "gauge"))
+    assert expected <= types
+    assert sum(len(f.samples) for f in families) == sum(
+        1 for line in text.splitlines() if line and not line.startswith("#"))

@@ -1,13 +1,13 @@
 """Storage adapter (HBA) rates, latencies and queue depth: esxtop's disk adapter view."""
 from exporter import model as m
-from exporter.collectors.io import gauge_families, io_families
+from exporter.collectors.io import gauge_families, io_families, labels_of
 
-LABELS = ["host", "adapter"]
+LABELS = ("host", "adapter")
 GAUGES = ((m.QUEUE_DEPTH, "queue_depth", "Adapter queue depth (AQLEN)."),)
 
 
 def collect(store):
-    rows = [([host.host, adapter], obj)
+    rows = [(labels_of(obj, LABELS, (host.host, adapter)), obj)
             for host in store.hosts.values() for adapter, obj in host.objects["adapters"].items()]
-    yield from gauge_families("esxi_adapter", LABELS, rows, GAUGES)
-    yield from io_families("esxi_adapter", LABELS, rows)
+    yield from gauge_families("esxi_adapter", rows, GAUGES)
+    yield from io_families("esxi_adapter", rows)

@@ -1,17 +1,16 @@
 """The esxtop source's own health: samples read, newest sample time, lines rejected."""
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from exporter.textformat import counter, gauge, label_string
 
 
 def collect(store):
-    samples = CounterMetricFamily("esxi_esxtop_samples", "esxtop samples read.", labels=["host"])
-    last = GaugeMetricFamily("esxi_esxtop_last_sample_timestamp_seconds",
-                             "Unix time of the newest esxtop sample (the capture's own clock).", labels=["host"])
+    samples = counter("esxi_esxtop_samples_total", "esxtop samples read.")
+    last = gauge("esxi_esxtop_last_sample_timestamp_seconds", "Unix time of the newest esxtop sample (the capture's own clock).")
     for host in store.hosts.values():
         if host.source == "esxtop":
-            samples.add_metric([host.host], host.samples)
-            last.add_metric([host.host], host.last_timestamp)
-    errors = CounterMetricFamily("esxi_esxtop_parse_errors",
-                                 "esxtop lines rejected by the reader, by stream and reason.", labels=["stream", "reason"])
+            labels = label_string(("host",), (host.host,))
+            samples.add(labels, float(host.samples))
+            last.add(labels, host.last_timestamp)
+    errors = counter("esxi_esxtop_parse_errors_total", "esxtop lines rejected by the reader, by stream and reason.")
     for (stream, reason), count in sorted(store.parse_errors.items()):
-        errors.add_metric([stream, reason], count)
+        errors.add(label_string(("stream", "reason"), (stream, reason)), float(count))
     return [samples, last, errors]

@@ -2,9 +2,8 @@
 latencies and error counters, differing only in prefix and labels."""
 from __future__ import annotations
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
 from exporter import model as m
+from exporter.textformat import counter, gauge, label_string
 
 # model field -> (counter name without _total, help)
 RATE_COUNTERS = (
@@ -31,44 +30,36 @@ LATENCIES = (
 _WEIGHT = {m.GAVG_READ: "reads", m.GAVG_WRITE: "writes"}
 
 
-def io_families(prefix: str, label_names: list[str], rows):
-    """rows: iterable of (label values, ObjectState). Yields counter and gauge families."""
-    rows = list(rows)
+def labels_of(obj, names, values) -> str:
+    """The object's escaped label string, cached on the object until its label values change."""
+    key = tuple(values)
+    cache = obj.label_cache
+    if cache is None or cache[0] != key:
+        cache = obj.label_cache = (key, label_string(names, key))
+    return cache[1]
+
+
+def _fill(family, rows, source: str, field: str):
+    for labels, obj in rows:
+        value = getattr(obj, source).get(field)
+        if value is not None:
+            family.add(labels, value)
+    return family
+
+
+def io_families(prefix: str, rows):
+    """rows: list of (label string, ObjectState). Yields counter and gauge families."""
     for field, stem, help_text in RATE_COUNTERS:
-        family = CounterMetricFamily(f"{prefix}_{stem}", help_text, labels=label_names)
-        for labels, obj in rows:
-            value = obj.counters.get(field)
-            if value is not None:
-                family.add_metric(labels, value)
-        if family.samples:
-            yield family
+        yield _fill(counter(f"{prefix}_{stem}_total", help_text), rows, "counters", field)
     for field, stem, what in LATENCIES:
         weight = _WEIGHT.get(field, "commands")
-        total = CounterMetricFamily(
-            f"{prefix}_{stem}", f"Sum over {weight} of the latency {what}; divide its rate by the rate of {prefix}_{weight}_total for the mean.",
-            labels=label_names)
-        last = GaugeMetricFamily(f"{prefix}_{stem}", f"Mean latency per command {what} over the last interval.", labels=label_names)
-        for labels, obj in rows:
-            value = obj.counters.get(field + "_total")
-            if value is not None:
-                total.add_metric(labels, value)
-            value = obj.gauges.get(field)
-            if value is not None:
-                last.add_metric(labels, value)
-        if total.samples:
-            yield total
-        if last.samples:
-            yield last
+        yield _fill(counter(f"{prefix}_{stem}_total",
+                            f"Sum over {weight} of the latency {what}; divide its rate by the rate of {prefix}_{weight}_total for the mean."),
+                    rows, "counters", field + "_total")
+        yield _fill(gauge(f"{prefix}_{stem}", f"Mean latency per command {what} over the last interval."), rows, "gauges", field)
 
 
-def gauge_families(prefix: str, label_names: list[str], rows, fields):
-    """fields: (model field, name stem, help). Yields one gauge family per field that has values."""
-    rows = list(rows)
+def gauge_families(prefix: str, rows, fields):
+    """fields: (model field, name stem, help). One gauge family per field."""
     for field, stem, help_text in fields:
-        family = GaugeMetricFamily(f"{prefix}_{stem}", help_text, labels=label_names)
-        for labels, obj in rows:
-            value = obj.gauges.get(field)
-            if value is not None:
-                family.add_metric(labels, value)
-        if family.samples:
-            yield family
+        yield _fill(gauge(f"{prefix}_{stem}", help_text), rows, "gauges", field)

@@ -1,6 +1,6 @@
 """LUN (SCSI device, NFS volume) queue statistics, rates and latencies: esxtop's disk device view."""
 from exporter import model as m
-from exporter.collectors.io import gauge_families, io_families
+from exporter.collectors.io import gauge_families, io_families, labels_of
 
 QUEUE_GAUGES = (
     (m.QUEUE_DEPTH, "queue_depth", "Device queue depth (DQLEN): the most commands the LUN accepts at once."),
@@ -9,16 +9,11 @@ QUEUE_GAUGES = (
     (m.USED, "used_ratio", "Share of the device queue in use, ACTV / DQLEN (%USD / 100)."),
     (m.LOAD, "load", "(ACTV + QUED) / DQLEN (LOAD); above 1 means commands are queuing."),
 )
-LABELS = ["host", "device"]
-
-
-def _rows(store):
-    for host in store.hosts.values():
-        for device, obj in host.objects["luns"].items():
-            yield [host.host, device], obj
+LABELS = ("host", "device")
 
 
 def collect(store):
-    rows = list(_rows(store))
-    yield from gauge_families("esxi_lun", LABELS, rows, QUEUE_GAUGES)
-    yield from io_families("esxi_lun", LABELS, rows)
+    rows = [(labels_of(obj, LABELS, (host.host, device)), obj)
+            for host in store.hosts.values() for device, obj in host.objects["luns"].items()]
+    yield from gauge_families("esxi_lun", rows, QUEUE_GAUGES)
+    yield from io_families("esxi_lun", rows)

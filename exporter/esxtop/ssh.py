@@ -26,10 +26,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from exporter.esxtop.reader import EsxtopReader
 from exporter.esxtop.streams import pump
+from exporter.textformat import counter, gauge, label_string
 
 log = logging.getLogger(__name__)
 
@@ -406,12 +406,11 @@ class SshStreams:
         return [start_thread(f"esxtop-ssh:{s.target.label}", s.run) for s in self.streams]
 
     def collect(self, store):
-        up = GaugeMetricFamily("esxi_esxtop_up", "1 while esxtop over SSH delivers rows from the host, else 0.", labels=["host"])
-        restarts = CounterMetricFamily("esxi_esxtop_restarts", "esxtop SSH sessions that ended and were restarted, by why.",
-                                       labels=["host", "reason"])
+        up = gauge("esxi_esxtop_up", "1 while esxtop over SSH delivers rows from the host, else 0.")
+        restarts = counter("esxi_esxtop_restarts_total", "esxtop SSH sessions that ended and were restarted, by why.")
         for stream in self.streams:
             value, counts = stream.snapshot()
-            up.add_metric([stream.target.label], value)
+            up.add(label_string(("host",), (stream.target.label,)), float(value))
             for reason, count in counts.items():
-                restarts.add_metric([stream.target.label, reason], count)
+                restarts.add(label_string(("host", "reason"), (stream.target.label, reason)), float(count))
         return [up, restarts]

@@ -1,0 +1,60 @@
+"""Finding scenarios: the built-in YAML files shipped in `scenarios/`, or a user's file."""
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .schema import parse
+from .spec import Scenario, ScenarioError
+
+_PACKAGE = "exporter.simulator.scenarios"
+_TEMPLATE_PARAM = "N"
+
+
+def _builtin_files() -> dict[str, Any]:
+    return {p.name[:-5]: p for p in resources.files(_PACKAGE).iterdir() if p.name.endswith(".yaml")}
+
+
+def list_scenarios() -> list[tuple[str, str]]:
+    """(name, one-line description) of every built-in scenario, sorted by name."""
+    out = []
+    for name, path in sorted(_builtin_files().items()):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        out.append((name, str(doc.get("description", "")).strip()))
+    return out
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """A built-in scenario by name (`shared-lun-12-hosts` fills the `N` of `shared-lun-N-hosts`),
+    or a YAML file by path."""
+    builtin = _builtin_files()
+    if name_or_path in builtin:
+        return parse(builtin[name_or_path].read_text(encoding="utf-8"), name_or_path,
+                     f"{name_or_path}.yaml")
+    for template, path in builtin.items():
+        if f"-{_TEMPLATE_PARAM}-" not in template:
+            continue
+        head, tail = template.split(f"-{_TEMPLATE_PARAM}-", 1)
+        pattern = f"^{re.escape(head)}-([0-9]+)-{re.escape(tail)}$"
+        m = re.match(pattern, name_or_path)
+        if m:
+            return parse(path.read_text(encoding="utf-8"), name_or_path, f"{template}.yaml",
+                         int(m.group(1)))
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ScenarioError(f"{name_or_path}: cannot read scenario file: {e.strerror}") from None
+        return parse(text, p.stem, str(p))
+    raise ScenarioError(f"unknown scenario {name_or_path!r}: not a built-in scenario "
+                        f"(see `simulate --list`) nor a YAML file")
+
+
+def scenario_from_text(text: str, name: str = "scenario", file: str = "<text>") -> Scenario:
+    """A scenario from YAML text (`file` only names it in error messages)."""
+    return parse(text, name, file)

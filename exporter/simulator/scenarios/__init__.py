@@ -1,0 +1,1 @@
+"""Built-in scenario files (data, loaded with importlib.resources)."""

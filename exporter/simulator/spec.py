@@ -1,0 +1,106 @@
+"""What a scenario is, in base units: LUNs, hosts with adapters, paths and VMs, and phases.
+
+Built by `schema` from YAML; read by the simulation. Nothing here knows about files or units.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be found or loaded; the message is one line naming file and field."""
+
+
+# Link efficiency: the share of an adapter's nominal data rate left for payload once framing,
+# flow control and the array's port are paid (the paper's Figure 5 flattens near 180 MB/s on 2 Gb/s FC).
+DEFAULT_LINK_EFFICIENCY = 0.9
+# While a host holds its own reservation its VMs' I/O is not refused, but the metadata updates made
+# under it compete with them; this is the share of the hold time those updates cost its own I/O.
+DEFAULT_SELF_RESERVATION_COST = 0.2
+PATH_STATES = ("active", "standby", "disabled", "dead")
+
+
+@dataclass(frozen=True, slots=True)
+class LunSpec:
+    device: str
+    service_time: float  # seconds per command while the array is not saturated
+    absorbs: int  # commands the LUN's disks work on at once (the paper's n); more wait in the array
+    display_name: str = ""
+    vendor: str = ""
+    model: str = ""
+    datastore: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterSpec:
+    name: str
+    type: str
+    model: str
+    driver: str
+    queue_depth: int  # AQLEN
+    link_speed: float | None  # nominal payload bytes/s; None = not a bottleneck (local SAS, ...)
+    link_efficiency: float
+    cpu_per_command: float  # CPU seconds the host spends per command through this adapter
+
+
+@dataclass(frozen=True, slots=True)
+class HostLunSpec:
+    device: str
+    queue_depth: int  # DQLEN
+    paths: tuple[tuple[str, str], ...]  # (runtime name, state)
+
+
+@dataclass(frozen=True, slots=True)
+class VmSpec:
+    name: str
+    lun: str
+    oio: int  # outstanding I/Os the VM keeps (closed loop)
+    block_size: int  # bytes per command
+    read_ratio: float  # 0..1
+    start: float = 0.0  # seconds into the run when the VM starts its I/O
+    stop: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    name: str
+    cpus: int
+    cpu_mhz: float
+    base_cpu_util: float  # 0..1 utilisation with no storage I/O
+    dsnro: int  # Disk.SchedNumReqOutstanding
+    adapters: tuple[AdapterSpec, ...]
+    luns: tuple[HostLunSpec, ...]
+    vms: tuple[VmSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VmfsOps:
+    """VMFS administrative operations (create/delete VMs, snapshots...) that take SCSI reservations."""
+
+    host: str
+    lun: str
+    reservations_per_second: float
+    hold: float  # seconds the LUN stays reserved per reservation
+    self_cost: float = DEFAULT_SELF_RESERVATION_COST
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    name: str
+    duration: float
+    vms: dict[str, dict[str, Any]] = field(default_factory=dict)  # VM name -> overrides
+    luns: dict[str, dict[str, Any]] = field(default_factory=dict)  # device -> overrides
+    vmfs_ops: tuple[VmfsOps, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    figure: str
+    luns: dict[str, LunSpec]
+    hosts: tuple[HostSpec, ...]
+    phases: tuple[Phase, ...] = ()
+    repeat: bool = False
+    source: str = ""

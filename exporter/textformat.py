@@ -1,0 +1,70 @@
+"""Prometheus text exposition (format 0.0.4), written directly.
+
+prometheus_client's generate_latest builds a Sample tuple and a label dict per series and sorts
+and escapes labels on every render: about 2.4 s for 50,000 series on this project's machines.
+Here each object's label string is escaped once and cached, and a series is one f-string, which
+keeps a 50,000-series render within the budget. The output is checked with promtool and parsed
+back with prometheus_client's parser in the tests.
+"""
+from __future__ import annotations
+
+import math
+
+
+def escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def label_string(names, values) -> str:
+    return "{" + ",".join(f'{n}="{escape_label(str(v))}"' for n, v in zip(names, values)) + "}"
+
+
+def format_value(value: float) -> str:
+    value = float(value)
+    if math.isfinite(value):
+        return repr(value)
+    if math.isnan(value):
+        return "NaN"
+    return "+Inf" if value > 0 else "-Inf"
+
+
+class Family:
+    """One metric family; `name` is the full series name (counters end in _total)."""
+
+    __slots__ = ("name", "kind", "help", "lines")
+
+    def __init__(self, name: str, kind: str, help_text: str):
+        self.name, self.kind, self.help, self.lines = name, kind, help_text, []
+
+    def add(self, labels: str, value: float) -> None:
+        """labels: a string from label_string() (or "" for none)."""
+        if value.__class__ is float and value - value == 0.0:  # finite float: the common case
+            self.lines.append(f"{self.name}{labels} {value!r}\n")
+        else:
+            self.lines.append(f"{self.name}{labels} {format_value(value)}\n")
+
+    @property
+    def samples(self) -> int:
+        return len(self.lines)
+
+    def header(self) -> str:
+        help_text = self.help.replace("\\", "\\\\").replace("\n", "\\n")
+        return f"# HELP {self.name} {help_text}\n# TYPE {self.name} {self.kind}\n"
+
+
+def gauge(name: str, help_text: str) -> Family:
+    return Family(name, "gauge", help_text)
+
+
+def counter(name: str, help_text: str) -> Family:
+    assert name.endswith("_total"), name
+    return Family(name, "counter", help_text)
+
+
+def render(families) -> bytes:
+    chunks = []
+    for family in families:
+        if family.lines:
+            chunks.append(family.header())
+            chunks.extend(family.lines)
+    return "".join(chunks).encode()
