@@ -225,7 +225,7 @@ def ssh_environment(target: SshTarget) -> dict[str, str]:
 # -- one host's supervised stream ---------------------------------------------------------------
 def classify(returncode: int | None, stderr: str, delivered: bool) -> tuple[str, str]:
     """(reason, one-line explanation) of why a session ended."""
-    last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+    last = next((line.strip().rstrip(".") for line in reversed(stderr.splitlines()) if line.strip()), "")
     if returncode == 255:
         if "REMOTE HOST IDENTIFICATION HAS CHANGED" in stderr:
             return "host_key", ("the host key CHANGED since it was recorded in known_hosts: refusing to connect "
@@ -293,8 +293,9 @@ class SshStream:
             self._count_restart(reason)
             delay = self.backoff_initial if delivered else min(delay * 2, self.target.backoff_max)
             level = logging.ERROR if reason in ("host_key", "auth") else logging.WARNING
-            if reason != last_reason or delivered or log.isEnabledFor(logging.DEBUG):
-                log.log(level, "esxtop ssh %s: %s; retrying in %.1fs", self.target.label, message, delay)
+            if reason == last_reason and not delivered:
+                level = logging.DEBUG  # the same failure again: said once, not on every retry
+            log.log(level, "esxtop ssh %s: %s; retrying in %.1fs", self.target.label, message, delay)
             last_reason = reason
             self.stop.wait(delay * random.uniform(0.8, 1.2))
 
