@@ -159,7 +159,7 @@ def targets_from_settings(settings) -> list[SshTarget]:
             for key in ("user", "identity_file", "known_hosts", "password_file", "password_env", "rc_file", "import_entity"):
                 if key in values:
                     values[key] = str(values[key])
-            targets.append(replace(base, **{**defaults, **{k: v for k, v in vars(base).items() if v is not None}, **values}))
+            targets.append(replace(base, **{**defaults, **values}))
         except (ValueError, TypeError) as err:
             problems.append(f"{where}: {err}")
     for target in targets:
