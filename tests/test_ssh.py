@@ -6,6 +6,8 @@ the stream stalls) and asserts what the user sees: metrics, log lines, and recov
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.support.promtext import eventually, value
@@ -67,6 +69,22 @@ def test_streams_simulator_output_and_reports_up(sshd, exporter_for):
     assert restarts(exporter, "esxtop_exited") == 0
     assert sshd.runs()[0]["argv"] == ["-b", "-a", "-d", "1", "-n", "0"]
     assert "esxi_lun_commands_total{" in text
+    exporter.stop()  # SIGTERM: the ssh client ends with the exporter, and so the session on the host
+    assert not ssh_clients(sshd.port)
+    eventually(lambda: not sshd.sessions(), timeout=10, what="no session left on the host")
+
+
+def ssh_clients(port: int) -> list[int]:
+    """PIDs of ssh client processes connecting to this port."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if args[0].endswith(b"ssh") and str(port).encode() in args:
+            found.append(int(entry))
+    return found
 
 
 def test_esxtop_exiting_is_restarted_and_new_header_read_afresh(sshd, exporter_for):

@@ -223,6 +223,18 @@ def ssh_environment(target: SshTarget) -> dict[str, str]:
 
 
 # -- one host's supervised stream ---------------------------------------------------------------
+_running: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _kill_running() -> None:
+    # Stream threads are daemons: at exit, end their ssh processes too, or the remote esxtop
+    # would run on until its next write fails.
+    for proc in list(_running):
+        if proc.poll() is None:
+            proc.kill()
+
+
 def classify(returncode: int | None, stderr: str, delivered: bool) -> tuple[str, str]:
     """(reason, one-line explanation) of why a session ended."""
     last = next((line.strip().rstrip(".") for line in reversed(stderr.splitlines()) if line.strip()), "")
@@ -310,6 +322,7 @@ class SshStream:
                                     stderr=subprocess.PIPE, env=ssh_environment(self.target))
         except OSError as err:
             return False, "unreachable", f"cannot start {self.ssh}: {err.strerror}"
+        _running.add(proc)
         log.info("esxtop ssh %s: started %s", self.target.label, self.target.remote_command())
         reader = EsxtopReader(f"ssh:{self.target.label}", per_world=self.per_world)
         counting = _SampleSink(self)
@@ -319,6 +332,7 @@ class SshStream:
             if proc.poll() is None:
                 proc.kill()
             returncode = proc.wait()
+            _running.discard(proc)
             proc.stdout.close()
             proc.stderr.close()
         delivered = counting.count > 0
