@@ -1,0 +1,1 @@
+"""One module per dashboard; each has UID, FILE and build()."""
