@@ -3,8 +3,8 @@
 of every process on the machine while the exporter and its ssh children run.
 
 Secrets: an SSH key passphrase given through --esxtop.ssh-password-file (the same askpass path
-that answers a password prompt), a wrong one (the failure path), and a basic-auth password with
-its bcrypt hash from the web config.
+that answers a password prompt), a wrong one (the failure path), a basic-auth password with its
+bcrypt hash from the web config, and real SSH password logins from a file and an environment variable.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.promtext import eventually, value
 from tests.support.servers import ROOT, exporter_env, free_port
-from tests.support.sshd import Sshd, keygen
+from tests.support.sshd import Sshd, can_fake_shadow, keygen
 
 pytestmark = pytest.mark.integration
 PASSPHRASE = "Sup3r-Secret-Passphrase-4711"
@@ -123,3 +123,40 @@ def test_config_errors_do_not_echo_secrets(tmp_path):
     assert result.returncode == 2
     assert "password_file" in result.stderr and "is not readable" in result.stderr
     assert WEB_PASSWORD not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not can_fake_shadow(), reason="password auth needs root and unshare to give sshd its own /etc/shadow")
+@pytest.mark.parametrize("how", ["file", "env"])
+def test_password_auth_from_file_or_environment(tmp_path, how):
+    """Real password authentication (sshd checks its shadow copy), the password from a file or from
+    an environment variable named in the config; it must not show up anywhere but where the user
+    put it (the variable itself is in the exporter's environment, by the user's choice)."""
+    password = "Ssh-Login-Password-" + how
+    sshd = Sshd(tmp_path, password=password)
+    sshd.set_control(devices=["naa.600000000000000000000000000000a1"])
+    env = exporter_env()
+    if how == "file":
+        (tmp_path / "pw").write_text(password + "\n")
+        secret_flag = f"--esxtop.ssh-password-file={tmp_path / 'pw'}"
+    else:
+        env["ESX_TEST_PASSWORD"] = password
+        secret_flag = "--esxtop.ssh-password-env=ESX_TEST_PASSWORD"
+    port, log = free_port(), tmp_path / "exporter.log"
+    proc = subprocess.Popen([sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{port}",
+                             "--log.level=debug", "--esxtop-ssh", sshd.target, f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
+                             secret_flag, "--esxtop.ssh-interval=1s"],
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    try:
+        text = eventually(lambda: (lambda t: t if value(t, "esxi_esxtop_up", host="127.0.0.1") == 1 else None)(
+            scrape(port, "")), timeout=30, what="esxtop up with password authentication")
+        args = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True, check=True).stdout
+        environments = subprocess.run(["ps", "eww", "-e", "-o", "pid,args"], capture_output=True, text=True).stdout
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        sshd.stop()
+    assert f"Accepted password for {sshd.user}" in (tmp_path / "sshd.log").read_text()
+    for place in (text, args, log.read_text()):
+        assert password not in place
+    if how == "file":
+        assert password not in environments  # a file keeps it out of every environment too

@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,9 +29,19 @@ def keygen(path: Path, passphrase: str = "") -> None:
                    check=True, stdin=subprocess.DEVNULL)
 
 
+def can_fake_shadow() -> bool:
+    """Password auth needs the user's password in /etc/shadow: root can give sshd its own copy in a
+    private mount namespace, leaving the machine's file alone."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
 class Sshd:
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, password: str | None = None):
         self.tmp = tmp
+        self.password = password
         self.port = free_port()
         self.user = getpass.getuser()
         self.proc: subprocess.Popen | None = None
@@ -84,9 +95,9 @@ AuthorizedKeysFile {self.tmp / 'authorized_keys'}
 UsePAM no
 StrictModes no
 PubkeyAuthentication yes
-PasswordAuthentication no
+PasswordAuthentication {'yes' if self.password else 'no'}
 KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
+PermitRootLogin {'yes' if self.password else 'prohibit-password'}
 ForceCommand {self.tmp / 'session'}
 AllowTcpForwarding no
 X11Forwarding no
@@ -98,8 +109,11 @@ LogLevel INFO
 
     def start(self) -> None:
         self.log = open(self.tmp / "sshd.log", "ab")
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config())], stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+        argv = [SSHD, "-D", "-e", "-f", str(self.config())]
+        if self.password:
+            shadow = self.fake_shadow()
+            argv = ["unshare", "-m", "sh", "-c", f'mount --bind "$0" /etc/shadow && exec "$@"', str(shadow), *argv]
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -110,6 +124,21 @@ LogLevel INFO
             except OSError:
                 time.sleep(0.05)
         raise TimeoutError("sshd did not listen")
+
+    def fake_shadow(self) -> Path:
+        """A copy of /etc/shadow with this user's password set (hashed by openssl, fed on stdin)."""
+        hashed = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=self.password + "\n", capture_output=True,
+                                text=True, check=True).stdout.strip()
+        lines = []
+        for line in Path("/etc/shadow").read_text().splitlines():
+            fields = line.split(":")
+            if fields[0] == self.user:
+                fields[1] = hashed
+            lines.append(":".join(fields))
+        path = self.tmp / "shadow"
+        path.write_text("\n".join(lines) + "\n")
+        path.chmod(0o600)
+        return path
 
     def sessions(self) -> list[int]:
         """PIDs of everything the server started (connection handlers, shells, esxtop)."""
