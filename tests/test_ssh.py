@@ -66,6 +66,8 @@ def test_streams_simulator_output_and_reports_up(sshd, exporter_for):
     eventually(lambda: metric(exporter, "esxi_esxtop_up", host="127.0.0.1") == 1, what="up == 1")
     text = eventually(lambda: (lambda t: t if "esxi_lun_queue_depth{" in t else None)(exporter.metrics()), what="LUN series")
     assert "esxi_esxtop_parse_errors_total{" not in text
+    # the simulated queue-ok host: DQLEN 32 on the DGC LUN, read over SSH from its esxtop output
+    assert value(text, "esxi_lun_queue_depth", host="esx01.lab.local", device="naa.600601601e3021001a2b3c4d5e6f0001") == 32
     assert restarts(exporter, "esxtop_exited") == 0
     assert sshd.runs()[0]["argv"] == ["-b", "-a", "-d", "1", "-n", "0"]
     assert "esxi_lun_commands_total{" in text

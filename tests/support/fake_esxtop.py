@@ -4,8 +4,8 @@ Behaviour comes from the JSON file named by FAKE_ESXTOP_CONTROL, read at start (
 change what the next session does): which devices (the column set), and a fault to inject after
 a number of rows: exit with a status, stall (stay silent), or cut a row in half and stall.
 Each run appends its pid and argv to files beside the control file, for the test to act on.
-Output comes from the simulator when `source` is "simulator" and it is available, else from the
-synthetic capture writer in tests/support/captures.py.
+Output comes from the simulator (exporter.simulator) when `source` is "simulator", else from the
+synthetic capture writer in tests/support/captures.py, whose column set the test chooses.
 """
 from __future__ import annotations
 
@@ -47,18 +47,14 @@ def main(argv: list[str]) -> int:
 
 def _source(control: dict, interval: float):
     if control.get("source") == "simulator":
-        try:
-            from exporter.simulator import Simulation, load_scenario
-        except ImportError:
-            pass
-        else:
-            sim = Simulation(load_scenario(control.get("scenario", "queue-ok")), seed=0, interval=interval, start=time.time())
-            host = sim.hosts[0]
+        from exporter.simulator import Simulation, load_scenario
+        sim = Simulation(load_scenario(control.get("scenario", "queue-ok")), seed=0, interval=interval, start=time.time())
+        host = sim.hosts[0]
 
-            def rows():
-                while True:
-                    yield sim.step()[host].rstrip("\r\n")
-            return sim.header(host).rstrip("\r\n"), rows()
+        def sim_rows():
+            while True:
+                yield sim.step()[host].rstrip("\r\n")
+        return sim.header(host).rstrip("\r\n"), sim_rows()
     devices = control.get("devices", ["naa.600000000000000000000000000000a1"])
     columns = [col for device in devices for col in captures.device_columns(device)]
     header = captures.header(control.get("host", "esx-sim"), columns)
