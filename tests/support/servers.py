@@ -55,6 +55,17 @@ def exporter_env() -> dict:
     return env
 
 
+def launch(names: tuple[str, ...], args: list[str], tmp: Path, ready_url: str):
+    """Start the first installed binary of `names` in `tmp`, logging to tmp/NAME.log; wait until ready."""
+    binary = next((shutil.which(name) for name in names if shutil.which(name)), None)
+    if not binary:
+        raise RuntimeError(f"{names[0]} is not installed: run .ci/install")
+    log = open(tmp / f"{names[0]}.log", "wb")
+    proc = subprocess.Popen([binary, *args], stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+    wait_http(ready_url, timeout=30, proc=proc)
+    return proc, log
+
+
 class Exporter:
     """`python -m exporter serve ...` on a free port."""
 
@@ -86,7 +97,7 @@ class Prometheus:
     """A real Prometheus server scraping the given targets (Debian package `prometheus`)."""
 
     def __init__(self, tmp: Path, targets: list[str], scrape_interval: str = "1s", rule_files=(), extra_config: str = "",
-                 config_text: str | None = None):
+                 config_text: str | None = None, args: tuple[str, ...] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         tmp.mkdir(parents=True, exist_ok=True)
@@ -98,15 +109,10 @@ class Prometheus:
                 + "scrape_configs:\n  - job_name: esxi\n    static_configs:\n      - targets: ["
                 + ", ".join(f"'{t}'" for t in targets) + "]\n" + extra_config)
         config.write_text(config_text)
-        binary = shutil.which("prometheus")
-        if not binary:
-            raise RuntimeError("prometheus is not installed: run .ci/install")
-        self.log = open(tmp / "prometheus.log", "wb")
-        self.proc = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=tmp)
-        wait_http(self.url + "/-/ready", timeout=30, proc=self.proc)
+        self.proc, self.log = launch(
+            ("prometheus",), [f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
+                              f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", *args],
+            tmp, self.url + "/-/ready")
 
     def query(self, expr: str, at: float | None = None) -> list[dict]:
         params = {"query": expr}
@@ -127,6 +133,26 @@ class Prometheus:
                 return result
             time.sleep(0.5)
         raise AssertionError(f"{expr} never satisfied the condition within {timeout}s; last result {result}")
+
+    def stop(self):
+        stop(self.proc)
+        self.log.close()
+
+
+class Alertmanager:
+    """A real Alertmanager (Debian package `prometheus-alertmanager`) running `config_text`, clustering off."""
+
+    def __init__(self, tmp: Path, config_text: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        config = tmp / "alertmanager.yml"
+        config.write_text(config_text)
+        self.proc, self.log = launch(
+            ("prometheus-alertmanager", "alertmanager"),
+            [f"--config.file={config}", f"--storage.path={tmp / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
+            tmp, self.url + "/-/ready")
 
     def stop(self):
         stop(self.proc)

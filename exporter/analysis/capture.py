@@ -1,0 +1,205 @@
+"""Load a saved esxtop capture into pandas, reading only the columns the exporter uses.
+
+A capture can be 50,000 columns x 720 rows (hundreds of MB); a DataFrame of every column costs
+6-7x the file in memory. The header is parsed once by the core reader's `Layout` (which knows the
+needed columns). The rows then go through `fastcsv`, which finds cell boundaries with one numpy
+scan and parses only the needed cells; the malformed `PCPU Power State` cells of `-a` captures
+(`    73.1"8.93"`) hold no comma, so they never shift a boundary and are never parsed. Files it
+declines (bare CR line ends, a header with a quoted comma) go through pyarrow's CSV reader with
+`include_columns` and a block larger than the header.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from exporter.esxtop.reader import HEADER_MARK, EsxtopError, EsxtopReader, read_file
+from exporter.analysis import fastcsv
+from exporter.analysis.progress import CountingFile, Progress
+
+MIN_BLOCK = 16 << 20  # pyarrow needs a block larger than the longest row
+
+
+class CaptureError(ValueError):
+    """A capture that cannot be analysed; the message is one line naming the file (and line)."""
+
+
+@dataclass
+class Capture:
+    path: str
+    host: str
+    timestamps: np.ndarray  # unix seconds, one per sample
+    intervals: np.ndarray  # seconds since the previous sample; NaN for the first (not a measurement)
+    frame: pd.DataFrame  # one row per sample; columns (family, object, field), base units
+    world_vms: dict[str, str] = field(default_factory=dict)
+    path_devices: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # things the user must know (a truncated last line)
+
+    @property
+    def measured(self) -> np.ndarray:
+        """Row mask of the samples that are measurements (all but esxtop's first)."""
+        return ~np.isnan(self.intervals)
+
+    def skip(self, seconds: float) -> "Capture":
+        """The capture without its first `seconds` (a warm-up, VMs still starting): the samples
+        left are all measurements."""
+        keep = self.timestamps >= self.timestamps[0] + seconds
+        if keep.sum() < 2:
+            raise CaptureError(f"{self.path}: fewer than 2 samples left after skipping {seconds:g} s")
+        return Capture(self.path, self.host, self.timestamps[keep], self.intervals[keep],
+                       self.frame[keep].reset_index(drop=True), self.world_vms, self.path_devices,
+                       self.notes + [f"{self.path}: first {seconds:g} s skipped"] if seconds else self.notes)
+
+    def objects(self, family: str) -> list:
+        cols = self.frame.columns
+        return list(dict.fromkeys(cols[cols.get_level_values(0) == family].get_level_values(1)))
+
+    def series(self, family: str, obj, name: str) -> pd.Series | None:
+        key = (family, obj, name)
+        return self.frame[key] if key in self.frame.columns else None
+
+
+def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
+    """Parse the header line and leave `raw` at the first data line (LF, CRLF or bare CR ends)."""
+    start = raw.tell()
+    first = raw.readline()
+    while first and not first.strip():
+        start = raw.tell()
+        first = raw.readline()
+    if not first:
+        raise CaptureError(f"{path}: empty file, not an esxtop capture")
+    cr = first.find(b"\r")
+    if 0 <= cr < len(first) - 2 or (cr == len(first) - 1):  # a bare CR ends the header: a spreadsheet re-save
+        first = first[:cr + 1]
+        raw.seek(start + cr + 1)
+    text = first.decode("utf-8", errors="replace")
+    if text.find(HEADER_MARK, 0, 65536) < 0:
+        raise CaptureError(f'{path}:1: not an esxtop capture (no "{HEADER_MARK} 4.0) (UTC)(0)" header on the first line)')
+    reader = EsxtopReader(path)
+    reader.feed(text)
+    if not reader.layout.targets:
+        raise CaptureError(f"{path}:1: esxtop header without any disk or CPU column the analysis uses")
+    return reader, first
+
+
+def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
+    """Read `path`; raise CaptureError with a one-line message on input that cannot be used."""
+    path = str(path)
+    try:
+        size = os.path.getsize(path)
+        raw = open(path, "rb")
+    except OSError as err:
+        raise CaptureError(f"{path}: {err.strerror}") from None
+    progress = Progress(os.path.basename(path), size, enabled=show_progress)
+    try:
+        with raw:
+            reader, header = _read_header(raw, path)
+            progress.advance(len(header))
+            layout = reader.layout
+            needed = np.array(sorted({t[0] for t in layout.targets}))
+            columns = None
+            if layout.naive and not header.endswith(b"\r"):  # LF line ends, no quoted comma in the header
+                body = raw.tell()
+                try:
+                    columns = fastcsv.read(raw, layout.width, needed, first_line=1, progress=progress)
+                except fastcsv.BadCell as err:
+                    raise CaptureError(f"{path}:{err.line}: column {err.column + 1} ({layout.names[err.column]}) "
+                                       f"is not a number: {err.text!r}") from None
+                if columns is None:
+                    raw.seek(body)
+            if columns is None:
+                columns = _read_with_pyarrow(path, raw, layout, needed, len(header), progress)
+    finally:
+        progress.close()
+    rows = len(columns.stamps)
+    notes = _check_bad_rows(path, columns, layout.width)
+    if rows == 0:
+        raise CaptureError(f"{path}: esxtop header but no complete sample")
+    timestamps, intervals = _clock(reader, columns.stamps, columns.lines)
+    # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
+    position = {index: j for j, index in enumerate(needed)}
+    matrix = columns.values[:, [position[t[0]] for t in layout.targets]]
+    divisors = np.array([t[3] for t in layout.targets])
+    if (divisors != 1.0).any():
+        matrix /= divisors
+    keys = [(*layout.objects[slot], name) for _, slot, name, _ in layout.targets]
+    frame = pd.DataFrame(matrix, columns=pd.MultiIndex.from_tuples(keys, names=["family", "object", "field"]), copy=False)
+    return Capture(path=path, host=layout.host, timestamps=timestamps, intervals=intervals, frame=frame,
+                   world_vms=dict(layout.world_vms), path_devices=dict(layout.path_devices), notes=notes)
+
+
+def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progress) -> fastcsv.Columns:
+    """The general CSV path, for files the column picker declines (bare CR line ends, quoted commas)."""
+    names = [f"c{i}" for i in range(layout.width)]
+    wanted = {f"c{i}": pa.float64() for i in needed if i != 0}
+    wanted["c0"] = pa.string()
+    invalid: list = []
+
+    def skip(row):
+        invalid.append(row)
+        return "skip"
+
+    try:
+        stream = pcsv.open_csv(
+            CountingFile(raw, progress),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False),
+            parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
+            convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False))
+        table = pa.Table.from_batches(list(stream))
+    except pa.ArrowException:
+        raise _locate_error(path) from None
+    values = np.column_stack([table.column(f"c{i}").to_numpy(zero_copy_only=False).astype(float) if i != 0
+                              else np.zeros(table.num_rows) for i in needed]) if table.num_rows else np.empty((0, len(needed)))
+    bad = [fastcsv.BadRow((row.number or 0) + 1, row.actual_columns, row.text) for row in invalid]
+    good_lines, bad_lines = [], {b.line for b in bad}
+    line = 2
+    while len(good_lines) < table.num_rows:  # pyarrow numbers the rows it rejects, not the ones it keeps
+        if line not in bad_lines:
+            good_lines.append(line)
+        line += 1
+    return fastcsv.Columns(values, table.column("c0").to_pylist(), good_lines, bad)
+
+
+def _check_bad_rows(path: str, columns: fastcsv.Columns, width: int) -> list[str]:
+    notes = []
+    last_good = columns.lines[-1] if columns.lines else 0
+    for row in columns.bad_rows:
+        if HEADER_MARK in row.text[:65536]:
+            raise CaptureError(f"{path}:{row.line}: a second esxtop header (esxtop was restarted); split the file at that line")
+        if row is columns.bad_rows[-1] and row.cells < width and row.line > last_good:
+            notes.append(f"{path}:{row.line}: truncated last line ({row.cells} of {width} cells), ignored; "
+                         f"using the {len(columns.stamps)} samples before it")
+        else:
+            raise CaptureError(f"{path}:{row.line}: {row.cells} cells, the header has {width}")
+    return notes
+
+
+def _clock(reader: EsxtopReader, stamps: list[str], lines: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Timestamps and intervals, by the core reader's own rules (time-only stamps, repeats)."""
+    timestamps = np.empty(len(stamps))
+    intervals = np.empty(len(stamps))
+    for i, text in enumerate(stamps):
+        reader.lineno = lines[i]
+        try:
+            timestamps[i] = reader._timestamp(text.strip().strip('"'))
+        except EsxtopError as err:
+            raise CaptureError(str(err)) from None
+        interval = reader._interval(timestamps[i])
+        timestamps[i] = reader._prev_ts  # the reader may step a repeated stamp forward
+        intervals[i] = np.nan if interval is None else interval
+    return timestamps, intervals
+
+
+def _locate_error(path: str) -> CaptureError:
+    """pyarrow says a cell did not convert but not on which line: let the core reader find it."""
+    try:
+        for _ in read_file(path):
+            pass
+    except EsxtopError as err:
+        return CaptureError(str(err))
+    return CaptureError(f"{path}: a needed column holds a value that is not a number")

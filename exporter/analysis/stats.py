@@ -1,0 +1,145 @@
+"""Per-object statistics of one capture: what `compare` reports and tests, metric by metric.
+
+Latencies are command-weighted (an interval with 5,000 commands at 40 ms weighs more than one
+with 3 commands at 2 ms, as in the exporter's `_total` counters); rates are time-weighted; the
+first sample of a capture is esxtop's all-zero first sample and is left out of everything but
+configuration values (DQLEN).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from exporter import model as m
+from exporter.analysis.capture import Capture
+
+MS = 1e-3
+MIB = float(1 << 20)
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    kind: str  # latency | level | share | rate | config
+    better: str | None  # "lower", "higher" or None (neither is better: a load or a setting)
+    scale: float  # base unit -> display unit
+    unit: str
+    floor: float  # smallest change (display units) that matters in practice, however significant
+    relative: float = 0.10  # ... and at least this share of the before value
+
+
+def _latency(key, label):
+    # 1 ms and 10%: below that no guest notices, and the simulator's seed-to-seed spread stays under it
+    return Metric(key, label, "latency", "lower", 1 / MS, "ms", 1.0)
+
+
+GAVG, DAVG, KAVG, QAVG = (_latency("gavg", "GAVG"), _latency("davg", "DAVG"), _latency("kavg", "KAVG"), _latency("qavg", "QAVG"))
+ACTV = Metric("actv", "ACTV", "level", None, 1.0, "cmds", 0.5)
+QUED = Metric("qued", "QUED", "level", "lower", 1.0, "cmds", 0.5)
+QUED_SHARE = Metric("qued_share", "QUED>0", "share", "lower", 100.0, "% of samples", 5.0, 0.0)
+DQLEN = Metric("dqlen", "DQLEN", "config", None, 1.0, "", 0.0, 0.0)
+AQLEN = Metric("aqlen", "AQLEN", "config", None, 1.0, "", 0.0, 0.0)
+IOPS = Metric("iops", "IOPS", "rate", "higher", 1.0, "cmd/s", 1.0)
+MBPS = Metric("mbps", "MB/s", "rate", "higher", 1 / MIB, "MiB/s", 0.1)
+RESV = Metric("resv", "reservations", "rate", "lower", 1.0, "/s", 0.01, 0.0)
+CONS = Metric("cons", "conflicts", "rate", "lower", 1.0, "/s", 0.01, 0.0)
+# An adapter's or path's share of the traffic moves when paths are added or balanced: a change,
+# not better or worse in itself (the LUN's own IOPS and MB/s say whether the host got more done).
+LINK_IOPS = Metric("iops", "IOPS", "rate", None, 1.0, "cmd/s", 1.0)
+LINK_MBPS = Metric("mbps", "MB/s", "rate", None, 1 / MIB, "MiB/s", 0.1)
+OUTSTANDING = Metric("outstanding", "ACTV+QUED", "level", None, 1.0, "cmds", 0.5)
+CPU = Metric("cpu", "CPU util", "level", "lower", 100.0, "%", 2.0, 0.0)
+
+FAMILY_METRICS = {
+    "luns": (GAVG, DAVG, KAVG, QAVG, ACTV, QUED, QUED_SHARE, DQLEN, IOPS, MBPS, RESV, CONS),
+    "adapters": (GAVG, DAVG, KAVG, QAVG, AQLEN, LINK_IOPS, LINK_MBPS, RESV, CONS),
+    "paths": (GAVG, DAVG, LINK_IOPS, LINK_MBPS),
+    "worlds": (OUTSTANDING,),
+    "cpus": (CPU,),
+}
+FAMILY_LABEL = {"luns": "LUN", "adapters": "adapter", "paths": "path", "worlds": "world", "cpus": "CPU"}
+_LATENCY_FIELD = {"gavg": m.GAVG, "davg": m.DAVG, "kavg": m.KAVG, "qavg": m.QAVG}
+
+
+@dataclass
+class Series:
+    """One metric of one object over the measured samples: values, weights and their times."""
+    times: np.ndarray
+    values: np.ndarray
+    weights: np.ndarray | None  # None: every sample weighs the same
+
+
+@dataclass
+class Summary:
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    samples: int
+
+
+def _col(capture: Capture, family, obj, name):
+    s = capture.series(family, obj, name)
+    return None if s is None else s.to_numpy(dtype=float)
+
+
+def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
+    """The metric's values per measured sample, or None if the capture has no column for it."""
+    rows = capture.measured
+    if metric.kind == "config":
+        values = _col(capture, family, obj, m.QUEUE_DEPTH)
+        return None if values is None else Series(capture.timestamps, values, None)
+    intervals = capture.intervals[rows]
+    if metric.kind == "latency":
+        values, commands = _col(capture, family, obj, _LATENCY_FIELD[metric.key]), _col(capture, family, obj, m.COMMANDS)
+        if values is None or commands is None:
+            return None
+        return Series(capture.timestamps[rows], values[rows], commands[rows] * intervals)
+    if metric.key == MBPS.key:
+        read, written = _col(capture, family, obj, m.READ_BYTES), _col(capture, family, obj, m.WRITTEN_BYTES)
+        if read is None and written is None:
+            return None
+        values = (0 if read is None else read) + (0 if written is None else written)
+        return Series(capture.timestamps[rows], values[rows], intervals)
+    field = {ACTV.key: m.ACTIVE, QUED.key: m.QUEUED, QUED_SHARE.key: m.QUEUED, IOPS.key: m.COMMANDS,
+             RESV.key: m.RESERVATIONS, CONS.key: m.CONFLICTS, CPU.key: m.CPU_UTIL}.get(metric.key)
+    if metric is OUTSTANDING:
+        active, queued = _col(capture, family, obj, m.ACTIVE), _col(capture, family, obj, m.QUEUED)
+        if active is None:
+            return None
+        values = active + (0 if queued is None else queued)
+    else:
+        values = _col(capture, family, obj, field)
+        if values is None:
+            return None
+    if metric is QUED_SHARE:
+        values = (values > 0).astype(float)
+    weights = intervals if metric.kind == "rate" else None
+    return Series(capture.timestamps[rows], values[rows], weights)
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray | None, q: float) -> float:
+    if weights is None:
+        return float(np.quantile(values, q))
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    if cumulative[-1] <= 0:
+        return float("nan")
+    return float(values[order][np.searchsorted(cumulative, q * cumulative[-1])])
+
+
+def summarize(s: Series) -> Summary | None:
+    values, weights = s.values, s.weights
+    if len(values) == 0:
+        return None
+    if weights is not None and weights.sum() <= 0:
+        return Summary(float("nan"), float("nan"), float("nan"), float("nan"), len(values))
+    mean = float(np.average(values, weights=weights))
+    return Summary(mean, *(weighted_quantile(values, weights, q) for q in (0.5, 0.95, 0.99)), len(values))
+
+
+def config_value(s: Series) -> float:
+    """A setting as the capture ends (a change mid-capture shows as the last value)."""
+    return float(s.values[-1])

@@ -1,0 +1,67 @@
+"""`compare BEFORE AFTER`: what a tuning change did, per LUN, adapter, path, world and CPU.
+
+Exit status: 0 nothing got worse, 1 something got worse (a significant change in the bad
+direction, or a rule of the paper broken after but not before), 2 the input cannot be used.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+EXIT_WORSE, EXIT_BAD_INPUT = 1, 2
+_RATE = re.compile(r"^\s*([\d.]+)\s*([KMG]?)(i?)(b|B|bit|Byte)?(?:/s|ps)?\s*$")
+
+
+def parse_link_speed(text: str) -> tuple[str, float]:
+    """'vmhba1=2Gb/s' or '*=200MB/s' -> (adapter, bytes per second); bits count as 1/8 byte."""
+    adapter, sep, rate = text.partition("=")
+    found = _RATE.match(rate) if sep else None
+    if not found or not adapter:
+        raise ValueError(f"--link-speed {text!r}: use ADAPTER=SPEED, e.g. vmhba1=8Gb/s or '*=200MB/s'")
+    number, prefix, binary, unit = found.groups()
+    base = 1024 if binary else 1000
+    value = float(number) * base ** " KMG".index(prefix or " ")
+    bits = unit in ("b", "bit") or (unit is None and prefix == "G")
+    return adapter, value / 8 if bits else value
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "compare", help="Compare two esxtop captures (before/after a change); exit 1 if anything got worse.",
+        description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", help="esxtop batch capture taken before the change")
+    parser.add_argument("after", help="esxtop batch capture taken after the change")
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+    parser.add_argument("--link-speed", action="append", default=[], metavar="ADAPTER=SPEED",
+                        help="link speed of an adapter (or '*' for all), e.g. vmhba1=8Gb/s; enables the link saturation rule")
+    parser.add_argument("--dsnro", type=float, metavar="N", help="Disk.SchedNumReqOutstanding of the host; enables the DSNRO rule")
+    parser.add_argument("--skip", default="0", metavar="DURATION",
+                        help="leave out the first DURATION of each capture (warm-up), e.g. 20m")
+    parser.add_argument("--allow-other-host", action="store_true", help="compare captures of two different hosts")
+    parser.add_argument("--progress", action=__import__("argparse").BooleanOptionalAction, default=None,
+                        help="progress bar while reading (default: only on a terminal)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from exporter.cli import fail
+    from exporter.analysis import compare, report_text
+    from exporter.analysis.capture import CaptureError, load
+    try:
+        speeds = dict(parse_link_speed(s) for s in args.link_speed)
+        from exporter.units import parse_duration
+        skip = parse_duration(args.skip)
+        before = load(args.before, args.progress).skip(skip)
+        after = load(args.after, args.progress).skip(skip)
+        result = compare.compare(before, after, args.allow_other_host, speeds, args.dsnro)
+    except (CaptureError, ValueError) as err:
+        return fail(err, EXIT_BAD_INPUT)
+    sys.stdout.write(report_text.render(result))
+    if args.html:
+        from exporter.analysis import report_html
+        try:
+            with open(args.html, "w", encoding="utf-8") as out:
+                out.write(report_html.render(result))
+        except OSError as err:
+            return fail(f"{args.html}: {err.strerror}", EXIT_BAD_INPUT)
+    return EXIT_WORSE if result.worse else 0

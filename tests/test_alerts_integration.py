@@ -1,0 +1,268 @@
+"""The alert rules on a live stack: the exporter serving the simulator's scenarios, a real Prometheus
+(Debian `prometheus`) scraping them with the rules loaded, and a real Alertmanager
+(`prometheus-alertmanager`) delivering to a webhook receiver in this test. Each scenario must raise
+exactly the alerts the paper predicts for it, and the healthy baseline none. An eighth exporter, fed
+through stdin by the test, checks the pipeline alerts the same way.
+
+All scenarios run at once, one exporter each, told apart by a `scenario` target label that the rules
+keep through the generator's scope_labels (the same knob a multi-site user sets to `cluster`). The
+rules are generated from the same source with every window and `for:` shortened (FAST) and the
+simulator paced at one sample per second, so the run takes about a minute.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+
+from alerts import generate
+from tests.support.captures import device_columns, header, row
+from tests.support.servers import Alertmanager, Exporter, Prometheus
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+
+# Production windows divided by about 60 (5m -> 5s); the rate window stays at 15 samples so the
+# simulator's 3% jitter cannot tip a 52 ms mean under 50 ms.
+FAST = {
+    "rate_window": "15s", "capacity_window": "60s", "interval_estimate_window": "30s", "interval_memory": "1h",
+    "for_queue_overrun": "5s", "for_latency_critical": "5s", "for_latency_warning": "10s",
+    "for_array_oversubscribed": "10s", "for_reservation_conflicts": "10s", "for_link_saturation": "10s",
+    "for_configuration": "15s", "for_capacity": "30s", "for_stale": "10s", "for_vsphere_down": "5s",
+    "for_parse_errors": "15s", "for_collector_failing": "10s",
+}
+# Watch this long after the first scrape: the longest `for:` (30s) after its window fills, and the
+# stale stream's 3 intervals + 10s after its feed stops, plus margin, so a late alert is seen too.
+OBSERVE_SECONDS = 65
+FEED_SECONDS = 35  # the stdin stream's life: long enough to measure its interval over 30s
+
+SHARED_LUN = "naa.600601601e3021001a2b3c4d5e6f0010"
+QDEPTH_LUN = "naa.600601601e3021001a2b3c4d5e6f0050"
+FIG2_LUN = "naa.600601601e3021001a2b3c4d5e6f0001"
+
+
+def esx(i: int) -> str:
+    return f"esx{i:02d}.lab.local"
+
+
+# scenario -> (how to run it, the alerts the paper predicts: alertname and identifying labels)
+SCENARIOS = {
+    # Figure 2, queue not exceeded: 4 VMs x 8 OIO = DQLEN 32, QUED 0; m = d/a = 32/8 = 4 VMs, exactly.
+    "queue-ok": ("queue-ok", []),
+    # Figure 2, queue exceeded: 4 x 16 OIO on DQLEN 32 -> ACTV 32, QUED 32; a = 16 so m = 2 < 4 VMs.
+    # Guest latency doubles to about 10 ms: below both latency levels.
+    "queue-overrun": ("queue-overrun", [
+        {"alertname": "EsxiLunQueueDepthOverrun", "host": esx(1), "device": FIG2_LUN},
+        {"alertname": "EsxiLunVmsBeyondHostCapacity", "host": esx(1), "device": FIG2_LUN},
+    ]),
+    # Figure 4 past 8 hosts: 9 x 32 = 288 commands > n = 256 and 9 VMs > n/a = 8; device latency
+    # 5.8 ms x 288/32 = 52 ms on every host (the 20 ms warnings are inhibited by the pages).
+    "shared-lun-9-hosts": ("shared-lun-9-hosts", [
+        *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": SHARED_LUN} for i in range(1, 10)),
+        {"alertname": "EsxiArrayLunQueueOversubscribed", "device": SHARED_LUN},
+        {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": SHARED_LUN},
+    ]),
+    # Table 3, the phase where esx02 creates and deletes VMs on the LUN esx01's VM is busy on.
+    "reservations": ("phase:reservations:operations-from-other-host", [
+        {"alertname": "EsxiLunReservationConflicts", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0030"},
+    ]),
+    # Figure 5's last point: all eight ~45 MB/s readers on one 2 Gb/s link, which carries ~180 MB/s.
+    "link-saturation": ("all-vms-started:link-saturation", [
+        {"alertname": "EsxiAdapterLinkSaturated", "host": esx(1), "adapter": "vmhba1", "direction": "read"},
+    ]),
+    # DQLEN raised to 64, DSNRO left at 32, four busy VMs: ACTV stops at 32 and 32 queue.
+    "dsnro-mismatch": ("dsnro-mismatch", [
+        {"alertname": "EsxiLunDsnroMismatch", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0040"},
+    ]),
+    # Four hosts at queue depth 128 on one LUN: 512 commands > n = 256, 8 VMs with a = 64 > n/a = 4,
+    # device latency 5 ms x 512/48 = 53 ms on every host.
+    "shared-qdepth-128": ("shared-qdepth-128", [
+        *({"alertname": "EsxiSharedLunQueueDepthTooHigh", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
+        *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
+        {"alertname": "EsxiArrayLunQueueOversubscribed", "device": QDEPTH_LUN},
+        {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
+    ]),
+}
+# The pipeline itself: an esxtop stream on stdin that sends a malformed line with every sample, then
+# falls silent (the SSH session dies) while the exporter keeps running.
+PIPE_HOST, PIPE_DEVICE = "esx-pipe.lab.local", "naa.60a98000572d54724a346a6170627a51"
+PIPELINE = [
+    {"alertname": "EsxiEsxtopParseErrors", "stream": "stdin", "reason": "cell_count"},
+    {"alertname": "EsxiEsxtopSamplesStale", "host": PIPE_HOST},
+]
+# Its parse errors stop with the stream, so that alert has resolved by the end of the run.
+RESOLVED_BY_THE_END = {"pipeline": [PIPELINE[0]]}
+EXPECTED = {**{name: predicted for name, (_, predicted) in SCENARIOS.items()}, "pipeline": PIPELINE}
+IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason")
+RECEIVER_OF_SEVERITY = {"critical": "pager", "warning": "work-queue", "info": "context"}
+
+
+def identity(labels: dict) -> tuple:
+    return tuple((k, labels[k]) for k in IDENTITY if k in labels)
+
+
+def scenario_file(spec: str, tmp: Path) -> str:
+    """A built-in scenario by name, or one derived from a built-in one so it shows its steady state
+    at once instead of after minutes of its timeline."""
+    if ":" not in spec:
+        return spec
+    how, *args = spec.split(":")
+    name = args[0]
+    data = yaml.safe_load(resources.files("exporter.simulator.scenarios").joinpath(f"{name}.yaml").read_text())
+    if how == "phase":  # hold one phase of the timeline
+        data["phases"] = [p for p in data["phases"] if p["name"] == args[1]]
+        assert data["phases"], f"{name} has no phase {args[1]}"
+        data["repeat"] = True
+    elif how == "all-vms-started":
+        for host in data["hosts"]:
+            for vm in host.get("vms", []):
+                vm["start"] = "0s"
+    path = tmp / f"{name}-{how}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+class Webhook:
+    """The Alertmanager receivers: an HTTP server that keeps every notification it is sent."""
+
+    def __init__(self):
+        self.notifications: list[tuple[str, dict]] = []  # (receiver path, payload)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.notifications.append((self.path.strip("/"), json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def alerts(self, status: str) -> dict[str, list[dict]]:
+        """Alerts ever notified with this status (firing, resolved), by scenario: receiver and alert."""
+        out: dict[str, list[dict]] = {}
+        for receiver, payload in self.notifications:
+            for alert in payload["alerts"]:
+                if alert["status"] == status:
+                    out.setdefault(alert["labels"].get("scenario"), []).append({"receiver": receiver, **alert})
+        return out
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def alertmanager_config(webhook_port: int) -> str:
+    """deploy/alertmanager/alertmanager.yml with the webhooks pointed at the test's receiver and the
+    grouping timers cut from minutes to a second; routes and inhibitions as they are."""
+    config = yaml.safe_load((DEPLOY / "alertmanager" / "alertmanager.yml").read_text())
+    config["route"].update(group_wait="1s", group_interval="1s", repeat_interval="1h")
+    for receiver in config["receivers"]:
+        for hook in receiver["webhook_configs"]:
+            hook["url"] = f"http://127.0.0.1:{webhook_port}/{hook['url'].rsplit('/', 1)[1]}"
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def prometheus_dir(tmp: Path, exporters: dict[str, Exporter], alertmanager_port: int) -> str:
+    """deploy/prometheus as it is, with the test's rules, targets and Alertmanager and 1 s intervals."""
+    config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    config["global"].update(scrape_interval="1s", scrape_timeout="1s", evaluation_interval="1s")
+    for sub in ("rules", "targets", "alertmanagers"):
+        (tmp / sub).mkdir(parents=True, exist_ok=True)
+    rules = generate.load_config()
+    rules["values"] = {name: {**entry, "value": FAST.get(name, entry["value"])} for name, entry in rules["values"].items()}
+    rules["scope_labels"] = ["scenario"]
+    (tmp / "rules" / "esxi-storage.rules.yml").write_text(generate.rule_file(generate.render_groups(rules)))
+    (tmp / "targets" / "scenarios.yml").write_text(yaml.safe_dump(
+        [{"targets": [f"127.0.0.1:{e.port}"], "labels": {"scenario": name}} for name, e in exporters.items()]))
+    (tmp / "alertmanagers" / "test.yml").write_text(yaml.safe_dump([{"targets": [f"127.0.0.1:{alertmanager_port}"]}]))
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def feed_stdin_stream(exporter: Exporter, seconds: float) -> None:
+    """One healthy sample a second (DAVG 12.5 ms, ACTV 20 of 32) plus one line of the wrong width,
+    then nothing more, with stdin left open."""
+    feed = exporter.proc.stdin
+    feed.write((header(PIPE_HOST, device_columns(PIPE_DEVICE)) + "\n").encode())
+    end = time.time() + seconds
+    while time.time() < end:
+        values = [32, 20, 0, 62.5, 0.63, 800, 400, 400, 4.0, 4.0, 12.5, 0.25, 12.75, 0.01]
+        feed.write((row(time.time(), values) + "\n" + '"garbage",\n').encode())
+        feed.flush()
+        time.sleep(1)
+
+
+def test_deploy_configs_pass_promtool_and_amtool():
+    result = subprocess.run(["promtool", "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "1 rule files found" in result.stdout, result.stdout + result.stderr
+    result = subprocess.run(["amtool", "check-config", str(DEPLOY / "alertmanager" / "alertmanager.yml")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.integration
+def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
+    webhook = Webhook()
+    alertmanager = prometheus = None
+    exporters: dict[str, Exporter] = {}
+    try:
+        alertmanager = Alertmanager(tmp_path / "alertmanager", alertmanager_config(webhook.port))
+        for name, (spec, _) in SCENARIOS.items():
+            exporters[name] = Exporter("--simulate", scenario_file(spec, tmp_path), "--simulate.interval=1s",
+                                       log_path=tmp_path / f"exporter-{name}.log")
+        exporters["pipeline"] = Exporter("--esxtop-stdin", stdin=subprocess.PIPE, log_path=tmp_path / "exporter-pipeline.log")
+        config = prometheus_dir(tmp_path / "prometheus", exporters, alertmanager.port)
+        prometheus = Prometheus(tmp_path / "prometheus", [], config_text=config)
+        prometheus.wait_for('count(up{job="esxi-storage"} == 1)',
+                            lambda r: r and r[0]["value"][1] == str(len(exporters)), timeout=30)
+        feeder = threading.Thread(target=feed_stdin_stream, args=(exporters["pipeline"], FEED_SECONDS), daemon=True)
+        feeder.start()
+        time.sleep(OBSERVE_SECONDS)
+        assert not feeder.is_alive()
+        in_prometheus: dict[str, set] = {}
+        for series in prometheus.query('ALERTS{alertstate="firing"}'):
+            in_prometheus.setdefault(series["metric"].get("scenario"), set()).add(identity(series["metric"]))
+        notified = webhook.alerts("firing")
+        resolved = webhook.alerts("resolved")
+    finally:
+        if prometheus:
+            prometheus.stop()
+        for exporter in exporters.values():
+            exporter.stop()
+        if alertmanager:
+            alertmanager.stop()
+        webhook.stop()
+
+    assert set(notified) <= set(EXPECTED), f"alerts from outside the scenarios: {set(notified) - set(EXPECTED)}"
+    for name, predicted in EXPECTED.items():
+        expected = {identity(labels) for labels in predicted}
+        received = {identity(alert["labels"]) for alert in notified.get(name, [])}
+        assert received == expected, (
+            f"{name}: unexpected {sorted(received - expected)}, missing {sorted(expected - received)}")
+        # At the end Prometheus fires the same set, plus the 20 ms warnings that Alertmanager
+        # inhibits, minus what has resolved (and was notified as resolved).
+        inhibited = {identity({**labels, "alertname": "EsxiLunLatencyHigh"}) for labels in predicted
+                     if labels["alertname"] == "EsxiLunLatencyCritical"}
+        gone = {identity(labels) for labels in RESOLVED_BY_THE_END.get(name, [])}
+        assert in_prometheus.get(name, set()) == (expected | inhibited) - gone, name
+        assert {identity(alert["labels"]) for alert in resolved.get(name, [])} == gone, name
+        for alert in notified.get(name, []):
+            severity = alert["labels"]["severity"]
+            assert alert["receiver"] == RECEIVER_OF_SEVERITY[severity], alert["labels"]
+            annotations = alert["annotations"]
+            assert annotations["summary"] and annotations["runbook_url"].endswith("#" + alert["labels"]["alertname"].lower())
+            assert "<no value>" not in annotations["description"] and "unknown" not in annotations["description"], \
+                annotations["description"]
