@@ -13,7 +13,7 @@ import time
 import pytest
 from pyVim.connect import Disconnect, SmartConnect
 
-pytest.importorskip("exporter.vsphere", reason="the vSphere source (issue 4) is not merged yet")
+pytest.importorskip("tests.vcsim.sims", reason="the vSphere source (issue 4) is not merged yet")
 from exporter.vsphere import TargetConfig, VsphereTarget  # noqa: E402
 from tests.support.churn import rss_bytes  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402

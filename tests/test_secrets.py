@@ -165,7 +165,7 @@ def test_password_auth_from_file_or_environment(tmp_path, how):
 def test_vsphere_password_appears_nowhere(tmp_path):
     """The vSphere password from a file, right and wrong: not in the log, metrics or `ps` output of
     the exporter (vcsim itself is started with the password in its arguments: its line is skipped)."""
-    pytest.importorskip("exporter.vsphere", reason="the vSphere source (issue 4) is not merged yet")
+    pytest.importorskip("tests.vcsim.sims", reason="the vSphere source (issue 4) is not merged yet")
     from tests.vcsim.sims import PASSWORD, USER, Vcsim
     sim = Vcsim(tmp_path / "vcsim", free_port())
     try:
