@@ -99,6 +99,16 @@ OPTIONS: list[Option] = [
     Option("simulate.scenario", str, None, "Serve a built-in simulated host running this scenario (see `simulate --list`)."),
     Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
     Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
+    Option("vsphere.url", str, None, "vCenter or standalone ESXi URL (https://HOST[:PORT]); more targets: vsphere.targets in the config file."),
+    Option("vsphere.user", str, None, "vSphere user (a read-only role is enough)."),
+    Option("vsphere.password_file", str, None, "File whose first line is the vSphere password (never give it on the command line)."),
+    Option("vsphere.ca_file", str, None, "PEM CA bundle to verify the server's certificate (default: the system's CAs)."),
+    Option("vsphere.insecure", _bool, False, "Do not verify the server's TLS certificate (logged as a warning)."),
+    Option("vsphere.timeout", _duration, 30.0, "Timeout of every vSphere call."),
+    Option("vsphere.interval", _duration, 20.0, "How often to read the real-time (20 s) counters."),
+    Option("vsphere.discovery_interval", _duration, 300.0, "How often to re-read the inventory and storage configuration."),
+    Option("vsphere.max_query_metrics", _positive_int, 256, "Most metric ids per QueryPerf call, under vCenter's config.vpxd.stats.maxQueryMetrics (0: no limit)."),
+    Option("vsphere.max_parallel_queries", _positive_int, 4, "QueryPerf calls in flight at once per target."),
     Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -14,7 +15,10 @@ LANDING = """<html><head><title>ESXi storage exporter</title></head><body>
 <h1>ESXi storage exporter</h1><p><a href="{path}">Metrics</a></p></body></html>"""
 
 
-def make_handler(exposition, telemetry_path: str, web=None):
+def make_handler(exposition, telemetry_path: str, probes=None, web=None):
+    """probes: target name -> Exposition of that target alone, served at /probe?target=NAME.
+    web: the web config (basic auth, headers); TLS is the server's."""
+    probes = probes or {}
     landing = LANDING.format(path=telemetry_path).encode()
     extra_headers = web.headers if web else {}
 
@@ -23,20 +27,29 @@ def make_handler(exposition, telemetry_path: str, web=None):
         timeout = 60  # a client that stops talking frees its thread
 
         def do_GET(self):  # noqa: N802 (http.server's naming)
-            path = self.path.split("?", 1)[0]
+            path, _, query = self.path.partition("?")
             if web is not None and not web.authorized(self.headers.get("Authorization")):
                 self._send(401, "text/plain; charset=utf-8", b"Unauthorized\n",
                            {"WWW-Authenticate": 'Basic realm="esxi-storage-exporter", charset="UTF-8"'})
             elif path == telemetry_path:
-                gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
-                body = exposition.body(gzipped=gzipped)
-                self._send(200, CONTENT_TYPE_LATEST, body, {"Content-Encoding": "gzip"} if gzipped else {})
+                self._metrics(exposition)
+            elif path == "/probe" and probes:
+                target = urllib.parse.parse_qs(query).get("target", [""])[0]
+                if target in probes:
+                    self._metrics(probes[target])
+                else:
+                    self._send(400, "text/plain; charset=utf-8", f"unknown target {target!r}; configured: {', '.join(sorted(probes))}\n".encode())
             elif path == "/":
                 self._send(200, "text/html; charset=utf-8", landing)
             elif path in ("/-/healthy", "/-/ready"):
                 self._send(200, "text/plain; charset=utf-8", b"OK\n")
             else:
                 self._send(404, "text/plain; charset=utf-8", b"Not found\n")
+
+        def _metrics(self, source):
+            gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+            body = source.body(gzipped=gzipped)
+            self._send(200, CONTENT_TYPE_LATEST, body, {"Content-Encoding": "gzip"} if gzipped else {})
 
         def _send(self, code, content_type, body, headers=None):
             self.send_response(code)
@@ -84,9 +97,9 @@ class _Server(ThreadingHTTPServer):
 
 
 class MetricsServer:
-    def __init__(self, exposition, listen_address: str, telemetry_path: str = "/metrics", web=None):
+    def __init__(self, exposition, listen_address: str, telemetry_path: str = "/metrics", probes=None, web=None):
         host, port = parse_listen_address(listen_address)
-        self.httpd = _Server((host, port), make_handler(exposition, telemetry_path, web))
+        self.httpd = _Server((host, port), make_handler(exposition, telemetry_path, probes, web))
         self.httpd.tls = web.tls if web else None
         self.address = self.httpd.server_address
 

@@ -13,7 +13,8 @@ log = logging.getLogger(__name__)
 
 def has_live_source(settings) -> bool:
     return bool(settings["esxtop.stdin"] or settings["esxtop.follow"] or settings["esxtop.file"]
-                or settings["esxtop.ssh"] or settings.get("esxtop.ssh_targets") or settings["simulate.scenario"])
+                or settings["esxtop.ssh"] or settings.get("esxtop.ssh_targets") or settings["simulate.scenario"]
+                or settings["vsphere.url"] or settings["vsphere.targets"])
 
 
 def ssh_streams(settings, store, stop: threading.Event):
@@ -21,6 +22,14 @@ def ssh_streams(settings, store, stop: threading.Event):
     from exporter.esxtop.ssh import SshStreams, targets_from_settings
     targets = targets_from_settings(settings)
     return SshStreams(targets, store, stop, per_world=settings["collector.world"]) if targets else None
+
+
+def vsphere_targets(settings, store) -> list:
+    """The configured vSphere targets, each feeding `store` and its own (ConfigError if bad)."""
+    if not (settings["vsphere.url"] or settings["vsphere.targets"]):
+        return []
+    from exporter.vsphere import VsphereTarget, targets
+    return [VsphereTarget(config, store, settings["esxtop.stale_after"]) for config in targets(settings)]
 
 
 def load_files(settings, store) -> None:
@@ -31,9 +40,9 @@ def load_files(settings, store) -> None:
             store.ingest(sample)
 
 
-def start_live(settings, store, stop: threading.Event) -> list[threading.Thread]:
+def start_live(settings, store, stop: threading.Event, vsphere=()) -> list[threading.Thread]:
     per_world = settings["collector.world"]
-    threads = []
+    threads = [thread for target in vsphere for thread in target.start(stop)]
     if settings["esxtop.stdin"]:
         reader = EsxtopReader("stdin", per_world=per_world)
         threads.append(start_thread("esxtop-stdin", pump, stdin_lines(), reader, store, stop))

@@ -113,6 +113,13 @@ class Store:
             self.inventories[inventory.host] = inventory
             self.version += 1
 
+    def drop_inventories(self, hosts) -> None:
+        """Hosts that left a source's inventory lose their configuration series."""
+        with self.lock:
+            for host in hosts:
+                self.inventories.pop(host, None)
+            self.version += 1
+
     def count_parse_error(self, stream: str, reason: str) -> None:
         with self.lock:
             key = (stream, reason)

@@ -3,7 +3,11 @@ from exporter import model as m
 from exporter.collectors.io import gauge_families, io_families, labels_of
 
 LABELS = ("host", "adapter")
-GAUGES = ((m.QUEUE_DEPTH, "queue_depth", "Adapter queue depth (AQLEN)."),)
+GAUGES = (
+    (m.QUEUE_DEPTH, "queue_depth", "Adapter queue depth (AQLEN)."),
+    (m.ACTIVE, "active_commands", "Commands in flight at the adapter (vSphere storageAdapter.outstandingIOs)."),
+    (m.QUEUED, "queued_commands", "Commands queued at the adapter (vSphere storageAdapter.queued)."),
+)
 
 
 def collect(store):

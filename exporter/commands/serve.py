@@ -28,6 +28,7 @@ def register(subparsers):
     parser.add_argument("--esxtop-ssh", dest="esxtop__ssh", action="append", metavar="USER@HOST", help="Same as --esxtop.ssh.")
     parser.add_argument("--web.config.file", dest="web__config_file", metavar="FILE", help="Same as --web.config-file.")
     parser.add_argument("--simulate", dest="simulate__scenario", metavar="SCENARIO", help="Same as --simulate.scenario.")
+    parser.add_argument("--vsphere", dest="vsphere__url", metavar="URL", help="Same as --vsphere.url.")
     parser.set_defaults(run=run)
 
 
@@ -41,6 +42,12 @@ def enabled_collectors(settings):
     return [name for name in COLLECTORS if settings[f"collector.{name}"]]
 
 
+def vsphere_extra(targets) -> list:
+    """The vSphere self-metrics collector over these targets, as an Exposition `extra`."""
+    from exporter.collectors.vsphere import make_collect
+    return [("vsphere", make_collect(targets))] if targets else []
+
+
 def run(args) -> int:
     from exporter.cli import fail
     from exporter.esxtop import EsxtopError
@@ -48,19 +55,23 @@ def run(args) -> int:
     if not sources.has_live_source(settings):
         settings["simulate.scenario"] = "demo"  # the embedded default: no ESXi host needed
     store = Store(stale_after=settings["esxtop.stale_after"])
+    vsphere = sources.vsphere_targets(settings, store)
     try:
         sources.load_files(settings, store)
     except EsxtopError as err:
         return fail(err)
     stop = threading.Event()
     ssh = sources.ssh_streams(settings, store, stop)
-    exposition = Exposition(store, enabled_collectors(settings), [("esxtop_ssh", ssh.collect)] if ssh else [])
+    enabled = enabled_collectors(settings)
+    extra = vsphere_extra(vsphere) + ([("esxtop_ssh", ssh.collect)] if ssh else [])
+    exposition = Exposition(store, enabled, extra=extra)
+    probes = {t.name: Exposition(t.store, enabled, extra=vsphere_extra([t])) for t in vsphere}  # /probe?target=NAME
     try:
         web = webconfig.load(settings["web.config_file"]) if settings["web.config_file"] else None
-        server = MetricsServer(exposition, settings["web.listen_address"], settings["web.telemetry_path"], web)
+        server = MetricsServer(exposition, settings["web.listen_address"], settings["web.telemetry_path"], probes=probes, web=web)
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")
-    sources.start_live(settings, store, stop)
+    sources.start_live(settings, store, stop, vsphere=vsphere)
     if ssh:
         ssh.start()
     host, port = server.address[:2]

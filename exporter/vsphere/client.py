@@ -1,0 +1,140 @@
+"""One vSphere session per target: logged in once, re-used, re-established once when it goes
+stale, with a timeout on every call. Errors become VsphereError with a one-line message that
+never carries the password."""
+from __future__ import annotations
+
+import http.client
+import logging
+import socket
+import ssl
+import threading
+
+from pyVim.connect import Disconnect, SmartConnect
+from pyVmomi import vim, vmodl
+
+from exporter.vsphere.settings import TargetConfig, read_password
+
+log = logging.getLogger(__name__)
+
+
+class VsphereError(Exception):
+    """A vSphere call failed; str() is one line fit for a log or an error metric.
+    server_fault: the server answered with a fault (as opposed to no answer at all)."""
+
+    def __init__(self, message: str, server_fault: bool = False):
+        super().__init__(message)
+        self.server_fault = server_fault
+
+
+def describe(err: BaseException) -> str:
+    """One line for any failure of a vSphere call."""
+    if isinstance(err, VsphereError):
+        return str(err)
+    if isinstance(err, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted ({err.verify_message}); give the CA with --vsphere.ca-file"
+    if isinstance(err, vim.fault.InvalidLogin):
+        return "login refused: wrong user or password"
+    if isinstance(err, vim.fault.NotAuthenticated):
+        return "session not authenticated"
+    if isinstance(err, vim.fault.NoPermission):
+        return f"permission denied ({getattr(err, 'privilegeId', '') or 'a read-only role needs System.View and System.Read'})"
+    if isinstance(err, (ssl.SSLEOFError, ConnectionResetError, http.client.RemoteDisconnected)):
+        return "connection closed by the server"
+    if isinstance(err, (socket.timeout, TimeoutError)):
+        return "timed out"
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(err, OSError):
+        return err.strerror or type(err).__name__
+    if isinstance(err, http.client.HTTPException):
+        return f"HTTP error: {type(err).__name__}"
+    msg = getattr(err, "msg", None) or str(err) or type(err).__name__
+    return " ".join(str(msg).split())[:300]
+
+
+class Client:
+    def __init__(self, config: TargetConfig):
+        self.config = config
+        self._si = None
+        self._content = None
+        self._lock = threading.Lock()
+        if config.insecure:
+            log.warning("vsphere target %s: TLS certificate verification is OFF (insecure: true); "
+                        "the connection can be intercepted", config.name)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if self.config.insecure:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            return context
+        try:
+            return ssl.create_default_context(cafile=self.config.ca_file)
+        except (OSError, ssl.SSLError) as err:
+            raise VsphereError(f"CA file {self.config.ca_file}: {getattr(err, 'strerror', None) or err}") from None
+
+    def _login(self):
+        cfg = self.config
+        try:
+            password = read_password(cfg.password_file)
+        except OSError as err:
+            raise VsphereError(f"password file {cfg.password_file}: {err.strerror}") from None
+        try:
+            return SmartConnect(host=cfg.host, port=cfg.port, path=cfg.path, user=cfg.user, pwd=password,
+                                sslContext=self._ssl_context(), httpConnectionTimeout=cfg.timeout,
+                                connectionPoolTimeout=-1)
+        except VsphereError:
+            raise
+        except Exception as err:  # noqa: BLE001 - pyVmomi raises many kinds; all become one line
+            raise VsphereError(f"cannot log in to {cfg.host}:{cfg.port}: {describe(err)}") from None
+
+    def content(self):
+        """The service content of a live session, logging in if there is none."""
+        with self._lock:
+            if self._si is None:
+                si = self._login()
+                self._si, self._content = si, si.RetrieveContent()  # si.content would be a call each time
+            return self._content
+
+    def call(self, fn, *args, **kwargs):
+        """fn(content, *args): re-logs in once if the session went stale; other errors -> VsphereError."""
+        content = self.content()
+        try:
+            return fn(content, *args, **kwargs)
+        except vim.fault.NotAuthenticated:
+            if self.reset(content):  # parallel calls that failed together log in once
+                log.info("vsphere target %s: session expired, logging in again", self.config.name)
+            content = self.content()
+        except VsphereError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            if isinstance(err, (OSError, http.client.HTTPException)):
+                self.reset(content)  # the connection is gone; the next call logs in afresh
+            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault)) from None
+        try:
+            return fn(content, *args, **kwargs)
+        except Exception as err:  # noqa: BLE001
+            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault)) from None
+
+    def reset(self, content=None) -> bool:
+        """Drop the session (only if it is still the one `content` came from); True if dropped."""
+        with self._lock:
+            si = self._si
+            if si is None or (content is not None and self._content is not content):
+                return False
+            self._si = None
+        if si is not None:
+            try:
+                si._stub.DropConnections()
+            except Exception:  # noqa: BLE001 - best effort on a dead connection
+                pass
+        return True
+
+    def close(self):
+        with self._lock:
+            si, self._si = self._si, None
+        if si is not None:
+            try:
+                Disconnect(si)
+            except Exception:  # noqa: BLE001 - logging out of a dead session is best effort
+                pass

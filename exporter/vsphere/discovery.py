@@ -1,0 +1,257 @@
+"""Inventory walk: every connected host of a target with its storage configuration, read with one
+paged property-collector query (plus one small OptionManager call per host for DSNRO).
+
+The answer is read with ElementTree (see soap.py: pyVmomi's own parser took most of the time).
+The result, a Topology, is cached by the source and replaced as a whole on each refresh.
+It also holds the name maps the perf mapping needs: a storagePath instance (the long
+`fc.WWNN:WWPN-fc.WWNN:WWPN-naa.*` form) -> runtime name `vmhbaN:C0:T0:L0`, and a host-level
+datastore instance (VMFS uuid) -> datastore name.
+"""
+from __future__ import annotations
+
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from pyVmomi import vim, vmodl
+
+from exporter import model as m
+from exporter.vsphere import soap
+
+HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.hostBusAdapter",
+                   "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
+                   "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
+                   "configManager.advancedOption", "configManager.iscsiManager", "hardware.cpuInfo.hz"]
+DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
+BITS = 8
+_NS = "{urn:vim25}"
+_XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
+ADAPTER_TYPES = {
+    "HostFibreChannelOverEthernetHba": "fcoe",
+    "HostFibreChannelHba": "fc",
+    "HostInternetScsiHba": "iscsi",
+    "HostSerialAttachedHba": "sas",
+    "HostParallelScsiHba": "scsi",
+    "HostBlockHba": "block",
+    "HostPcieHba": "pcie",
+    "HostRdmaHba": "rdma",
+    "HostTcpHba": "tcp",
+}
+
+
+@dataclass(slots=True)
+class HostTopology:
+    ref: object  # vim.HostSystem
+    name: str
+    inventory: m.Inventory
+    path_names: dict[str, str] = field(default_factory=dict)  # perf instance -> runtime path name
+    path_devices: dict[str, str] = field(default_factory=dict)  # runtime path name -> device
+    datastore_names: dict[str, str] = field(default_factory=dict)  # perf instance -> datastore name
+    datastores: list[str] = field(default_factory=list)  # uuids of the mounted datastores
+
+
+@dataclass(slots=True)
+class Topology:
+    hosts: list[HostTopology]
+    duration: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "host": len(self.hosts),
+            "lun": sum(len(h.inventory.luns) for h in self.hosts),
+            "adapter": sum(len(h.inventory.adapters) for h in self.hosts),
+            "path": sum(len(h.inventory.paths) for h in self.hosts),
+            "datastore": len({d for h in self.hosts for d in h.datastores}),
+        }
+
+
+def _text(element, path: str, default: str = "") -> str:
+    if element is None:
+        return default
+    value = element.findtext(_NS + path.replace("/", "/" + _NS))
+    return default if value is None else value.strip()
+
+
+def _all(element, tag: str):
+    return () if element is None else element.iterfind(_NS + tag)
+
+
+def link_speed_bytes(adapter_type: str, speed_text: str) -> float | None:
+    """FC HBA speed. The API gives bits per second; values under 1 Mbit/s can only be Gbit/s,
+    which some drivers report, so those are scaled."""
+    if adapter_type not in ("fc", "fcoe") or not speed_text:
+        return None
+    speed = float(speed_text)
+    if speed <= 0:
+        return None
+    return (speed * 1e9 if speed < 1e6 else speed) / BITS
+
+
+def _path_state(path) -> str:
+    state = (_text(path, "state") or _text(path, "pathState") or "unknown").lower()
+    return state if state in m.PATH_STATES else "unknown"
+
+
+def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopology:
+    """One host's Inventory and name maps from its storageDevice parts and VMFS mounts."""
+    inv = m.Inventory(host=name)
+    topo = HostTopology(ref=ref, name=name, inventory=inv)
+    extent_datastore: dict[str, str] = {}
+    for mount in _all(props.get("config.fileSystemVolume.mountInfo"), "HostFileSystemMountInfo"):
+        volume = mount.find(_NS + "volume")
+        if volume is None:
+            continue
+        volume_name = _text(volume, "name")
+        uuid = _text(volume, "uuid") or _text(mount, "mountInfo/path").rstrip("/").rsplit("/", 1)[-1]
+        topo.datastores.append(uuid)
+        topo.datastore_names[uuid] = volume_name
+        for extent in _all(volume, "extent"):
+            extent_datastore[_text(extent, "diskName")] = volume_name
+    adapters = {}
+    for hba in _all(props.get("config.storageDevice.hostBusAdapter"), "HostHostBusAdapter"):
+        kind = ADAPTER_TYPES.get(hba.get(_XSI_TYPE, "").split(":")[-1], "other")
+        device = _text(hba, "device")
+        adapters[_text(hba, "key")] = device
+        inv.adapters[device] = m.AdapterConfig(type=kind, model=_text(hba, "model"), driver=_text(hba, "driver"),
+                                               link_speed_bytes_per_second=link_speed_bytes(kind, _text(hba, "speed")))
+    lun_names = {}
+    for lun in _all(props.get("config.storageDevice.scsiLun"), "ScsiLun"):
+        canonical = _text(lun, "canonicalName")
+        lun_names[_text(lun, "key")] = canonical
+        depth = _text(lun, "queueDepth")
+        inv.luns[canonical] = m.LunConfig(
+            display_name=_text(lun, "displayName"), vendor=_text(lun, "vendor"), model=_text(lun, "model"),
+            datastore=extent_datastore.get(canonical, ""), configured_queue_depth=float(depth) if depth else None)
+    multipath = props.get("config.storageDevice.multipathInfo")
+    for unit in _all(multipath, "lun"):
+        device = lun_names.get(_text(unit, "lun"), _text(unit, "id"))
+        for path in _all(unit, "path"):
+            path_name = _text(path, "name")
+            adapter = adapters.get(_text(path, "adapter")) or m.path_adapter(path_name)
+            inv.paths[path_name] = m.PathConfig(device=device, adapter=adapter, state=_path_state(path))
+            topo.path_names[path_name] = path_name
+            topo.path_devices[path_name] = device
+    topology = props.get("config.storageDevice.plugStoreTopology")
+    store_adapters = {_text(a, "key"): adapters.get(_text(a, "adapter")) for a in _all(topology, "adapter")}
+    for path in _all(topology, "path"):
+        adapter = store_adapters.get(_text(path, "adapter"))
+        if adapter:
+            runtime = f"{adapter}:C{_text(path, 'channelNumber', '0')}:T{_text(path, 'targetNumber', '0')}:L{_text(path, 'lunNumber', '0')}"
+            if runtime in inv.paths:
+                topo.path_names[_text(path, "name")] = runtime
+    return topo
+
+
+def _host_spec(content):
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(
+            obj=view, skip=True,
+            selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)])],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)])
+    return view, spec
+
+
+def _retrieve_hosts(content) -> list[tuple[str, dict]]:
+    view, spec = _host_spec(content)
+    try:
+        return list(soap.retrieve(content.propertyCollector, spec))
+    finally:
+        view.DestroyView()
+
+
+def perf_counters(content) -> list[tuple[int, str]]:
+    """(key, group.name.rollup) of every counter the server has."""
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=content.perfManager)],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.PerformanceManager, pathSet=["perfCounter"])])
+    counters = []
+    for _, props in soap.retrieve(content.propertyCollector, spec):
+        for info in _all(props.get("perfCounter"), "PerfCounterInfo"):
+            counters.append((int(_text(info, "key")),
+                             f"{_text(info, 'groupInfo/key')}.{_text(info, 'nameInfo/key')}.{_text(info, 'rollupType')}"))
+    return counters
+
+
+def server_query_limit(content) -> int | None:
+    """vCenter's config.vpxd.stats.maxQueryMetrics, if set (ESXi has no such limit)."""
+    if content.setting is None:
+        return None
+    try:
+        values = content.setting.QueryOptions("config.vpxd.stats.maxQueryMetrics")
+    except vim.fault.InvalidName:
+        return None
+    for value in values or ():
+        try:
+            return int(value.value)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _dsnro(option_manager) -> float | None:
+    try:
+        values = option_manager.QueryOptions(DSNRO_OPTION)
+    except vim.fault.InvalidName:
+        return None  # removed from newer ESXi: the per-device setting replaces it
+    for value in values or ():
+        if value.key == DSNRO_OPTION:
+            return float(value.value)
+    return None
+
+
+def _iscsi_link_bytes(iscsi_manager, adapter: str) -> float | None:
+    """A software or dependent iSCSI adapter's link: the sum of the vmnics bound to it."""
+    try:
+        ports = iscsi_manager.QueryBoundVnics(iScsiHbaName=adapter)
+    except (vim.fault.NotFound, vim.fault.IscsiFault, vmodl.fault.NotSupported):
+        return None
+    speeds = {p.pnicDevice or p.pnic.device: p.pnic.linkSpeed.speedMb
+              for p in ports or () if p.pnic is not None and p.pnic.linkSpeed is not None}
+    return sum(speeds.values()) * 1e6 / BITS if speeds else None
+
+
+def _host_settings(topo: HostTopology, options, iscsi) -> None:
+    """The per-host calls: DSNRO, and the NICs behind iSCSI adapters."""
+    if options is not None:
+        topo.inventory.dsnro = _dsnro(options)
+    if iscsi is not None:
+        for name, adapter in topo.inventory.adapters.items():
+            if adapter.type == "iscsi":
+                adapter.link_speed_bytes_per_second = _iscsi_link_bytes(iscsi, name)
+
+
+def discover(client, max_parallel: int = 4) -> Topology:
+    start = time.perf_counter()
+    rows = client.call(_retrieve_hosts)
+    stub = client.content().propertyCollector._stub
+    hosts = []
+    for moid, props in rows:
+        if _text_of(props.get("runtime.connectionState")) != "connected":
+            continue
+        topo = storage_of_host(_text_of(props.get("name")), vim.HostSystem(moid, stub), props)
+        core_hz = _text_of(props.get("hardware.cpuInfo.hz"))
+        topo.inventory.cpu_core_hertz = float(core_hz) if core_hz else None  # for CPU cost per I/O
+        options = _text_of(props.get("configManager.advancedOption"))
+        iscsi = _text_of(props.get("configManager.iscsiManager"))
+        has_iscsi = any(a.type == "iscsi" for a in topo.inventory.adapters.values())
+        hosts.append((topo, vim.option.OptionManager(options, stub) if options else None,
+                      vim.host.IscsiManager(iscsi, stub) if iscsi and has_iscsi else None))
+    if hosts:
+        with ThreadPoolExecutor(max_workers=max(1, max_parallel)) as pool:
+            list(pool.map(lambda host: client.call(lambda _c: _host_settings(*host)), hosts))
+    # How many hosts of this target mount each datastore (by uuid: local datastores often share
+    # a name): above 1 the LUN is shared.
+    shares: dict[str, int] = {}
+    for topo, *_ in hosts:
+        for uuid in set(topo.datastores):
+            shares[uuid] = shares.get(uuid, 0) + 1
+    for topo, *_ in hosts:
+        topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
+    topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
+    return Topology(hosts=topos, duration=time.perf_counter() - start)
+
+
+def _text_of(element) -> str:
+    return "" if element is None or element.text is None else element.text.strip()

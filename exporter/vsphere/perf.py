@@ -1,0 +1,158 @@
+"""PerformanceManager: counters resolved by name, QueryPerf batched across hosts and chunked
+under vCenter's maxQueryMetrics, CSV results parsed into per-host, per-timestamp values.
+
+Real-time samples are 20 s apart; each host's query starts after the newest sample already
+ingested (startTime is exclusive), so every sample is read once. The CSV format keeps the
+response small (one string per series instead of one XML element per value).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from pyVmomi import vim
+
+from exporter.vsphere import soap
+from exporter.vsphere.client import VsphereError
+from exporter.vsphere.mapping import COUNTERS, Counter
+
+REALTIME = 20  # seconds: the real-time interval id
+MAX_CATCH_UP = 30 * 60  # beyond this gap, ask for the newest sample only (vCenter keeps ~1 h)
+
+
+@dataclass(slots=True)
+class Resolved:
+    by_key: dict[int, tuple[str, Counter]]  # counter key -> (name, where it goes)
+    missing: list[str]  # names this server does not have
+
+
+def resolve(perf_counters) -> Resolved:
+    """Map the server's counter keys to our counters by name. perf_counters: (key, group.name.rollup)."""
+    by_key, seen = {}, set()
+    for key, name in perf_counters:
+        counter = COUNTERS.get(name)
+        if counter is not None and name not in seen:
+            by_key[key] = (name, counter)
+            seen.add(name)
+    return Resolved(by_key, sorted(set(COUNTERS) - seen))
+
+
+@dataclass(slots=True)
+class HostSeries:
+    """One host's answer: sample times (ascending) and per (counter key, instance) values."""
+    stamps: list[tuple[float, int]] = field(default_factory=list)  # (unix time, interval)
+    values: dict[tuple[int, str], list[float | None]] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> series dropped
+
+
+def query_specs(hosts, keys: list[int], last: dict[str, float], now: float) -> list:
+    """One QuerySpec per host: every counter, every instance ("*"), after its newest sample."""
+    ids = [vim.PerformanceManager.MetricId(counterId=k, instance="*") for k in keys]
+    specs = []
+    for host in hosts:
+        spec = vim.PerformanceManager.QuerySpec(entity=host.ref, metricId=ids, intervalId=REALTIME, format="csv")
+        since = last.get(host.name)
+        if since is not None and now - since < MAX_CATCH_UP:
+            spec.startTime = dt.datetime.fromtimestamp(since, dt.timezone.utc)
+        else:
+            spec.maxSample = 1
+        specs.append(spec)
+    return specs
+
+
+def query_limit(configured: int, server: int | None) -> int:
+    """Metric ids per call: the configured limit, or the server's maxQueryMetrics if that is
+    lower (0 configured and -1/None from the server both mean no limit)."""
+    limits = [n for n in (configured, server) if n and n > 0]
+    return min(limits) if limits else 0
+
+
+def chunk(specs: list, max_metrics: int) -> list[list]:
+    """Split into QueryPerf calls of at most max_metrics metric ids (0 = no limit); a host with
+    more counters than that is split into several specs for the same entity."""
+    if max_metrics <= 0:
+        return [specs] if specs else []
+    pieces = []
+    for spec in specs:
+        ids = list(spec.metricId)
+        for start in range(0, len(ids), max_metrics):
+            piece = vim.PerformanceManager.QuerySpec(entity=spec.entity, metricId=ids[start:start + max_metrics],
+                                                     intervalId=spec.intervalId, format=spec.format,
+                                                     startTime=spec.startTime, maxSample=spec.maxSample)
+            pieces.append(piece)
+    calls, current, size = [], [], 0
+    for piece in pieces:
+        if current and size + len(piece.metricId) > max_metrics:
+            calls.append(current)
+            current, size = [], 0
+        current.append(piece)
+        size += len(piece.metricId)
+    if current:
+        calls.append(current)
+    return calls
+
+
+def _parse_time(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _parse_value(text: str) -> float | None:
+    value = float(text)
+    return None if value < 0 else value  # -1: no value for this sample
+
+
+def merge_csv(result: HostSeries, sample_info: str, series) -> None:
+    """Fold one entity's CSV answer into a host's series, oldest sample first.
+    series: (counter key, instance, comma-separated values) per metric."""
+    info = sample_info.split(",") if sample_info else []
+    stamps = [(_parse_time(info[i + 1]), int(info[i])) for i in range(0, len(info) - 1, 2)]
+    order = sorted(range(len(stamps)), key=lambda i: stamps[i][0])  # some servers answer newest first
+    ordered = [stamps[i] for i in order]
+    if result.stamps and ordered != result.stamps:
+        # A split host's pieces answered with different sample times: keep the first piece's.
+        result.dropped["time_mismatch"] = result.dropped.get("time_mismatch", 0) + len(series)
+        return
+    result.stamps = ordered
+    for key, instance, text in series:
+        if not text:
+            continue  # an empty series means no sample
+        raw = text.split(",")
+        if len(raw) != len(stamps):
+            # vcsim drops zero values from a series; a misaligned series cannot be placed in time.
+            result.dropped["length_mismatch"] = result.dropped.get("length_mismatch", 0) + 1
+            continue
+        result.values[(key, instance)] = [_parse_value(raw[i]) for i in order]
+
+
+def _run(client, specs) -> tuple[list, list[str]]:
+    """One QueryPerf call. A fault from one bad entity (a host gone since discovery) fails the
+    whole call, so a faulted call of several hosts is asked again host by host."""
+    def ask(batch):
+        return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch))
+
+    try:
+        return ask(specs), []
+    except VsphereError as err:
+        if not err.server_fault or len(specs) == 1:
+            return [], [str(err)]
+    answers, errors = [], []
+    for spec in specs:
+        try:
+            answers.extend(ask([spec]))
+        except VsphereError as err:
+            errors.append(f"{spec.entity._moId}: {err}")
+    return answers, errors
+
+
+def query(client, calls: list[list], max_parallel: int) -> tuple[dict[str, HostSeries], list[str]]:
+    """Run the QueryPerf calls (a few at a time); returns per-host series by moref id, and the
+    errors of failed calls (the other calls still count)."""
+    results: dict[str, HostSeries] = {}
+    errors: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(calls) or 1))) as pool:
+        for answer, failed in pool.map(lambda specs: _run(client, specs), calls):
+            errors.extend(failed)
+            for entity in answer:
+                merge_csv(results.setdefault(entity.entity, HostSeries()), entity.sample_info, entity.series)
+    return results, errors

@@ -1,0 +1,129 @@
+"""vSphere targets from the resolved settings: `--vsphere URL` (one target) and/or the config
+file's `vsphere.targets` section (several named targets, each inheriting the vsphere.* defaults).
+
+Passwords are read from files at login time, never from flags or the environment, so they stay
+out of process arguments; every error names the file, never its content.
+"""
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass, replace
+
+from exporter.config import ConfigError, _bool, _duration, _positive_int
+
+# Per-target keys in vsphere.targets.NAME, and the parser of each.
+TARGET_KEYS = {
+    "url": str,
+    "user": str,
+    "password_file": str,
+    "ca_file": str,
+    "insecure": _bool,
+    "timeout": _duration,
+    "interval": _duration,
+    "discovery_interval": _duration,
+    "max_query_metrics": _positive_int,
+    "max_parallel_queries": _positive_int,
+}
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    name: str
+    url: str
+    user: str | None = None
+    password_file: str | None = None
+    ca_file: str | None = None
+    insecure: bool = False
+    timeout: float = 30.0
+    interval: float = 20.0
+    discovery_interval: float = 300.0
+    max_query_metrics: int = 256  # 0 = no limit (standalone ESXi has none)
+    max_parallel_queries: int = 4
+
+    @property
+    def host(self) -> str:
+        return urllib.parse.urlsplit(self.url).hostname or ""
+
+    @property
+    def port(self) -> int:
+        return urllib.parse.urlsplit(self.url).port or 443
+
+    @property
+    def path(self) -> str:
+        return urllib.parse.urlsplit(self.url).path.rstrip("/") or "/sdk"
+
+
+def read_password(path: str) -> str:
+    """The first line of the password file. Raises OSError (the file name, never the content)."""
+    with open(path, encoding="utf-8") as handle:
+        return handle.readline().rstrip("\r\n")
+
+
+def _check_url(url: str) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        return f"not a vSphere URL: {url!r} (use https://HOST[:PORT])"
+    if parts.username or parts.password:
+        return "credentials do not belong in the URL (use user and password_file)"
+    return None
+
+
+def targets(settings) -> list[TargetConfig]:
+    """Every configured target; raises ConfigError listing every bad entry at once."""
+    defaults = TargetConfig(
+        name="", url="", user=settings.get("vsphere.user"), password_file=settings.get("vsphere.password_file"),
+        ca_file=settings.get("vsphere.ca_file"), insecure=settings.get("vsphere.insecure", False),
+        timeout=settings.get("vsphere.timeout", 30.0), interval=settings.get("vsphere.interval", 20.0),
+        discovery_interval=settings.get("vsphere.discovery_interval", 300.0),
+        max_query_metrics=settings.get("vsphere.max_query_metrics", 256),
+        max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4))
+    found: list[TargetConfig] = []
+    problems: list[str] = []
+    if settings.get("vsphere.url"):
+        url = settings["vsphere.url"]
+        if "://" not in url:
+            url = "https://" + url
+        problem = _check_url(url)
+        if problem:
+            problems.append(f"vsphere.url: {problem}")
+        else:
+            found.append(replace(defaults, name=urllib.parse.urlsplit(url).hostname, url=url))
+    section = settings.get("vsphere.targets") or {}
+    if not isinstance(section, dict):
+        problems.append("vsphere.targets: must be a mapping of target name to its settings")
+        section = {}
+    for name, entry in section.items():
+        where = f"vsphere.targets.{name}"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: must be a mapping (url, user, password_file, ...)")
+            continue
+        values = {}
+        for key, raw in entry.items():
+            parse = TARGET_KEYS.get(key)
+            if parse is None:
+                problems.append(f"{where}.{key}: unknown setting")
+                continue
+            try:
+                values[key] = parse(raw)
+            except (ValueError, TypeError) as err:
+                problems.append(f"{where}.{key}: {err}")
+        url = values.get("url")
+        if not url:
+            problems.append(f"{where}.url: missing")
+            continue
+        problem = _check_url(url)
+        if problem:
+            problems.append(f"{where}.url: {problem}")
+            continue
+        found.append(replace(defaults, name=str(name), **values))
+    names = [t.name for t in found]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"vsphere target {name!r}: defined twice")
+    for target in found:
+        if not target.user:
+            problems.append(f"vsphere target {target.name!r}: no user (--vsphere.user or user:)")
+        if not target.password_file:
+            problems.append(f"vsphere target {target.name!r}: no password file (--vsphere.password-file or password_file:)")
+    if problems:
+        raise ConfigError(problems)
+    return found

@@ -1,0 +1,103 @@
+"""QueryPerf and RetrievePropertiesEx with the answer parsed by the C ElementTree parser
+instead of pyVmomi's.
+
+pyVmomi builds a Python object per XML element through expat callbacks: measured on the
+storage simulator, 8.4 s of 8.9 s for 50 hosts (15,000 series) went into that, which would
+be ~170 s for 1,000 hosts against a 20 s budget. The request is still serialized by pyVmomi
+over its session and connection pool, and faults (NotAuthenticated, ...) are still
+deserialized by pyVmomi and raised as usual; only the bulky success answer is read here.
+The inventory walk has the same cost profile (a host's storageDevice is thousands of elements).
+"""
+from __future__ import annotations
+
+import gzip
+import http.client
+import io
+import xml.etree.ElementTree as ET
+
+from pyVmomi import vim, vmodl
+from pyVmomi.SoapAdapter import SoapResponseDeserializer
+
+_QUERY_PERF = vim.PerformanceManager._GetMethodInfo("QueryStats")  # the Python name of QueryPerf
+_NS = "{urn:vim25}"
+_RETURNVAL, _ENTITY, _INFO, _VALUE, _ID = (_NS + n for n in ("returnval", "entity", "sampleInfoCSV", "value", "id"))
+_COUNTER, _INSTANCE = _NS + "counterId", _NS + "instance"
+
+
+class EntityCSV:
+    """One entity's answer in CSV form: sample info and (counter key, instance, values text)."""
+
+    __slots__ = ("entity", "sample_info", "series")
+
+    def __init__(self, entity: str, sample_info: str, series: list[tuple[int, str, str]]):
+        self.entity, self.sample_info, self.series = entity, sample_info, series
+
+
+def parse_response(root: ET.Element) -> list[EntityCSV]:
+    answers = []
+    for ret in root.iter(_RETURNVAL):
+        entity = ret.findtext(_ENTITY, "")
+        series = []
+        for value in ret.iterfind(_VALUE):
+            ident = value.find(_ID)
+            if ident is None:
+                continue
+            series.append((int(ident.findtext(_COUNTER, "-1")), ident.findtext(_INSTANCE, ""), value.findtext(_VALUE, "")))
+        answers.append(EntityCSV(entity, ret.findtext(_INFO, ""), series))
+    return answers
+
+
+def invoke(mo, info, args) -> ET.Element:
+    """Call a method over mo's session and return the parsed SOAP answer; faults are raised
+    as the pyVmomi exceptions they stand for (NotAuthenticated lets the client re-login)."""
+    stub = mo._stub
+    request = stub.SerializeRequest(mo, info, args)
+    headers = {"Cookie": stub.cookie, "SOAPAction": stub.versionId, "Content-Type": "text/xml; charset=UTF-8",
+               "Accept-Encoding": "gzip"}
+    conn = stub.GetConnection()
+    try:
+        conn.request("POST", stub.path, request, headers)
+        response = conn.getresponse()
+        body = response.read()
+    except (OSError, http.client.HTTPException):
+        conn.close()
+        stub.DropConnections()
+        raise
+    stub.ReturnConnection(conn)
+    cookie = response.getheader("Set-Cookie")
+    if cookie:
+        stub.cookie = cookie
+    if response.getheader("Content-Encoding", "").lower() == "gzip":
+        body = gzip.decompress(body)
+    if response.status == 200:
+        return ET.fromstring(body)
+    if response.status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
+        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(body), info.result)
+        if isinstance(fault, BaseException):
+            raise fault
+    raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {response.status}")
+
+
+def query_perf_csv(perf_manager, specs) -> list[EntityCSV]:
+    """PerformanceManager.QueryPerf(specs) (specs in CSV format) over the manager's session."""
+    return parse_response(invoke(perf_manager, _QUERY_PERF, [specs]))
+
+
+_RETRIEVE = vmodl.query.PropertyCollector._GetMethodInfo("RetrievePropertiesEx")
+_CONTINUE = vmodl.query.PropertyCollector._GetMethodInfo("ContinueRetrievePropertiesEx")
+_OBJECTS, _OBJ, _PROPSET, _NAME, _VAL, _TOKEN = (_NS + n for n in ("objects", "obj", "propSet", "name", "val", "token"))
+
+
+def retrieve(collector, spec, page: int = 100):
+    """RetrievePropertiesEx with paging: yields (moref id, {property path: <val> element})."""
+    options = vmodl.query.PropertyCollector.RetrieveOptions(maxObjects=page)
+    root = invoke(collector, _RETRIEVE, [[spec], options])
+    while True:
+        token = None
+        for ret in root.iter(_RETURNVAL):
+            for obj in ret.iterfind(_OBJECTS):
+                yield obj.findtext(_OBJ, ""), {p.findtext(_NAME, ""): p.find(_VAL) for p in obj.iterfind(_PROPSET)}
+            token = ret.findtext(_TOKEN)
+        if not token:
+            return
+        root = invoke(collector, _CONTINUE, [token])

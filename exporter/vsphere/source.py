@@ -1,0 +1,206 @@
+"""One vSphere target as a source: discovery on its own interval (default 5 min, swapped in
+atomically), real-time collection every 20 s decoupled from scrapes, samples into the stores.
+
+Each target keeps its own Store (for /probe?target=NAME) and also feeds the shared one
+(/metrics). Its health (up, durations, objects, errors) and the families the model has no
+place for (host-level datastore I/O, CPU MHz) live here, read by collectors/vsphere.py.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from exporter import model as m
+from exporter.state import ObjectState, Store, integrate
+from exporter.vsphere import discovery, mapping, perf
+from exporter.vsphere.client import Client, VsphereError
+from exporter.vsphere.settings import TargetConfig
+
+log = logging.getLogger(__name__)
+
+
+class VsphereTarget:
+    def __init__(self, config: TargetConfig, shared: Store | None = None, stale_after: float = 300.0):
+        self.config = config
+        self.name = config.name
+        self.client = Client(config)
+        self.store = Store(stale_after=stale_after)
+        self.sinks = [self.store] + ([shared] if shared is not None else [])
+        self.lock = threading.Lock()  # guards the health and extra state below
+        self.topology: discovery.Topology | None = None  # replaced whole, never mutated
+        self.resolved: perf.Resolved | None = None
+        self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
+        self.last_timestamp: dict[str, float] = {}  # host -> newest sample ingested
+        self.up = 0
+        self.error = ""  # last error line, for the log on change
+        self.durations: dict[str, float] = {}  # phase -> seconds of the last run
+        self.errors: dict[str, int] = {"discovery": 0, "collection": 0}
+        self.dropped: dict[str, int] = {}  # reason -> series dropped
+        self.datastores: dict[tuple[str, str], ObjectState] = {}  # (host, datastore) -> state
+        self.host_values: dict[str, dict[str, float]] = {}  # host -> {cpu_usage_hertz: ...}
+        self.samples: dict[str, int] = {}  # host -> samples ingested
+
+    # --- health --------------------------------------------------------------------------
+    def _failed(self, phase: str, message: str) -> None:
+        with self.lock:
+            self.errors[phase] += 1
+            changed = message != self.error or self.up
+            self.up, self.error = 0, message
+        if changed:
+            log.error("vsphere target %s: %s failed: %s", self.name, phase, message)
+        self._touch()
+
+    def _ok(self) -> None:
+        with self.lock:
+            recovered = not self.up and self.error
+            self.up, self.error = 1, ""
+        if recovered:
+            log.info("vsphere target %s: reachable again", self.name)
+
+    def _touch(self) -> None:
+        for sink in self.sinks:
+            sink.touch()
+
+    # --- discovery ---------------------------------------------------------------------
+    def discover(self) -> bool:
+        start = time.perf_counter()
+        try:
+            topology = discovery.discover(self.client, self.config.max_parallel_queries)
+            if self.resolved is None:
+                resolved = perf.resolve(self.client.call(discovery.perf_counters))
+                self.max_query_metrics = perf.query_limit(self.config.max_query_metrics, self.client.call(discovery.server_query_limit))
+                if resolved.missing:
+                    log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
+                self.resolved = resolved
+        except VsphereError as err:
+            self._failed("discovery", str(err))
+            return False
+        finally:
+            with self.lock:
+                self.durations["discovery"] = time.perf_counter() - start
+        previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
+        for topo in topology.hosts:
+            for sink in self.sinks:
+                sink.set_inventory(topo.inventory)
+        if previous is not None:
+            self._forget({t.name for t in previous.hosts} - {t.name for t in topology.hosts})
+        self._ok()
+        log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
+        return True
+
+    def _forget(self, hosts: set[str]) -> None:
+        """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
+        if not hosts:
+            return
+        for sink in self.sinks:
+            sink.drop_inventories(hosts)
+        for host in hosts:
+            self.last_timestamp.pop(host, None)
+        log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
+
+    # --- collection --------------------------------------------------------------------
+    def collect(self, now: float | None = None) -> bool:
+        topology, resolved = self.topology, self.resolved
+        if topology is None or resolved is None:
+            return False
+        now = time.time() if now is None else now
+        start = time.perf_counter()
+        specs = perf.query_specs(topology.hosts, sorted(resolved.by_key), self.last_timestamp, now)
+        calls = perf.chunk(specs, self.max_query_metrics)
+        try:
+            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries)
+        except VsphereError as err:  # the login itself failed
+            results, errors = {}, [str(err)]
+        for topo in topology.hosts:
+            series = results.get(topo.ref._moId)
+            if series is not None:
+                self._ingest_host(topo, series, resolved)
+        with self.lock:
+            self.durations["collection"] = time.perf_counter() - start
+        if errors and not results:
+            self._failed("collection", errors[0])
+            return False
+        if errors:
+            with self.lock:
+                self.errors["collection"] += len(errors)
+            log.warning("vsphere target %s: %d QueryPerf failure(s), the other hosts were read: %s", self.name, len(errors), errors[0])
+        self._ok()
+        self._touch()
+        return True
+
+    def _ingest_host(self, topo: discovery.HostTopology, series: perf.HostSeries, resolved: perf.Resolved) -> None:
+        with self.lock:
+            for reason, count in series.dropped.items():
+                self.dropped[reason] = self.dropped.get(reason, 0) + count
+        last = self.last_timestamp.get(topo.name, 0.0)
+        for index, (stamp, interval) in enumerate(series.stamps):
+            if stamp <= last:
+                continue  # already ingested: each 20 s sample counts once
+            sample = m.Sample(host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere",
+                              path_devices=topo.path_devices)
+            extra: dict[str, dict[str, dict[str, float]]] = {mapping.DATASTORES: {}, mapping.HOST: {}}
+            wildcards = 0
+            for (key, instance), values in series.values.items():
+                raw = values[index]
+                entry = resolved.by_key.get(key)
+                if raw is None or entry is None:
+                    continue
+                if instance == "*":  # a server that echoes the wildcard instead of real instances (vcsim)
+                    wildcards += 1
+                    continue
+                counter = entry[1]
+                object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
+                if object_key is None:
+                    continue
+                family = extra.get(counter.family)
+                if family is None:
+                    family = getattr(sample, counter.family)
+                family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
+            for sink in self.sinks:
+                sink.ingest(sample)
+            self._ingest_extra(topo.name, extra, float(interval), wildcards)
+            last = stamp
+        self.last_timestamp[topo.name] = last
+
+    def _ingest_extra(self, host: str, extra, interval: float, wildcards: int) -> None:
+        with self.lock:
+            if wildcards:
+                self.dropped["wildcard_instance"] = self.dropped.get("wildcard_instance", 0) + wildcards
+            self.samples[host] = self.samples.get(host, 0) + 1
+            self.host_values[host] = extra[mapping.HOST].get("", {})
+            for name, stats in extra[mapping.DATASTORES].items():
+                state = self.datastores.setdefault((host, name), ObjectState())
+                integrate(state, stats, interval)
+
+    # --- running -----------------------------------------------------------------------
+    def run_once(self) -> bool:
+        """One discovery and one collection (dump)."""
+        return self.discover() and self.collect()
+
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        threads = [threading.Thread(target=self._discovery_loop, args=(stop,), name=f"vsphere-discovery:{self.name}", daemon=True),
+                   threading.Thread(target=self._collection_loop, args=(stop,), name=f"vsphere-collect:{self.name}", daemon=True)]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def _discovery_loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            ok = self.discover()
+            # Retry a failed discovery at the collection pace, not after 5 minutes.
+            stop.wait(self.config.discovery_interval if ok else self.config.interval)
+        self.client.close()
+
+    def _collection_loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            if self.topology is not None:
+                try:
+                    self.collect()
+                except Exception:  # noqa: BLE001 - the loop must survive anything one cycle does
+                    log.exception("vsphere target %s: collection failed", self.name)
+                    self._failed("collection", "internal error (see log)")
+                stop.wait(max(1.0, self.config.interval - (time.monotonic() - started)))
+            else:
+                stop.wait(0.5)

@@ -1,0 +1,321 @@
+"""End to end against the project's storage simulator (tests/vcsim): simulator -> exporter ->
+Prometheus text (and a real Prometheus through /probe), exact values and labels.
+
+The fixture (tests/vcsim/fixture.json) has three hosts on two shared VMFS datastores:
+esx02 with a LUN whose device latency is 62 ms (above the paper's 50 ms), esx03 with an 8 Gb
+HBA running at its link speed, dead paths and reservation conflicts. Expected values below are
+worked out by hand from the fixture's raw counters (ms, KiB/s, hundredths of a percent).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env, free_port
+from tests.vcsim.sims import PASSWORD, USER, StorageSim
+
+pytestmark = pytest.mark.integration
+
+N1 = "naa.600a098038303053453f463045727a61"  # ds-shared-01, on all three hosts
+N2 = "naa.600a098038303053453f463045727a62"  # ds-shared-02, on esx01 and esx02
+N3 = "naa.624a9370b9d3a7c25e7a40e200011b3c"  # ds-local-03, esx03 only
+N4 = "naa.6589cfc000000a1b2c3d4e5f60718293"  # ds-iscsi-01, esx01 over software iSCSI
+SECRET = PASSWORD
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    sim = StorageSim(tmp_path_factory.mktemp("vc"))
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def esx(tmp_path_factory):
+    sim = StorageSim(tmp_path_factory.mktemp("esx"), esx=True)
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def password_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("secrets") / "vsphere"
+    path.write_text(SECRET + "\n")
+    return path
+
+
+def parse(text: str) -> dict:
+    """{(sample name, frozenset of label pairs): value}"""
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples: dict, name: str, **labels) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+def dump(sim, password_file, *extra) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER,
+                           "--vsphere.password-file", str(password_file), "--vsphere.ca-file", str(sim.cert), *extra],
+                          capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def vc_dump(vc, password_file):
+    proc = dump(vc, password_file)
+    assert proc.returncode == 0, proc.stderr
+    assert SECRET not in proc.stderr
+    return parse(proc.stdout)
+
+
+def test_lun_latency_above_50ms_exact(vc_dump):
+    lun = {"host": "esx02.lab.local", "device": N1}
+    assert value(vc_dump, "esxi_lun_device_latency_seconds", **lun) == pytest.approx(0.062)  # DAVG 62 ms
+    assert value(vc_dump, "esxi_lun_kernel_latency_seconds", **lun) == pytest.approx(0.003)
+    assert value(vc_dump, "esxi_lun_queue_latency_seconds", **lun) == pytest.approx(0.002)
+    assert value(vc_dump, "esxi_lun_guest_latency_seconds", **lun) == pytest.approx(0.065)
+    # One 20 s sample: 1600 commands/s -> 32,000 commands; latency x commands = 0.062 x 32,000.
+    assert value(vc_dump, "esxi_lun_commands_total", **lun) == 32000
+    assert value(vc_dump, "esxi_lun_device_latency_seconds_total", **lun) == pytest.approx(1984.0)
+    assert value(vc_dump, "esxi_lun_reads_total", **lun) == 20000
+    assert value(vc_dump, "esxi_lun_read_bytes_total", **lun) == 25600 * 1024 * 20  # KiB/s -> bytes
+    assert value(vc_dump, "esxi_lun_aborts_total", **lun) == 4  # a count over the 20 s sample
+    assert value(vc_dump, "esxi_lun_queue_depth", **lun) == 64
+    assert value(vc_dump, "esxi_lun_device_latency_seconds", host="esx01.lab.local", device=N1) == pytest.approx(0.004)
+
+
+def test_saturated_hba_exact(vc_dump):
+    hba = {"host": "esx03.lab.local", "adapter": "vmhba2"}
+    link = value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", **hba)
+    assert link == 1e9  # 8 Gbit/s
+    moved = value(vc_dump, "esxi_adapter_read_bytes_total", **hba) + value(vc_dump, "esxi_adapter_written_bytes_total", **hba)
+    assert moved == (585938 + 390625) * 1024 * 20
+    assert moved / 20 / link == pytest.approx(1.0, abs=1e-6)  # at its link speed
+    assert value(vc_dump, "esxi_adapter_active_commands", **hba) == 250
+    assert value(vc_dump, "esxi_adapter_queued_commands", **hba) == 12
+    assert value(vc_dump, "esxi_adapter_read_latency_seconds", **hba) == pytest.approx(0.009)
+    assert value(vc_dump, "esxi_adapter_info", **hba, type="fc", model="Emulex LPe12002 8Gb FC", driver="lpfc") == 1
+
+
+def test_paths_by_runtime_name_with_their_state(vc_dump):
+    # storagePath instances are the long fc.WWNN:WWPN-... names; exported under the runtime name.
+    path = {"host": "esx03.lab.local", "adapter": "vmhba2", "path": "vmhba2:C0:T2:L1"}
+    assert value(vc_dump, "esxi_path_commands_total", **path) == 5800 * 20
+    assert value(vc_dump, "esxi_path_info", **path, device=N3) == 1
+    dead = {"host": "esx03.lab.local", "device": N1, "path": "vmhba3:C0:T1:L0", "adapter": "vmhba3"}
+    assert {s: value(vc_dump, "esxi_path_state", **dead, state=s) for s in ("active", "standby", "disabled", "dead", "unknown")} == {
+        "active": 0, "standby": 0, "disabled": 0, "dead": 1, "unknown": 0}
+    assert value(vc_dump, "esxi_path_state", host="esx01.lab.local", device=N2, path="vmhba3:C0:T1:L1", adapter="vmhba3", state="standby") == 1
+
+
+def test_iscsi_adapter_link_is_its_bound_vmnics(vc_dump):
+    iscsi = {"host": "esx01.lab.local", "adapter": "vmhba64"}
+    assert value(vc_dump, "esxi_adapter_info", **iscsi, type="iscsi", model="iSCSI Software Adapter", driver="iscsi_vmk") == 1
+    assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", **iscsi) == 2 * 10_000e6 / 8  # vmnic2 + vmnic3
+    # iSCSI storagePath instances (iqn...,t,1-naa.*) map to runtime names too.
+    assert value(vc_dump, "esxi_path_commands_total", **iscsi, path="vmhba64:C0:T1:L2") == 200 * 20
+    assert value(vc_dump, "esxi_path_info", **iscsi, path="vmhba64:C0:T1:L2", device=N4) == 1
+
+
+def test_storage_configuration(vc_dump):
+    assert value(vc_dump, "esxi_lun_info", host="esx03.lab.local", device=N3, display_name=f"PURE Fibre Channel Disk ({N3})",
+                 vendor="PURE", model="FlashArray", datastore="ds-local-03") == 1
+    assert value(vc_dump, "esxi_lun_configured_queue_depth", host="esx01.lab.local", device=N2) == 32
+    assert value(vc_dump, "esxi_lun_configured_queue_depth", host="esx03.lab.local", device=N3) == 128
+    assert {h: value(vc_dump, "esxi_host_dsnro", host=h) for h in ("esx01.lab.local", "esx02.lab.local", "esx03.lab.local")} == {
+        "esx01.lab.local": 32, "esx02.lab.local": 64, "esx03.lab.local": 32}
+    assert {d: value(vc_dump, "esxi_datastore_hosts", datastore=d) for d in ("ds-shared-01", "ds-shared-02", "ds-local-03")} == {
+        "ds-shared-01": 3, "ds-shared-02": 2, "ds-local-03": 1}
+
+
+def test_reservation_conflicts_cpu_and_datastores(vc_dump):
+    assert value(vc_dump, "esxi_lun_reservation_conflicts_total", host="esx03.lab.local", device=N3) == 40
+    assert value(vc_dump, "esxi_cpu_utilization_ratio", host="esx03.lab.local", cpu="_Total") == pytest.approx(0.78)
+    assert value(vc_dump, "esxi_host_cpu_usage_hertz", host="esx03.lab.local") == pytest.approx(18.72e9)
+    assert value(vc_dump, "esxi_host_cpu_core_frequency_hertz", host="esx03.lab.local") == 2.1e9  # hardware.cpuInfo.hz
+    ds = {"host": "esx02.lab.local", "datastore": "ds-shared-01"}
+    assert value(vc_dump, "esxi_datastore_read_latency_seconds", **ds) == pytest.approx(0.066)
+    assert value(vc_dump, "esxi_datastore_reads_total", **ds) == 1000 * 20
+
+
+def test_self_metrics(vc_dump):
+    target = "127.0.0.1"
+    assert value(vc_dump, "esxi_vsphere_up", target=target) == 1
+    assert {k: value(vc_dump, "esxi_vsphere_objects", target=target, kind=k) for k in ("host", "lun", "adapter", "path", "datastore")} == {
+        "host": 3, "lun": 7, "adapter": 7, "path": 14, "datastore": 4}
+    assert value(vc_dump, "esxi_vsphere_errors_total", target=target, phase="collection") == 0
+    assert value(vc_dump, "esxi_vsphere_samples_total", host="esx01.lab.local") == 1
+    assert value(vc_dump, "esxi_vsphere_collection_duration_seconds", target=target, phase="collection") > 0
+
+
+def test_promtool_accepts_the_exposition(vc, password_file, tmp_path):
+    proc = dump(vc, password_file)
+    result = subprocess.run(["promtool", "check", "metrics"], input=proc.stdout, capture_output=True, text=True)
+    # promtool lints names and help; counters and units here follow its rules.
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_standalone_esxi_works_the_same(esx, password_file):
+    proc = dump(esx, password_file)
+    assert proc.returncode == 0, proc.stderr
+    samples = parse(proc.stdout)
+    assert value(samples, "esxi_lun_device_latency_seconds", host="esx01.lab.local", device=N1) == pytest.approx(0.004)
+    assert value(samples, "esxi_adapter_link_speed_bytes_per_second", host="esx01.lab.local", adapter="vmhba2") == 2e9
+    assert value(samples, "esxi_vsphere_objects", target="127.0.0.1", kind="host") == 1
+    assert value(samples, "esxi_datastore_hosts", datastore="ds-shared-01") == 1  # one host sees only itself
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_multi_target_probe_through_prometheus(vc, esx, password_file, tmp_path):
+    closed = free_port()  # nothing listens there: the "down" target
+    config = tmp_path / "exporter.yml"
+    config.write_text(f"""
+vsphere:
+  user: {USER}
+  password_file: {password_file}
+  interval: 1s
+  targets:
+    vc: {{url: "{vc.url}", ca_file: "{vc.cert}"}}
+    esx: {{url: "{esx.url}", ca_file: "{esx.cert}"}}
+    down: {{url: "https://127.0.0.1:{closed}/sdk", timeout: 2s}}
+""")
+    exporter = Exporter("--config.file", str(config), log_path=tmp_path / "exporter.log")
+    prometheus = None
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(
+                "esxi_vsphere_samples_total{" in _get(f"{exporter.url}/probe?target={t}")[1] for t in ("vc", "esx")):
+            time.sleep(0.2)
+        status, vc_text = _get(exporter.url + "/probe?target=vc")
+        assert status == 200
+        vc_samples = parse(vc_text)
+        assert {dict(k[1]).get("host") for k in vc_samples if k[0] == "esxi_lun_commands_total"} == {
+            "esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}
+        assert value(vc_samples, "esxi_vsphere_up", target="vc") == 1
+        assert ("esxi_vsphere_up", frozenset({("target", "esx")})) not in vc_samples  # only this target
+        status, body = _get(exporter.url + "/probe?target=nope")
+        assert status == 400 and "unknown target 'nope'" in body
+        everything = parse(exporter.metrics())
+        assert value(everything, "esxi_vsphere_up", target="down") == 0
+        assert value(everything, "esxi_vsphere_up", target="esx") == 1
+        # Collections every second, but each 20 s sample is counted once.
+        time.sleep(2.5)
+        vc_samples = parse(_get(exporter.url + "/probe?target=vc")[1])
+        seen = value(vc_samples, "esxi_vsphere_samples_total", host="esx02.lab.local")
+        assert 1 <= seen <= 2
+        assert value(vc_samples, "esxi_lun_commands_total", host="esx02.lab.local", device=N1) == seen * 1600 * 20
+
+        prometheus = Prometheus(tmp_path / "prom", [], config_text=f"""
+global: {{scrape_interval: 1s, evaluation_interval: 1s}}
+scrape_configs:
+  - job_name: esxi-vsphere
+    metrics_path: /probe
+    static_configs:
+      - targets: [vc, esx, down]
+    relabel_configs:
+      - source_labels: [__address__]
+        target_label: __param_target
+      - source_labels: [__param_target]
+        target_label: instance
+      - target_label: __address__
+        replacement: 127.0.0.1:{exporter.port}
+""")
+        slow = prometheus.wait_for("esxi_lun_device_latency_seconds > 0.05")
+        assert [(r["metric"]["instance"], r["metric"]["host"], r["metric"]["device"], float(r["value"][1])) for r in slow] == [
+            ("vc", "esx02.lab.local", N1, 0.062)]
+        up = prometheus.wait_for("esxi_vsphere_up", lambda r: len(r) == 3)
+        assert {r["metric"]["instance"]: r["value"][1] for r in up} == {"vc": "1", "esx": "1", "down": "0"}
+        dead = prometheus.query('esxi_path_state{state="dead"} == 1')
+        assert sorted(r["metric"]["path"] for r in dead) == ["vmhba3:C0:T1:L0", "vmhba3:C0:T3:L1"]
+    finally:
+        if prometheus:
+            prometheus.stop()
+        exporter.stop()
+    log = (tmp_path / "exporter.log").read_text()
+    assert "vsphere target down: discovery failed: cannot log in to 127.0.0.1" in log and "connection refused" in log
+    assert SECRET not in log
+    assert "Traceback" not in log
+
+
+def test_password_is_never_in_process_arguments(vc, password_file, tmp_path):
+    exporter = Exporter("--vsphere", vc.url, "--vsphere.user", USER, "--vsphere.password-file", str(password_file),
+                        "--vsphere.ca-file", str(vc.cert))
+    try:
+        with open(f"/proc/{exporter.proc.pid}/cmdline", "rb") as handle:
+            argv = handle.read().decode()
+        assert SECRET not in argv.split("\0")
+        assert str(password_file) in argv
+        assert os.stat(password_file).st_size > 0
+    finally:
+        exporter.stop()
+
+
+def test_a_target_that_goes_away_and_comes_back(password_file, tmp_path, caplog):
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    caplog.set_level("INFO")
+    port = free_port()
+    sim = StorageSim(tmp_path, "-l", f"127.0.0.1:{port}")
+    target = VsphereTarget(TargetConfig(name="flaky", url=sim.url, user=USER, password_file=str(password_file),
+                                        ca_file=str(sim.cert), timeout=5.0))
+    try:
+        assert target.run_once(), target.error
+        sim.stop()
+        assert not target.collect()
+        # A kept-alive connection finds the server gone; a new one finds the port closed.
+        assert target.up == 0 and target.error in ("connection closed by the server", "connection refused")
+        assert target.errors["collection"] == 1
+        target_error = target.error
+        sim = StorageSim(tmp_path, "-l", f"127.0.0.1:{port}")  # a new server: new session, new certificate, same CA path
+        target.last_timestamp.clear()
+        assert target.collect(), target.error
+        assert target.up == 1
+        assert f"vsphere target flaky: collection failed: {target_error}" in caplog.text
+        assert "vsphere target flaky: reachable again" in caplog.text
+    finally:
+        sim.stop()
+        target.client.close()
+
+
+def test_one_bad_host_does_not_cost_the_others_their_sample(vc, password_file):
+    from exporter import model as m
+    from exporter.vsphere import TargetConfig, VsphereTarget, discovery
+    target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
+    try:
+        assert target.discover(), target.error
+        gone = discovery.HostTopology(ref=discovery.vim.HostSystem("host-gone"), name="gone.lab.local", inventory=m.Inventory("gone"))
+        target.topology = discovery.Topology(hosts=target.topology.hosts + [gone])  # removed after the last discovery
+        assert target.collect(), target.error  # the server faults the call that names it...
+        assert set(target.samples) == {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}  # ...the others are asked again
+        assert target.errors["collection"] == 1 and target.up == 1
+    finally:
+        target.client.close()
+
+
+def test_vcenter_max_query_metrics_is_respected(password_file, tmp_path):
+    from exporter.vsphere import TargetConfig, VsphereTarget, perf
+    sim = StorageSim(tmp_path, "-max-query-metrics", "20")
+    target = VsphereTarget(TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password_file), ca_file=str(sim.cert)))
+    try:
+        assert target.discover(), target.error
+        assert target.max_query_metrics == 20  # read from the server, below the configured 256
+        calls = perf.chunk(perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0), target.max_query_metrics)
+        assert max(sum(len(s.metricId) for s in call) for call in calls) <= 20
+        assert target.collect(), target.error
+        assert len(target.samples) == 3 and target.errors["collection"] == 0
+    finally:
+        sim.stop()
+        target.client.close()

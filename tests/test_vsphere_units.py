@@ -1,0 +1,173 @@
+"""The vSphere source's pure parts: settings, unit conversion, counter resolution by name,
+chunking under maxQueryMetrics, CSV parsing, and ingesting each 20 s sample once."""
+from __future__ import annotations
+
+import datetime as dt
+import xml.etree.ElementTree as ET
+
+import pytest
+from pyVmomi import vim
+
+from exporter import model as m
+from exporter.config import ConfigError
+from exporter.vsphere import discovery, mapping, perf, settings
+from exporter.vsphere.source import VsphereTarget
+
+
+def _settings(**overrides):
+    base = {"vsphere.url": None, "vsphere.user": None, "vsphere.password_file": None, "vsphere.targets": None}
+    base.update(overrides)
+    return base
+
+
+# --- settings --------------------------------------------------------------------------------
+def test_one_url_target_is_named_after_its_host():
+    [target] = settings.targets(_settings(**{"vsphere.url": "vc.example.com", "vsphere.user": "ro",
+                                             "vsphere.password_file": "/run/secrets/vc"}))
+    assert (target.name, target.url, target.host, target.port, target.path) == (
+        "vc.example.com", "https://vc.example.com", "vc.example.com", 443, "/sdk")
+    assert target.insecure is False  # TLS verification is on unless asked otherwise
+
+
+def test_every_bad_target_entry_is_reported_at_once():
+    section = {
+        "good": {"url": "https://vc1:8443/sdk", "user": "ro", "password_file": "/p"},
+        "nourl": {"user": "ro", "password_file": "/p"},
+        "typo": {"url": "https://vc2", "usr": "ro", "password_file": "/p", "timeout": "soon"},
+        "creds": {"url": "https://ro:secret@vc3", "user": "ro", "password_file": "/p"},
+    }
+    with pytest.raises(ConfigError) as err:
+        settings.targets(_settings(**{"vsphere.targets": section}))
+    problems = err.value.problems
+    assert "vsphere.targets.nourl.url: missing" in problems
+    assert "vsphere.targets.typo.usr: unknown setting" in problems
+    assert any(p.startswith("vsphere.targets.typo.timeout: not a duration") for p in problems)
+    assert "vsphere.targets.creds.url: credentials do not belong in the URL (use user and password_file)" in problems
+    assert "vsphere target 'typo': no user (--vsphere.user or user:)" in problems
+    assert not any("secret" in p for p in problems)  # the password in the bad URL is never echoed
+
+
+def test_named_targets_inherit_the_top_level_defaults():
+    section = {"esx": {"url": "https://esx01", "insecure": "true"}}
+    [target] = settings.targets(_settings(**{"vsphere.targets": section, "vsphere.user": "ro", "vsphere.password_file": "/p",
+                                             "vsphere.timeout": 5.0}))
+    assert (target.name, target.user, target.password_file, target.insecure, target.timeout) == ("esx", "ro", "/p", True, 5.0)
+
+
+# --- units -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, raw, interval, expected", [
+    ("disk.deviceLatency.average", 62, 20, 0.062),  # ms -> s
+    ("disk.read.average", 1000, 20, 1024000.0),  # KiB/s -> B/s
+    ("disk.commandsAveraged.average", 1500, 20, 1500.0),  # already per second
+    ("disk.scsiReservationConflicts.summation", 40, 20, 2.0),  # a count over 20 s -> per second
+    ("cpu.usage.average", 2350, 20, 0.235),  # hundredths of a percent -> ratio
+    ("cpu.usagemhz.average", 5640, 20, 5.64e9),  # MHz -> Hz
+    ("storageAdapter.outstandingIOs.average", 12, 20, 12.0),
+])
+def test_units_are_converted_once_here(name, raw, interval, expected):
+    assert mapping.convert(mapping.COUNTERS[name], raw, interval) == pytest.approx(expected)
+
+
+def test_every_counter_lands_on_a_model_field():
+    fields = set(m.RATE_FIELDS) | set(m.LATENCY_FIELDS) | set(m.DIRECTIONAL_LATENCY_WEIGHT) | {
+        m.QUEUE_DEPTH, m.ACTIVE, m.QUEUED, m.CPU_UTIL, mapping.CPU_HERTZ}
+    assert {c.field for c in mapping.COUNTERS.values()} <= fields
+    assert {c.family for c in mapping.COUNTERS.values()} == {"luns", "adapters", "paths", "cpus", mapping.DATASTORES, mapping.HOST}
+
+
+# --- counter resolution -------------------------------------------------------------------------
+def test_counters_are_resolved_by_name_whatever_their_keys():
+    server = [(901, "disk.deviceLatency.average"), (7, "disk.deviceLatency.maximum"),
+              (55, "cpu.usage.average"), (56, "cpu.usage.none")]
+    resolved = perf.resolve(server)
+    assert {k: n for k, (n, _) in resolved.by_key.items()} == {901: "disk.deviceLatency.average", 55: "cpu.usage.average"}
+    assert "disk.scsiReservationConflicts.summation" in resolved.missing
+
+
+# --- chunking ------------------------------------------------------------------------------------
+class _Host:
+    def __init__(self, name):
+        self.name = name
+        self.ref = vim.HostSystem(name)
+
+
+def test_queries_are_chunked_under_max_query_metrics():
+    hosts = [_Host(f"host-{i}") for i in range(7)]
+    specs = perf.query_specs(hosts, list(range(43)), {}, now=1e9)
+    calls = perf.chunk(specs, 100)
+    assert all(sum(len(s.metricId) for s in call) <= 100 for call in calls)
+    ids_per_host = {}
+    for call in calls:
+        for spec in call:
+            ids_per_host[spec.entity._moId] = ids_per_host.get(spec.entity._moId, 0) + len(spec.metricId)
+    assert ids_per_host == {f"host-{i}": 43 for i in range(7)}  # a host split over calls loses nothing
+    assert len(calls) == 4  # 301 ids in calls of at most 100
+    assert perf.chunk(specs, 0) == [specs]  # no limit (standalone ESXi): one call
+
+
+def test_a_known_host_asks_only_for_samples_after_its_newest():
+    since = 1_700_000_000.0
+    new, known, stale = perf.query_specs([_Host("a"), _Host("b"), _Host("c")], [1], {"b": since, "c": since - 3600}, now=since + 20)
+    assert (new.maxSample, new.startTime) == (1, None)
+    assert known.startTime == dt.datetime.fromtimestamp(since, dt.timezone.utc) and not known.maxSample
+    assert stale.maxSample == 1  # too far behind: the newest sample only
+
+
+# --- CSV parsing -------------------------------------------------------------------------------
+def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():
+    result = perf.HostSeries()
+    perf.merge_csv(result, "20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
+                   [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")])
+    t20 = dt.datetime(2026, 1, 1, 0, 0, 20, tzinfo=dt.timezone.utc).timestamp()
+    assert result.stamps == [(t20, 20), (t20 + 20, 20)]
+    assert result.values == {(1, "naa.1"): [3.0, 5.0], (2, "naa.1"): [7.0, None]}  # -1 is "no value"
+    assert result.dropped == {"length_mismatch": 1}  # a series shorter than its samples cannot be placed
+
+
+# --- each sample once ---------------------------------------------------------------------------
+def test_each_20s_sample_is_ingested_once():
+    target = VsphereTarget(settings.TargetConfig(name="t", url="https://vc", user="u", password_file="/p"))
+    topo = discovery.HostTopology(ref=vim.HostSystem("host-1"), name="esx01", inventory=m.Inventory("esx01"))
+    resolved = perf.resolve([(10, "disk.commandsAveraged.average")])
+    t0 = 1_700_000_000.0
+
+    def answer(*stamps):
+        return perf.HostSeries(stamps=[(t, 20) for t in stamps], values={(10, "naa.1"): [100.0] * len(stamps)})
+
+    target._ingest_host(topo, answer(t0), resolved)
+    target._ingest_host(topo, answer(t0, t0 + 20), resolved)  # overlaps: t0 again
+    target._ingest_host(topo, answer(t0 + 20), resolved)  # nothing new
+    counters = target.store.hosts["esx01"].objects["luns"]["naa.1"].counters
+    assert counters[m.COMMANDS] == 100.0 * 20 * 2
+    assert target.samples == {"esx01": 2}
+    assert target.last_timestamp == {"esx01": t0 + 20}
+
+
+def test_fc_speed_is_bits_per_second_and_small_values_are_gbit():
+    assert discovery.link_speed_bytes("fc", "16000000000") == 2e9
+    assert discovery.link_speed_bytes("fc", "8") == 1e9
+    assert discovery.link_speed_bytes("block", "") is None
+
+
+def test_query_perf_response_is_read_by_the_fast_parser():
+    from exporter.vsphere import soap
+    body = b"""<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<soapenv:Body><QueryPerfResponse xmlns="urn:vim25"><returnval xsi:type="PerfEntityMetricCSV">
+<entity type="HostSystem">host-10</entity><sampleInfoCSV>20,2026-01-01T00:00:20Z</sampleInfoCSV>
+<value><id><counterId>2</counterId><instance/></id><value>2350</value></value>
+<value><id><counterId>523</counterId><instance>fc.20:21-fc.50:51-naa.6&amp;1</instance></id><value>14400</value></value>
+</returnval><returnval xsi:type="PerfEntityMetricCSV"><entity type="HostSystem">host-11</entity></returnval>
+</QueryPerfResponse></soapenv:Body></soapenv:Envelope>"""
+    first, second = soap.parse_response(ET.fromstring(body))
+    assert (first.entity, first.sample_info) == ("host-10", "20,2026-01-01T00:00:20Z")
+    assert first.series == [(2, "", "2350"), (523, "fc.20:21-fc.50:51-naa.6&1", "14400")]
+    assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples
+
+
+def test_the_servers_own_query_limit_wins_when_lower():
+    assert perf.query_limit(256, 64) == 64
+    assert perf.query_limit(256, None) == 256
+    assert perf.query_limit(256, -1) == 256  # vCenter: -1 is no limit
+    assert perf.query_limit(0, 100) == 100
+    assert perf.query_limit(0, None) == 0

@@ -1,0 +1,181 @@
+"""The vSphere source against stock vcsim (v0.46.0) in vCenter and standalone-ESXi modes:
+connect, counter resolution by name, batching, faults.
+
+vcsim's perf instances are fake (a disk is "datastore-50") and a "*" query is echoed back as
+instance "*", so exact values are tested against tests/vcsim's storage simulator instead
+(test_vsphere_storagesim.py); here the samples must arrive, and the wildcard echoes must be
+counted rather than exported.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from exporter.vsphere import TargetConfig, VsphereTarget, perf
+from exporter.vsphere.discovery import _retrieve_hosts, perf_counters
+from tests.support.servers import ROOT, exporter_env, free_port
+from tests.vcsim.sims import PASSWORD, USER, Vcsim
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", params=["vcenter", "esx"])
+def vcsim(request, tmp_path_factory):
+    sim = Vcsim(tmp_path_factory.mktemp(request.param), free_port(), esx=request.param == "esx")
+    sim.mode = request.param
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture()
+def password_file(tmp_path):
+    path = tmp_path / "password"
+    path.write_text(PASSWORD + "\n")
+    return path
+
+
+def _target(sim, password_file, **kw) -> VsphereTarget:
+    kw.setdefault("insecure", True)  # vcsim's certificate is self-signed and not written anywhere
+    return VsphereTarget(TargetConfig(name=sim.mode, url=sim.url, user=USER, password_file=str(password_file), timeout=5.0, **kw))
+
+
+def test_connect_discover_and_collect(vcsim, password_file):
+    target = _target(vcsim, password_file)
+    assert target.run_once(), target.error
+    counts = target.topology.counts()
+    assert counts["host"] == (1 if vcsim.mode == "esx" else 4)  # vcsim's default inventories
+    assert counts["lun"] >= counts["host"] and counts["adapter"] >= counts["host"]
+    assert target.up == 1
+    # One real-time sample per host, ingested as a vSphere sample.
+    assert set(target.samples) == {h.name for h in target.topology.hosts}
+    assert all(h.source == "vsphere" for h in target.store.hosts.values())
+    assert target.dropped.get("wildcard_instance", 0) > 0  # vcsim's "*" echoes: counted, not exported
+    assert not any(h.objects["luns"] for h in target.store.hosts.values())
+    target.client.close()
+
+
+def test_counters_are_resolved_by_name_on_each_server(vcsim, password_file):
+    target = _target(vcsim, password_file)
+    counters = target.client.call(lambda content: content.perfManager.perfCounter)  # pyVmomi's own reading
+    server_keys = {f"{c.groupInfo.key}.{c.nameInfo.key}.{c.rollupType}": c.key for c in counters}
+    resolved = perf.resolve(target.client.call(perf_counters))
+    assert {name: server_keys[name] for _, (name, _) in resolved.by_key.items()} == {n: k for k, (n, _) in resolved.by_key.items()}
+    expected_key = {"vcenter": 455, "esx": 131091}[vcsim.mode]  # the same counter, different keys
+    assert server_keys["disk.deviceLatency.average"] == expected_key
+    assert resolved.by_key[expected_key][0] == "disk.deviceLatency.average"
+    if vcsim.mode == "esx":  # counters a server lacks are reported, not guessed
+        assert "disk.scsiReservationConflicts.summation" in resolved.missing
+    target.client.close()
+
+
+def test_batching_splits_hosts_over_calls_without_losing_any(vcsim, password_file):
+    target = _target(vcsim, password_file, max_query_metrics=10)
+    assert target.discover()
+    specs = perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, now=0)
+    calls = perf.chunk(specs, 10)
+    assert len(calls) > len(target.topology.hosts)  # each host needs several calls
+    assert target.collect(), target.error
+    assert set(target.samples) == {h.name for h in target.topology.hosts}
+    assert target.errors["collection"] == 0
+    target.client.close()
+
+
+def test_a_stale_session_is_re_established_once(vcsim, password_file, caplog):
+    caplog.set_level("INFO")
+    target = _target(vcsim, password_file)
+    assert target.discover()
+    content = target.client.content()
+    content.sessionManager.Logout()  # the session dies behind the client's back
+    assert target.collect(), target.error
+    assert target.up == 1 and target.errors == {"discovery": 0, "collection": 0}
+    assert "session expired, logging in again" in caplog.text
+    target.client.close()
+
+
+def test_wrong_password_gives_up_0_and_a_clear_line(vcsim, tmp_path, caplog):
+    bad = tmp_path / "bad"
+    bad.write_text("hunter2-not-the-password\n")
+    target = _target(vcsim, bad)
+    assert not target.run_once()
+    assert target.up == 0 and target.errors["discovery"] == 1
+    assert target.error.endswith("login refused: wrong user or password")
+    assert "hunter2" not in caplog.text
+
+
+def test_tls_is_verified_by_default(vcsim, password_file):
+    target = _target(vcsim, password_file, insecure=False)
+    assert not target.discover()
+    assert "TLS certificate not trusted" in target.error
+
+
+def test_unreachable_target_fails_fast(password_file, tmp_path):
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    target = VsphereTarget(TargetConfig(name="gone", url=f"https://127.0.0.1:{port}/sdk", user=USER,
+                                        password_file=str(password_file), timeout=2.0))
+    assert not target.run_once()
+    assert target.up == 0 and target.error.endswith("connection refused")
+
+
+def test_dump_with_a_wrong_password_exits_1_without_leaking_it(vcsim, tmp_path):
+    bad = tmp_path / "bad"
+    bad.write_text("hunter2-not-the-password\n")
+    proc = subprocess.run([sys.executable, "-m", "exporter", "dump", "--vsphere", vcsim.url, "--vsphere.user", USER,
+                           "--vsphere.password-file", str(bad), "--vsphere.insecure"],
+                          capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60)
+    assert proc.returncode == 1
+    assert "login refused: wrong user or password" in proc.stderr
+    assert "TLS certificate verification is OFF" in proc.stderr  # turning it off is logged
+    assert "Traceback" not in proc.stderr and "hunter2" not in proc.stderr + proc.stdout
+    assert 'esxi_vsphere_up{target="127.0.0.1"} 0.0' in proc.stdout
+
+
+def test_retrieve_hosts_pages_through_the_inventory(vcsim, password_file):
+    target = _target(vcsim, password_file)
+    rows = target.client.call(_retrieve_hosts)
+    assert len(rows) == (1 if vcsim.mode == "esx" else 4)
+    assert all(props["config.storageDevice.scsiLun"] is not None for _, props in rows)
+    target.client.close()
+
+
+def test_a_disconnected_host_leaves_the_inventory(vcsim, password_file):
+    if vcsim.mode == "esx":
+        pytest.skip("a standalone host cannot disconnect itself")
+    from pyVim.task import WaitForTask
+    from pyVmomi import vim
+    target = _target(vcsim, password_file)
+    assert target.run_once(), target.error
+    first = target.topology.hosts[0]
+    host = vim.HostSystem(first.ref._moId, target.client.content().propertyCollector._stub)
+    WaitForTask(host.DisconnectHost_Task())
+    try:
+        assert target.discover()
+        assert first.name not in {h.name for h in target.topology.hosts}
+        assert first.name not in target.store.inventories
+        assert len(target.store.inventories) == 3
+    finally:
+        WaitForTask(host.ReconnectHost_Task())
+        target.client.close()
+
+
+def test_vcsims_newest_first_samples_are_ingested_oldest_first_and_once(vcsim, password_file):
+    target = _target(vcsim, password_file)
+    assert target.run_once(), target.error
+    host = target.topology.hosts[0].name
+    newest = target.last_timestamp[host]
+    for name in target.last_timestamp:  # pretend the last 45 s were missed: vcsim answers 3 samples, newest first
+        target.last_timestamp[name] -= 45
+    assert target.collect(), target.error
+    assert target.samples[host] == 1 + 3
+    stamps = target.last_timestamp[host]
+    assert stamps >= newest  # vcsim stamps samples with its own clock, to the second
+    assert target.store.hosts[host].last_timestamp == stamps  # ingested in time order: the newest last
+    before = target.samples[host]
+    target.last_timestamp[host] = stamps
+    assert target.collect()
+    assert target.samples[host] - before <= 1  # only what is newer than the newest already read
+    target.client.close()

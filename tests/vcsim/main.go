@@ -1,0 +1,505 @@
+// storagesim: a vCenter (or standalone ESXi) simulator with a storage configuration and a
+// PerformanceManager that serves fixture values for the real instances of that configuration.
+//
+// Built on github.com/vmware/govmomi/simulator. Stock vcsim has fake perf instances
+// ("datastore-50" for a disk) and random values; this one has FC HBAs at known speeds, naa.*
+// LUNs with queue depths and two paths each, VMFS datastores shared by several hosts,
+// Disk.SchedNumReqOutstanding, and per-instance counter values from a JSON fixture (or a
+// generated inventory of any size, for benchmarks).
+//
+// On start it prints one JSON line to stdout: {"url": ..., "hosts": N, "cert": FILE}.
+package main
+
+import (
+	"crypto/md5"
+	"crypto/tls"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Path is one path of a LUN, through one HBA.
+type Path struct {
+	Adapter string           `json:"adapter"`
+	Target  int32            `json:"target"`
+	State   string           `json:"state"`
+	Perf    map[string]int64 `json:"perf"`
+}
+
+// Lun is one SCSI disk; Datastore is the VMFS volume on it ("" for none).
+type Lun struct {
+	Name       string           `json:"name"`
+	Display    string           `json:"display"`
+	Vendor     string           `json:"vendor"`
+	Model      string           `json:"model"`
+	QueueDepth int32            `json:"queue_depth"`
+	Datastore  string           `json:"datastore"`
+	Paths      []Path           `json:"paths"`
+	Perf       map[string]int64 `json:"perf"`
+}
+
+// Hba is a Fibre Channel adapter, or (Type "iscsi") a software iSCSI adapter bound to Vmnics.
+type Hba struct {
+	Device    string           `json:"device"`
+	Type      string           `json:"type"`
+	Model     string           `json:"model"`
+	Driver    string           `json:"driver"`
+	SpeedGbps int64            `json:"speed_gbps"`
+	Vmnics    []Vmnic          `json:"vmnics"`
+	Perf      map[string]int64 `json:"perf"`
+}
+
+// Vmnic is a physical NIC bound to a software iSCSI adapter.
+type Vmnic struct {
+	Device  string `json:"device"`
+	SpeedMb int32  `json:"speed_mb"`
+}
+
+// IscsiManager answers QueryBoundVnics with the vmnics bound to each software iSCSI adapter
+// (the govmomi simulator has no iSCSI manager of its own).
+type IscsiManager struct {
+	mo.IscsiManager
+	bound map[string][]types.IscsiPortInfo
+}
+
+func (m *IscsiManager) QueryBoundVnics(req *types.QueryBoundVnics) soap.HasFault {
+	return &methods.QueryBoundVnicsBody{Res: &types.QueryBoundVnicsResponse{Returnval: m.bound[req.IScsiHbaName]}}
+}
+
+// Host is one ESXi host; Perf holds host-wide counters (instance ""), DatastorePerf the
+// host-level datastore.* counters by datastore name.
+type Host struct {
+	Name          string                      `json:"name"`
+	Dsnro         int64                       `json:"dsnro"`
+	CpuHz         int64                       `json:"cpu_hz"`
+	Hbas          []Hba                       `json:"hbas"`
+	Luns          []Lun                       `json:"luns"`
+	Perf          map[string]int64            `json:"perf"`
+	DatastorePerf map[string]map[string]int64 `json:"datastore_perf"`
+}
+
+type Fixture struct {
+	Hosts []Host `json:"hosts"`
+}
+
+// datastoreUUID derives a VMFS-style uuid from the datastore name, the same on every host.
+func datastoreUUID(name string) string {
+	sum := md5.Sum([]byte(name))
+	h := fmt.Sprintf("%x", sum)
+	return fmt.Sprintf("%s-%s-%s-%s", h[0:8], h[8:16], h[16:20], h[20:32])
+}
+
+func wwn(prefix int64, a, b int) int64 { return prefix<<48 | int64(a)<<16 | int64(b) }
+
+func wwnText(v int64) string { return fmt.Sprintf("%016x", v) }
+
+// hostStorage is what one host exposes: device info, mounts, and perf instances by group.
+type hostStorage struct {
+	fx        *Host
+	iscsi     map[string][]types.IscsiPortInfo       // software iSCSI adapter -> bound vmnics
+	instances map[string]map[string]map[string]int64 // group -> instance -> counter -> value
+}
+
+func buildHost(hostIdx int, fx *Host) (*types.HostStorageDeviceInfo, []types.HostFileSystemMountInfo, *hostStorage) {
+	info := &types.HostStorageDeviceInfo{
+		MultipathInfo:     &types.HostMultipathInfo{},
+		PlugStoreTopology: &types.HostPlugStoreTopology{},
+	}
+	hs := &hostStorage{fx: fx, instances: map[string]map[string]map[string]int64{
+		"disk": {}, "storageAdapter": {}, "storagePath": {}, "datastore": {}, "cpu": {},
+	}}
+	hbaKey := map[string]string{}
+	hbaIdx := map[string]int{}
+	hs.iscsi = map[string][]types.IscsiPortInfo{}
+	for i, hba := range fx.Hbas {
+		if hba.Type == "iscsi" {
+			key := "key-vim.host.InternetScsiHba-" + hba.Device
+			hbaKey[hba.Device] = key
+			hbaIdx[hba.Device] = i
+			info.HostBusAdapter = append(info.HostBusAdapter, &types.HostInternetScsiHba{
+				HostHostBusAdapter: types.HostHostBusAdapter{Key: key, Device: hba.Device, Status: "online", Model: hba.Model, Driver: hba.Driver},
+				IsSoftwareBased:    true,
+				IScsiName:          fmt.Sprintf("iqn.1998-01.com.vmware:%s", fx.Name),
+			})
+			for v, nic := range hba.Vmnics {
+				hs.iscsi[hba.Device] = append(hs.iscsi[hba.Device], types.IscsiPortInfo{
+					VnicDevice: fmt.Sprintf("vmk%d", v+1), PnicDevice: nic.Device,
+					Pnic: &types.PhysicalNic{Key: "key-vim.host.PhysicalNic-" + nic.Device, Device: nic.Device, Driver: "ixgben",
+						LinkSpeed: &types.PhysicalNicLinkInfo{SpeedMb: nic.SpeedMb, Duplex: true}},
+				})
+			}
+			info.PlugStoreTopology.Adapter = append(info.PlugStoreTopology.Adapter, types.HostPlugStoreTopologyAdapter{
+				Key: "key-vim.host.PlugStoreTopology.Adapter-" + hba.Device, Adapter: key,
+			})
+			hs.instances["storageAdapter"][hba.Device] = hba.Perf
+			continue
+		}
+		key := "key-vim.host.FibreChannelHba-" + hba.Device
+		hbaKey[hba.Device] = key
+		hbaIdx[hba.Device] = i
+		info.HostBusAdapter = append(info.HostBusAdapter, &types.HostFibreChannelHba{
+			HostHostBusAdapter: types.HostHostBusAdapter{
+				Key: key, Device: hba.Device, Status: "online", Model: hba.Model, Driver: hba.Driver,
+				Pci: fmt.Sprintf("0000:%02x:00.0", 0x3b+i),
+			},
+			PortWorldWideName: wwn(0x2100, hostIdx, i),
+			NodeWorldWideName: wwn(0x2000, hostIdx, i),
+			PortType:          "fabric",
+			Speed:             hba.SpeedGbps * 1000 * 1000 * 1000, // the API's unit: bits per second
+		})
+		info.PlugStoreTopology.Adapter = append(info.PlugStoreTopology.Adapter, types.HostPlugStoreTopologyAdapter{
+			Key: "key-vim.host.PlugStoreTopology.Adapter-" + hba.Device, Adapter: key,
+		})
+		hs.instances["storageAdapter"][hba.Device] = hba.Perf
+	}
+	mounts := map[string]*types.HostVmfsVolume{}
+	var order []string
+	for l, lun := range fx.Luns {
+		lunKey := "key-vim.host.ScsiDisk-" + lun.Name
+		info.ScsiLun = append(info.ScsiLun, &types.HostScsiDisk{
+			ScsiLun: types.ScsiLun{
+				HostDevice:       types.HostDevice{DeviceName: "/vmfs/devices/disks/" + lun.Name, DeviceType: "disk"},
+				Key:              lunKey,
+				Uuid:             strings.TrimPrefix(lun.Name, "naa."),
+				CanonicalName:    lun.Name,
+				DisplayName:      lun.Display,
+				LunType:          "disk",
+				Vendor:           lun.Vendor,
+				Model:            lun.Model,
+				QueueDepth:       lun.QueueDepth,
+				OperationalState: []string{"ok"},
+			},
+			Capacity:   types.HostDiskDimensionsLba{BlockSize: 512, Block: 2147483648},
+			DevicePath: "/vmfs/devices/disks/" + lun.Name,
+		})
+		mpLun := types.HostMultipathInfoLogicalUnit{
+			Key: "key-vim.host.MultipathInfo.LogicalUnit-" + lun.Name, Id: lun.Name, Lun: lunKey,
+			Policy: &types.HostMultipathInfoLogicalUnitPolicy{Policy: "VMW_PSP_RR"},
+		}
+		for _, p := range lun.Paths {
+			runtime := fmt.Sprintf("%s:C0:T%d:L%d", p.Adapter, p.Target, l)
+			i := hbaIdx[p.Adapter]
+			long := fmt.Sprintf("fc.%s:%s-fc.%s:%s-%s", wwnText(wwn(0x2000, hostIdx, i)), wwnText(wwn(0x2100, hostIdx, i)),
+				wwnText(wwn(0x5006, 0, int(p.Target))), wwnText(wwn(0x5006, 1, int(p.Target))), lun.Name)
+			if fx.Hbas[i].Type == "iscsi" {
+				long = fmt.Sprintf("iqn.1998-01.com.vmware:%s-00023d000001,iqn.2010-06.com.purestorage:flasharray.%d,t,1-%s", fx.Name, p.Target, lun.Name)
+			}
+			mpLun.Path = append(mpLun.Path, types.HostMultipathInfoPath{
+				Key: "key-vim.host.MultipathInfo.Path-" + runtime, Name: runtime, PathState: p.State, State: p.State,
+				IsWorkingPath: types.NewBool(p.State == "active"), Adapter: hbaKey[p.Adapter], Lun: mpLun.Key,
+				Transport: &types.HostFibreChannelTargetTransport{PortWorldWideName: wwn(0x5006, 1, int(p.Target)), NodeWorldWideName: wwn(0x5006, 0, int(p.Target))},
+			})
+			info.PlugStoreTopology.Path = append(info.PlugStoreTopology.Path, types.HostPlugStoreTopologyPath{
+				Key: "key-vim.host.PlugStoreTopology.Path-" + long, Name: long, ChannelNumber: 0, TargetNumber: p.Target,
+				LunNumber: int32(l), Adapter: "key-vim.host.PlugStoreTopology.Adapter-" + p.Adapter,
+				Device: "key-vim.host.PlugStoreTopology.Device-" + lun.Name,
+			})
+			hs.instances["storagePath"][long] = p.Perf
+		}
+		info.MultipathInfo.Lun = append(info.MultipathInfo.Lun, mpLun)
+		hs.instances["disk"][lun.Name] = lun.Perf
+		if lun.Datastore != "" {
+			vol, ok := mounts[lun.Datastore]
+			if !ok {
+				vol = &types.HostVmfsVolume{
+					HostFileSystemVolume: types.HostFileSystemVolume{Type: "VMFS", Name: lun.Datastore, Capacity: 1 << 40},
+					BlockSizeMb:          1, MaxBlocks: 63963136, MajorVersion: 6, Version: "6.82",
+					Uuid: datastoreUUID(lun.Datastore),
+				}
+				mounts[lun.Datastore] = vol
+				order = append(order, lun.Datastore)
+			}
+			vol.Extent = append(vol.Extent, types.HostScsiDiskPartition{DiskName: lun.Name, Partition: 1})
+		}
+	}
+	var mountInfo []types.HostFileSystemMountInfo
+	for _, name := range order {
+		vol := mounts[name]
+		mountInfo = append(mountInfo, types.HostFileSystemMountInfo{
+			MountInfo: types.HostMountInfo{Path: "/vmfs/volumes/" + vol.Uuid, AccessMode: "readWrite",
+				Mounted: types.NewBool(true), Accessible: types.NewBool(true)},
+			Volume: vol,
+		})
+		hs.instances["datastore"][vol.Uuid] = fx.DatastorePerf[name]
+	}
+	hs.instances["cpu"][""] = fx.Perf
+	return info, mountInfo, hs
+}
+
+// PerfManager serves the fixture values for each host's real instances.
+type PerfManager struct {
+	*simulator.PerformanceManager
+	hosts map[string]*hostStorage // host moref value -> storage
+	names map[int32]string        // counter key -> group.name.rollup
+}
+
+func (p *PerfManager) seriesFor(hs *hostStorage, id types.PerfMetricId) []types.PerfMetricId {
+	name, ok := p.names[id.CounterId]
+	if !ok {
+		return nil
+	}
+	group := strings.SplitN(name, ".", 2)[0]
+	instances := hs.instances[group]
+	var out []types.PerfMetricId
+	if id.Instance == "*" {
+		keys := make([]string, 0, len(instances))
+		for inst, values := range instances {
+			if _, has := values[name]; has {
+				keys = append(keys, inst)
+			}
+		}
+		sort.Strings(keys)
+		for _, inst := range keys {
+			out = append(out, types.PerfMetricId{CounterId: id.CounterId, Instance: inst})
+		}
+	} else if values, has := instances[id.Instance]; has {
+		if _, has := values[name]; has {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// QueryPerf answers real-time queries like vCenter: samples on 20 s boundaries, oldest first,
+// after StartTime (exclusive), at most MaxSample of the newest.
+func (p *PerfManager) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) soap.HasFault {
+	body := &methods.QueryPerfBody{Res: &types.QueryPerfResponse{}}
+	latest := time.Now().UTC().Truncate(20 * time.Second)
+	for _, qs := range req.QuerySpec {
+		hs, ok := p.hosts[qs.Entity.Value]
+		if !ok {
+			body.Fault_ = simulator.Fault("", &types.InvalidArgument{InvalidProperty: "entity"})
+			return body
+		}
+		end := latest
+		if qs.EndTime != nil && qs.EndTime.Before(end) {
+			end = qs.EndTime.UTC().Truncate(20 * time.Second)
+		}
+		var stamps []time.Time
+		for t := end; len(stamps) < 180; t = t.Add(-20 * time.Second) {
+			if qs.StartTime != nil && !t.After(*qs.StartTime) {
+				break
+			}
+			stamps = append(stamps, t)
+			if qs.MaxSample > 0 && int32(len(stamps)) >= qs.MaxSample {
+				break
+			}
+		}
+		sort.Slice(stamps, func(i, j int) bool { return stamps[i].Before(stamps[j]) })
+		var ids []types.PerfMetricId
+		for _, id := range qs.MetricId {
+			ids = append(ids, p.seriesFor(hs, id)...)
+		}
+		if len(stamps) == 0 {
+			// vCenter returns an entity with no samples when nothing is newer than StartTime.
+			body.Res.Returnval = append(body.Res.Returnval, &types.PerfEntityMetric{PerfEntityMetricBase: types.PerfEntityMetricBase{Entity: qs.Entity}})
+			continue
+		}
+		if qs.Format == string(types.PerfFormatCsv) {
+			info := make([]string, 0, 2*len(stamps))
+			for _, t := range stamps {
+				info = append(info, "20", t.Format(time.RFC3339))
+			}
+			m := &types.PerfEntityMetricCSV{PerfEntityMetricBase: types.PerfEntityMetricBase{Entity: qs.Entity}, SampleInfoCSV: strings.Join(info, ",")}
+			for _, id := range ids {
+				v := p.value(hs, id)
+				vals := make([]string, len(stamps))
+				for i := range vals {
+					vals[i] = fmt.Sprint(v)
+				}
+				m.Value = append(m.Value, types.PerfMetricSeriesCSV{PerfMetricSeries: types.PerfMetricSeries{Id: id}, Value: strings.Join(vals, ",")})
+			}
+			body.Res.Returnval = append(body.Res.Returnval, m)
+			continue
+		}
+		m := &types.PerfEntityMetric{PerfEntityMetricBase: types.PerfEntityMetricBase{Entity: qs.Entity}}
+		for _, t := range stamps {
+			m.SampleInfo = append(m.SampleInfo, types.PerfSampleInfo{Timestamp: t, Interval: 20})
+		}
+		for _, id := range ids {
+			v := p.value(hs, id)
+			vals := make([]int64, len(stamps))
+			for i := range vals {
+				vals[i] = v
+			}
+			m.Value = append(m.Value, &types.PerfMetricIntSeries{PerfMetricSeries: types.PerfMetricSeries{Id: id}, Value: vals})
+		}
+		body.Res.Returnval = append(body.Res.Returnval, m)
+	}
+	return body
+}
+
+func (p *PerfManager) value(hs *hostStorage, id types.PerfMetricId) int64 {
+	name := p.names[id.CounterId]
+	return hs.instances[strings.SplitN(name, ".", 2)[0]][id.Instance][name]
+}
+
+// generate builds an inventory of n hosts: 2 FC HBAs each, luns LUNs with two paths, every
+// LUN carrying a VMFS datastore shared by a group of 8 hosts.
+func generate(n, luns int) *Fixture {
+	fx := &Fixture{}
+	for h := 0; h < n; h++ {
+		host := Host{
+			Name: fmt.Sprintf("esx%04d.bench.local", h), Dsnro: 32, CpuHz: 2600000000,
+			Perf:          map[string]int64{"cpu.usage.average": int64(1000 + h%50*100), "cpu.usagemhz.average": int64(4000 + h%7*100)},
+			DatastorePerf: map[string]map[string]int64{},
+		}
+		for i := 0; i < 2; i++ {
+			host.Hbas = append(host.Hbas, Hba{Device: fmt.Sprintf("vmhba%d", i+2), Model: "QLE2692", Driver: "qlnativefc", SpeedGbps: 16,
+				Perf: map[string]int64{"storageAdapter.commandsAveraged.average": int64(400 * luns), "storageAdapter.numberReadAveraged.average": int64(250 * luns),
+					"storageAdapter.numberWriteAveraged.average": int64(150 * luns), "storageAdapter.read.average": int64(8000 * luns),
+					"storageAdapter.write.average": int64(4800 * luns), "storageAdapter.totalReadLatency.average": 3, "storageAdapter.totalWriteLatency.average": 2,
+					"storageAdapter.queueLatency.average": 0, "storageAdapter.outstandingIOs.average": int64(2 * luns), "storageAdapter.queued.average": 0,
+					"storageAdapter.queueDepth.average": 2048}})
+		}
+		for l := 0; l < luns; l++ {
+			group := h / 8
+			name := fmt.Sprintf("naa.60002ac%06x%06x%08x", group, l, 0x2a)
+			ds := fmt.Sprintf("vmfs-g%03d-%02d", group, l)
+			lun := Lun{Name: name, Display: "3PARdata Fibre Channel Disk (" + name + ")", Vendor: "3PARdata", Model: "VV", QueueDepth: 64, Datastore: ds,
+				Perf: map[string]int64{"disk.commandsAveraged.average": int64(800 + l), "disk.numberReadAveraged.average": int64(500 + l),
+					"disk.numberWriteAveraged.average": 300, "disk.read.average": 16000, "disk.write.average": 9600,
+					"disk.deviceLatency.average": int64(2 + (h+l)%5), "disk.kernelLatency.average": 0, "disk.queueLatency.average": 0,
+					"disk.totalLatency.average": int64(2 + (h+l)%5), "disk.totalReadLatency.average": 3, "disk.totalWriteLatency.average": 2,
+					"disk.maxQueueDepth.average": 64, "disk.commandsAborted.summation": 0, "disk.busResets.summation": 0,
+					"disk.scsiReservationConflicts.summation": 0}}
+			for i := 0; i < 2; i++ {
+				lun.Paths = append(lun.Paths, Path{Adapter: fmt.Sprintf("vmhba%d", i+2), Target: int32(i), State: "active",
+					Perf: map[string]int64{"storagePath.commandsAveraged.average": int64(400 + l), "storagePath.numberReadAveraged.average": 250,
+						"storagePath.numberWriteAveraged.average": 150, "storagePath.read.average": 8000, "storagePath.write.average": 4800,
+						"storagePath.totalReadLatency.average": 3, "storagePath.totalWriteLatency.average": 2}})
+			}
+			host.Luns = append(host.Luns, lun)
+			host.DatastorePerf[ds] = map[string]int64{"datastore.numberReadAveraged.average": int64(500 + l), "datastore.numberWriteAveraged.average": 300,
+				"datastore.read.average": 16000, "datastore.write.average": 9600, "datastore.totalReadLatency.average": 3, "datastore.totalWriteLatency.average": 2}
+		}
+		fx.Hosts = append(fx.Hosts, host)
+	}
+	return fx
+}
+
+func main() {
+	listen := flag.String("l", "127.0.0.1:0", "listen address")
+	esx := flag.Bool("esx", false, "simulate a standalone ESXi host instead of vCenter (uses the first fixture host)")
+	fixture := flag.String("fixture", "", "JSON fixture of hosts, HBAs, LUNs and counter values")
+	hosts := flag.Int("hosts", 4, "generated inventory: number of hosts (without -fixture)")
+	luns := flag.Int("luns", 8, "generated inventory: LUNs per host")
+	certOut := flag.String("cert-out", "", "write the server's TLS certificate (PEM) here, for the client's CA file")
+	user := flag.String("username", "user", "login user")
+	pass := flag.String("password", "pass", "login password")
+	maxQueryMetrics := flag.Int("max-query-metrics", 0, "vCenter's config.vpxd.stats.maxQueryMetrics advanced setting (0: not set)")
+	flag.Parse()
+
+	var fx *Fixture
+	if *fixture != "" {
+		data, err := os.ReadFile(*fixture)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fx = &Fixture{}
+		if err := json.Unmarshal(data, fx); err != nil {
+			log.Fatalf("%s: %v", *fixture, err)
+		}
+	} else {
+		fx = generate(*hosts, *luns)
+	}
+	var model *simulator.Model
+	if *esx {
+		model = simulator.ESX()
+		fx.Hosts = fx.Hosts[:1]
+	} else {
+		model = simulator.VPX()
+		model.Host = 0
+		// Hosts in clusters of at most 50: the simulator adds a host to a cluster in time
+		// linear in the cluster's size, so one cluster of 1,000 takes minutes to build.
+		model.Cluster = 1
+		for len(fx.Hosts)/model.Cluster > 50 || len(fx.Hosts)%model.Cluster != 0 {
+			model.Cluster++
+		}
+		model.ClusterHost = len(fx.Hosts) / model.Cluster
+	}
+	model.Machine = 0
+	model.Autostart = false
+	if err := model.Create(); err != nil {
+		log.Fatal(err)
+	}
+	reg := model.Map()
+	all := reg.All("HostSystem")
+	sort.Slice(all, func(i, j int) bool { return all[i].Entity().Name < all[j].Entity().Name })
+	if len(all) < len(fx.Hosts) {
+		log.Fatalf("simulator created %d hosts, fixture has %d", len(all), len(fx.Hosts))
+	}
+	pm := reg.Get(*model.ServiceContent.PerfManager).(*simulator.PerformanceManager)
+	perf := &PerfManager{PerformanceManager: pm, hosts: map[string]*hostStorage{}, names: map[int32]string{}}
+	for _, c := range perf.PerfCounter {
+		perf.names[c.Key] = c.GroupInfo.GetElementDescription().Key + "." + c.NameInfo.GetElementDescription().Key + "." + string(c.RollupType)
+	}
+	for i := range fx.Hosts {
+		h := all[i].(*simulator.HostSystem)
+		fh := &fx.Hosts[i]
+		info, mounts, hs := buildHost(i, fh)
+		h.Name = fh.Name
+		h.Summary.Config.Name = fh.Name
+		if fh.CpuHz > 0 && h.Hardware != nil {
+			hw := *h.Hardware // the template is shared between hosts
+			hw.CpuInfo.Hz = fh.CpuHz
+			h.Hardware = &hw
+		}
+		h.Config.StorageDevice = info
+		h.Config.FileSystemVolume = &types.HostFileSystemVolumeInfo{MountInfo: mounts}
+		if ss, ok := reg.Get(*h.ConfigManager.StorageSystem).(*simulator.HostStorageSystem); ok {
+			ss.StorageDeviceInfo = info
+			ss.FileSystemVolumeInfo = *h.Config.FileSystemVolume
+		}
+		if om, ok := reg.Get(*h.ConfigManager.AdvancedOption).(*simulator.OptionManager); ok {
+			om.Setting = append(om.Setting, &types.OptionValue{Key: "Disk.SchedNumReqOutstanding", Value: fh.Dsnro})
+		}
+		perf.hosts[h.Self.Value] = hs
+		if len(hs.iscsi) > 0 {
+			im := &IscsiManager{bound: hs.iscsi}
+			im.Self = types.ManagedObjectReference{Type: "IscsiManager", Value: "iscsiManager-" + h.Self.Value}
+			reg.Put(im)
+			h.ConfigManager.IscsiManager = &im.Self
+		}
+	}
+	reg.Put(perf)
+	if *maxQueryMetrics > 0 && !*esx {
+		reg.OptionManager().Setting = append(reg.OptionManager().Setting,
+			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
+	}
+
+	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
+	model.Service.Listen = u
+	model.Service.TLS = new(tls.Config)
+	server := model.Service.NewServer()
+	if *certOut != "" {
+		block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
+		if err := os.WriteFile(*certOut, block, 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	clean := *server.URL
+	clean.User = nil
+	line, _ := json.Marshal(map[string]any{"url": clean.String(), "hosts": len(fx.Hosts), "cert": *certOut})
+	fmt.Println(string(line))
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	server.Close()
+	model.Remove()
+}
