@@ -163,11 +163,12 @@ def test_password_auth_from_file_or_environment(tmp_path, how):
 
 
 def test_vsphere_password_appears_nowhere(tmp_path):
-    """The vSphere password from a file, right and wrong: not in the log, metrics or `ps` output of
-    the exporter (vcsim itself is started with the password in its arguments: its line is skipped)."""
+    """The vSphere password from a file, right and wrong: not in the log, metrics or `ps` output
+    (vcsim itself is started with the password in its arguments: its own line is skipped)."""
     pytest.importorskip("tests.vcsim.sims", reason="the vSphere source (issue 4) is not merged yet")
-    from tests.vcsim.sims import PASSWORD, USER, Vcsim
-    sim = Vcsim(tmp_path / "vcsim", free_port())
+    from tests.vcsim.sims import USER, Vcsim
+    PASSWORD = "vSphere-Secret-Of-This-Test-77"  # not the fixtures' shared one: other tests' vcsim show that one
+    sim = Vcsim(tmp_path / "vcsim", free_port(), False, "-password", PASSWORD)  # the last -password wins
     try:
         for name, secret in (("right", PASSWORD), ("wrong", "Wrong-vSphere-Secret-31")):
             (tmp_path / name).write_text(secret + "\n")
