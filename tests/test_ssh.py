@@ -157,7 +157,9 @@ def test_connection_refused_at_start(sshd, exporter_for):
     exporter = exporter_for(target=f"{sshd.user}@127.0.0.1:{free_port()}")
     eventually(lambda: restarts(exporter, "refused") >= 2, what="refused attempts")
     assert metric(exporter, "esxi_esxtop_up", host="127.0.0.1") == 0
-    assert "connection refused: ssh: connect to host 127.0.0.1 port" in log_text(sshd)
+    log = log_text(sshd)
+    assert "connection refused: ssh: connect to host 127.0.0.1 port" in log
+    assert log.count("connection refused") == 1 and log.count(": started esxtop") == 1  # an outage is one line, not one per retry
     assert exporter.proc.poll() is None
 
 

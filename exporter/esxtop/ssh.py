@@ -274,6 +274,7 @@ class SshStream:
         self._sample_hosts: set[str] = set()  # host names esxtop used (the header's, not ours)
         self._last_row = 0.0
         self._stalled = False
+        self._announce = True
         self._stderr: deque[str] = deque(maxlen=40)
 
     # health, read by the collector
@@ -298,6 +299,7 @@ class SshStream:
         last_reason = None
         while not self.stop.is_set():
             delivered, reason, message = self._session()
+            self._announce = delivered
             if self.stop.is_set():
                 break
             self._set_up(0)
@@ -323,7 +325,10 @@ class SshStream:
         except OSError as err:
             return False, "unreachable", f"cannot start {self.ssh}: {err.strerror}"
         _running.add(proc)
-        log.info("esxtop ssh %s: started %s", self.target.label, self.target.remote_command())
+        # Said at info level when a session starts after one that worked; retries while the host
+        # stays unreachable are at debug level, so an outage costs one log line, not one a minute.
+        log.log(logging.INFO if self._announce else logging.DEBUG, "esxtop ssh %s: started %s",
+                self.target.label, self.target.remote_command())
         reader = EsxtopReader(f"ssh:{self.target.label}", per_world=self.per_world)
         counting = _SampleSink(self)
         try:
