@@ -96,9 +96,6 @@ def test_rss_threads_and_sockets_flat_across_1000_failed_connections(password_fi
     assert after[0] - before[0] < 2 * 2**20
 
 
-@pytest.mark.xfail(strict=True, reason="pyVmomi's SmartConnect probes vimServiceVersions.xml over an "
-                   "HTTPSConnection without a timeout, before httpConnectionTimeout applies: a vCenter that "
-                   "accepts but never answers hangs the login (reported to the vSphere source's owner)")
 def test_a_server_that_never_answers_times_out(password_file):
     silent = Listener(hang=True)
     slow = target(f"https://127.0.0.1:{silent.port}/sdk", password_file, timeout=1.0)
