@@ -125,6 +125,22 @@ OPTIONS: list[Option] = [
 ]
 
 
+# esxtop over SSH (exporter/esxtop/ssh.py); per-host overrides in the esxtop.ssh_targets section.
+OPTIONS += [
+    Option("esxtop.ssh", _str_list, [], "Run esxtop on USER@HOST[:PORT] over SSH and read it live (repeatable)."),
+    Option("esxtop.ssh_interval", _duration, 5.0, "esxtop delay (-d) for SSH hosts."),
+    Option("esxtop.ssh_identity_file", str, None, "SSH private key for the hosts (default: the ssh client's own)."),
+    Option("esxtop.ssh_known_hosts", str, None, "known_hosts file to check host keys against (default: the ssh client's)."),
+    Option("esxtop.ssh_password_file", str, None, "File whose first line is the SSH password or key passphrase."),
+    Option("esxtop.ssh_password_env", str, None, "Name of an environment variable holding the SSH password."),
+    Option("esxtop.ssh_rc_file", str, None, "esxtop field-set file on the host (esxtop -c FILE) instead of -a."),
+    Option("esxtop.ssh_import_entity", str, None, "Entity file on the host (esxtop -import-entity FILE)."),
+    Option("esxtop.ssh_stall_after", _duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
+    Option("esxtop.ssh_backoff_max", _duration, 60.0, "Longest wait between reconnection attempts."),
+    Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth (also --web.config.file)."),
+]
+
+
 def _choice(value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).lower()
     if text not in choices:
@@ -156,6 +172,19 @@ def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
 _NESTED_SECTIONS = {"inventory", "vsphere.targets", "esxtop.ssh_targets"}
 
 
+def read_yaml(path: str) -> Any:
+    """A YAML file's data; ConfigError naming the file (and line) if it cannot be read or parsed."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as err:
+        raise ConfigError([f"{path}: cannot read: {err.strerror}"]) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise ConfigError([f"{path}{where}: not valid YAML: {getattr(err, 'problem', err)}"]) from None
+
+
 def load(options: list[Option], flags: dict[str, Any], environ=None, config_file: str | None = None) -> Settings:
     """Resolve every option. flags: dest -> value, None where the flag was not given."""
     environ = os.environ if environ is None else environ
@@ -163,18 +192,10 @@ def load(options: list[Option], flags: dict[str, Any], environ=None, config_file
     from_file: dict[str, Any] = {}
     source_name = config_file or ""
     if config_file:
-        try:
-            with open(config_file, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle) or {}
-            if not isinstance(data, dict):
-                raise ConfigError([f"{config_file}: the top level must be a mapping of sections"])
-            from_file = _flatten(data)
-        except OSError as err:
-            raise ConfigError([f"{config_file}: cannot read: {err.strerror}"]) from None
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f":{mark.line + 1}" if mark else ""
-            raise ConfigError([f"{config_file}{where}: not valid YAML: {getattr(err, 'problem', err)}"]) from None
+        data = read_yaml(config_file) or {}
+        if not isinstance(data, dict):
+            raise ConfigError([f"{config_file}: the top level must be a mapping of sections"])
+        from_file = _flatten(data)
     known = {o.key for o in options} | _NESTED_SECTIONS
     for key in sorted(set(from_file) - known):
         problems.append(f"{source_name}: {key}: unknown setting")

@@ -33,6 +33,7 @@ class Exposition:
         self.collectors = [(name, COLLECTORS[name][0]) for name in enabled] + list(extra)
         self._render_lock = threading.Lock()
         self._version = None
+        self._renders = 0
         self._body = b""
         self._gzipped = None
 
@@ -57,8 +58,12 @@ class Exposition:
         return families + [duration, success]
 
     def body(self, gzipped: bool = False) -> bytes:
+        arrived = self._renders
         with self._render_lock:
-            if self._version != self.store.version:
+            # A render that finished while we waited is a complete snapshot at least as new as our
+            # request: take it. Re-rendering for each waiter would pile scrapes up behind the lock.
+            if self._version != self.store.version and self._renders == arrived:
+                self._renders += 1
                 version = self.store.version  # read first: a change mid-render re-renders next time
                 self._body = render(self.families())
                 self._gzipped = None

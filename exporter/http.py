@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,17 +15,23 @@ LANDING = """<html><head><title>ESXi storage exporter</title></head><body>
 <h1>ESXi storage exporter</h1><p><a href="{path}">Metrics</a></p></body></html>"""
 
 
-def make_handler(exposition, telemetry_path: str, probes=None):
-    """probes: target name -> Exposition of that target alone, served at /probe?target=NAME."""
+def make_handler(exposition, telemetry_path: str, probes=None, web=None):
+    """probes: target name -> Exposition of that target alone, served at /probe?target=NAME.
+    web: the web config (basic auth, headers); TLS is the server's."""
     probes = probes or {}
     landing = LANDING.format(path=telemetry_path).encode()
+    extra_headers = web.headers if web else {}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = 60  # a client that stops talking frees its thread
 
         def do_GET(self):  # noqa: N802 (http.server's naming)
             path, _, query = self.path.partition("?")
-            if path == telemetry_path:
+            if web is not None and not web.authorized(self.headers.get("Authorization")):
+                self._send(401, "text/plain; charset=utf-8", b"Unauthorized\n",
+                           {"WWW-Authenticate": 'Basic realm="esxi-storage-exporter", charset="UTF-8"'})
+            elif path == telemetry_path:
                 self._metrics(exposition)
             elif path == "/probe" and probes:
                 target = urllib.parse.parse_qs(query).get("target", [""])[0]
@@ -48,7 +55,7 @@ def make_handler(exposition, telemetry_path: str, probes=None):
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
-            for name, value in (headers or {}).items():
+            for name, value in {**extra_headers, **(headers or {})}.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
@@ -66,12 +73,34 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a hung client never blocks shutdown
+    tls = None  # ssl.SSLContext from the web config
+
+    def finish_request(self, request, client_address):
+        if self.tls is None:
+            return super().finish_request(request, client_address)
+        # The TLS handshake runs here, in the connection's own thread: a slow or silent client
+        # never holds up accept() for the others.
+        request.settimeout(30)
+        try:
+            if request.recv(1, socket.MSG_PEEK)[:1].isalpha():  # plain HTTP sent to the TLS port
+                request.sendall(b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                                b"Client sent an HTTP request to an HTTPS server.\n")
+                return
+            conn = self.tls.wrap_socket(request, server_side=True)
+        except (OSError, ValueError) as err:
+            log.debug("TLS handshake with %s failed: %s", client_address[0], err)
+            return
+        try:
+            super().finish_request(conn, client_address)
+        finally:
+            conn.close()
 
 
 class MetricsServer:
-    def __init__(self, exposition, listen_address: str, telemetry_path: str = "/metrics", probes=None):
+    def __init__(self, exposition, listen_address: str, telemetry_path: str = "/metrics", probes=None, web=None):
         host, port = parse_listen_address(listen_address)
-        self.httpd = _Server((host, port), make_handler(exposition, telemetry_path, probes))
+        self.httpd = _Server((host, port), make_handler(exposition, telemetry_path, probes, web))
+        self.httpd.tls = web.tls if web else None
         self.address = self.httpd.server_address
 
     def serve_in_thread(self) -> threading.Thread:

@@ -13,7 +13,15 @@ log = logging.getLogger(__name__)
 
 def has_live_source(settings) -> bool:
     return bool(settings["esxtop.stdin"] or settings["esxtop.follow"] or settings["esxtop.file"]
-                or settings["simulate.scenario"] or settings["vsphere.url"] or settings["vsphere.targets"])
+                or settings["esxtop.ssh"] or settings.get("esxtop.ssh_targets") or settings["simulate.scenario"]
+                or settings["vsphere.url"] or settings["vsphere.targets"])
+
+
+def ssh_streams(settings, store, stop: threading.Event):
+    """The esxtop-over-SSH streams (not started yet), or None; raises ConfigError for bad targets."""
+    from exporter.esxtop.ssh import SshStreams, targets_from_settings
+    targets = targets_from_settings(settings)
+    return SshStreams(targets, store, stop, per_world=settings["collector.world"]) if targets else None
 
 
 def vsphere_targets(settings, store) -> list:

@@ -131,6 +131,16 @@ class Store:
             self.parse_errors[key] = self.parse_errors.get(key, 0) + 1
             self.version += 1
 
+    def drop_gauges(self, host: str) -> None:
+        """A live stream of this host died: its last values are no longer current (counters stay)."""
+        with self.lock:
+            state = self.hosts.get(host)
+            if state is not None:
+                for objects in state.objects.values():
+                    for obj in objects.values():
+                        obj.gauges = {}
+            self.version += 1
+
     def touch(self) -> None:
         """Mark the state changed (a source's own health metrics moved)."""
         with self.lock:

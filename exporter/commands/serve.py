@@ -5,7 +5,7 @@ import logging
 import signal
 import threading
 
-from exporter import config, sources
+from exporter import config, sources, webconfig
 from exporter.collectors import COLLECTORS
 from exporter.exposition import Exposition
 from exporter.filters import LunFilter
@@ -26,6 +26,8 @@ def register(subparsers):
     parser.add_argument("--esxtop-stdin", dest="esxtop__stdin", action="store_const", const=True, help="Same as --esxtop.stdin.")
     parser.add_argument("--esxtop-follow", dest="esxtop__follow", action="append", metavar="FILE", help="Same as --esxtop.follow.")
     parser.add_argument("--esxtop-file", dest="esxtop__file", action="append", metavar="FILE", help="Same as --esxtop.file.")
+    parser.add_argument("--esxtop-ssh", dest="esxtop__ssh", action="append", metavar="USER@HOST", help="Same as --esxtop.ssh.")
+    parser.add_argument("--web.config.file", dest="web__config_file", metavar="FILE", help="Same as --web.config-file.")
     parser.add_argument("--simulate", dest="simulate__scenario", metavar="SCENARIO", help="Same as --simulate.scenario.")
     parser.add_argument("--vsphere", dest="vsphere__url", metavar="URL", help="Same as --vsphere.url.")
     parser.set_defaults(run=run)
@@ -64,16 +66,22 @@ def run(args) -> int:
     except EsxtopError as err:
         return fail(err)
     stop = threading.Event()
+    ssh = sources.ssh_streams(settings, store, stop)
     enabled = enabled_collectors(settings)
-    exposition = Exposition(store, enabled, extra=vsphere_extra(vsphere))
+    extra = vsphere_extra(vsphere) + ([("esxtop_ssh", ssh.collect)] if ssh else [])
+    exposition = Exposition(store, enabled, extra=extra)
     probes = {t.name: Exposition(t.store, enabled, extra=vsphere_extra([t])) for t in vsphere}  # /probe?target=NAME
     try:
-        server = MetricsServer(exposition, settings["web.listen_address"], settings["web.telemetry_path"], probes=probes)
+        web = webconfig.load(settings["web.config_file"]) if settings["web.config_file"] else None
+        server = MetricsServer(exposition, settings["web.listen_address"], settings["web.telemetry_path"], probes=probes, web=web)
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")
     sources.start_live(settings, store, stop, vsphere=vsphere)
+    if ssh:
+        ssh.start()
     host, port = server.address[:2]
-    log.info("serving metrics on http://%s:%d%s", host, port, settings["web.telemetry_path"])
+    log.info("serving metrics on %s://%s:%d%s", "https" if web and web.tls else "http", host, port, settings["web.telemetry_path"])
+    webconfig.warn_if_exposed(host, web)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.serve_in_thread()
     try:

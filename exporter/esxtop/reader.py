@@ -154,7 +154,10 @@ class EsxtopReader:
         # Junk glued before the first cell (a terminal warning on stderr): keep from the quote.
         start = mark - 1 if mark > 0 and line[mark - 1] == '"' else mark
         line = line[start:].rstrip("\r\n")
-        cells = next(csv.reader([line]))
+        try:
+            cells = next(csv.reader([line]))
+        except csv.Error as err:  # e.g. a stray carriage return inside the line
+            raise self._error("bad_header", f"header is not valid CSV: {err}") from None
         self.layout = Layout(cells, line, self.per_world)
         self._prev_ts = None  # a new esxtop run: its first sample is not a measurement again
 
@@ -166,7 +169,10 @@ class EsxtopReader:
                 raise self._error("cell_count", f"{line.count(',') + 1} cells, the header has {layout.width}")
             cells = line.split(",", layout.max_index + 1)
         else:
-            cells = next(csv.reader([line]))
+            try:
+                cells = next(csv.reader([line]))
+            except csv.Error as err:
+                raise self._error("bad_csv", f"row is not valid CSV: {err}") from None
             if len(cells) != layout.width:
                 raise self._error("cell_count", f"{len(cells)} cells, the header has {layout.width}")
         timestamp = self._timestamp(cells[0].strip().strip('"'))

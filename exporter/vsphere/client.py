@@ -80,6 +80,7 @@ class Client:
         except OSError as err:
             raise VsphereError(f"password file {cfg.password_file}: {err.strerror}") from None
         try:
+            self._probe()
             return SmartConnect(host=cfg.host, port=cfg.port, path=cfg.path, user=cfg.user, pwd=password,
                                 sslContext=self._ssl_context(), httpConnectionTimeout=cfg.timeout,
                                 connectionPoolTimeout=-1)
@@ -87,6 +88,18 @@ class Client:
             raise
         except Exception as err:  # noqa: BLE001 - pyVmomi raises many kinds; all become one line
             raise VsphereError(f"cannot log in to {cfg.host}:{cfg.port}: {describe(err)}") from None
+
+    def _probe(self) -> None:
+        """SmartConnect first asks the server for vimServiceVersions.xml over a connection with
+        no timeout, so a server that accepts and never answers would hang the login. Ask the
+        same question first, with the call timeout: a silent server fails here."""
+        cfg = self.config
+        conn = http.client.HTTPSConnection(cfg.host, cfg.port, context=self._ssl_context(), timeout=cfg.timeout)
+        try:
+            conn.request("GET", cfg.path.rstrip("/") + "/vimServiceVersions.xml")
+            conn.getresponse().read()
+        finally:
+            conn.close()
 
     def content(self):
         """The service content of a live session, logging in if there is none."""
