@@ -15,6 +15,7 @@ from exporter import __version__, commands
 from exporter.config import ConfigError, Option
 
 PROG = "esxi-storage-exporter"
+ANALYSIS_MODULES = {"pandas", "pyarrow", "numpy"}  # the `analysis` extra: compare, capacity, backfill
 
 
 def add_option_flags(parser: argparse.ArgumentParser, options: list[Option]) -> None:
@@ -60,5 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args) or 0
     except ConfigError as err:
         return fail(err, 2)
+    except ModuleNotFoundError as err:
+        if err.name not in ANALYSIS_MODULES:
+            raise
+        return fail(f"{args.command} needs the analysis extra ({err.name} is not installed): "
+                    "pip install 'esxi-storage-exporter[analysis]'")
     except KeyboardInterrupt:
         return 130

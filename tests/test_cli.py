@@ -120,3 +120,27 @@ def test_follow_a_growing_capture(tmp_path):
 def test_python_dash_m_and_version():
     result = run("--version")
     assert result.returncode == 0 and result.stdout.startswith("esxi-storage-exporter ")
+
+
+def test_analysis_commands_without_the_analysis_extra_say_what_to_install(tmp_path):
+    # A stand-in `pandas` that cannot be imported, as on an install without the extra.
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\nclass _Block:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pandas', 'pyarrow', 'numpy'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name.split('.')[0])\n"
+        "sys.meta_path.insert(0, _Block())\n")
+    env = exporter_env()
+    env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"
+    result = subprocess.run([sys.executable, "-m", "exporter", "compare", str(RS), str(RS)], capture_output=True,
+                            text=True, env=env, cwd=ROOT, timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert lines[0].startswith("esxi-storage-exporter: compare needs the analysis extra (")
+    assert lines[0].endswith("is not installed): pip install 'esxi-storage-exporter[analysis]'")
+    # The exporter itself needs none of it.
+    served = subprocess.run([sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(RS)], capture_output=True,
+                            text=True, env=env, cwd=ROOT, timeout=60)
+    assert served.returncode == 0 and "esxi_lun_queue_depth" in served.stdout

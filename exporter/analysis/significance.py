@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import stdtr  # Student's t CDF
+from exporter.analysis.tdist import t_cdf
 
 MAX_BLOCKS = 30  # more blocks add power, but shorter blocks bring the correlation back
 MIN_BLOCKS = 4  # below this there is no variance to speak of: no test
@@ -81,7 +81,7 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float:
         return 1.0 if a.mean() == b.mean() else 0.0
     t = (a.mean() - b.mean()) / math.sqrt(se2)
     df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return float(2 * stdtr(df, -abs(t)))
+    return float(2 * t_cdf(-abs(t), df))
 
 
 def holm(pvalues: list[float | None]) -> list[float | None]:
