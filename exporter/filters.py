@@ -28,6 +28,8 @@ class LunFilter:
         if kept is None:
             kept = ((self.include is None or self.include.search(device) is not None)
                     and (self.exclude is None or self.exclude.search(device) is None))
+            if len(self._decided) >= 65536:  # LUNs that come and go must not grow it forever
+                self._decided.clear()
             self._decided[device] = kept
         return kept
 
