@@ -34,3 +34,25 @@ def parse_duration(text: str | float | int) -> float:
     if num or not seen:
         raise ValueError(f"not a duration: {text!r} (use e.g. 5s, 10m, 1h)")
     return total
+
+
+# Link speeds as people write them: decimal bytes ("200MB/s") or bits ("2Gb/s", "8Gbit/s").
+_RATES = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "KiB/s": 1024.0, "MiB/s": 1024.0**2,
+          "GiB/s": 1024.0**3, "Mb/s": 1e6 / 8, "Gb/s": 1e9 / 8, "Mbit/s": 1e6 / 8, "Gbit/s": 1e9 / 8}
+
+
+def parse_rate(text: str) -> float:
+    """Bytes per second from '200MB/s', '2Gb/s', '8Gbit/s', '100MiB/s'."""
+    number, unit = _split_number(text)
+    if unit not in _RATES:
+        raise ValueError(f"not a data rate: {text!r} (use e.g. 200MB/s or 2Gb/s; units: {', '.join(_RATES)})")
+    return number * _RATES[unit]
+
+
+def _split_number(text: str) -> tuple[float, str]:
+    s = str(text).strip()
+    end = len(s) - len(s.lstrip("0123456789.eE+-"))
+    try:
+        return float(s[:end]), s[end:].strip()
+    except ValueError:
+        raise ValueError(f"not a number with a unit: {text!r}") from None

@@ -9,20 +9,18 @@ import re
 import sys
 
 EXIT_WORSE, EXIT_BAD_INPUT = 1, 2
-_RATE = re.compile(r"^\s*([\d.]+)\s*([KMG]?)(i?)(b|B|bit|Byte)?(?:/s|ps)?\s*$")
 
 
 def parse_link_speed(text: str) -> tuple[str, float]:
-    """'vmhba1=2Gb/s' or '*=200MB/s' -> (adapter, bytes per second); bits count as 1/8 byte."""
+    """'vmhba1=2Gb/s' or '*=200MB/s' -> (adapter, bytes per second)."""
+    from exporter.units import parse_rate
     adapter, sep, rate = text.partition("=")
-    found = _RATE.match(rate) if sep else None
-    if not found or not adapter:
-        raise ValueError(f"--link-speed {text!r}: use ADAPTER=SPEED, e.g. vmhba1=8Gb/s or '*=200MB/s'")
-    number, prefix, binary, unit = found.groups()
-    base = 1024 if binary else 1000
-    value = float(number) * base ** " KMG".index(prefix or " ")
-    bits = unit in ("b", "bit") or (unit is None and prefix == "G")
-    return adapter, value / 8 if bits else value
+    try:
+        if not sep or not adapter:
+            raise ValueError
+        return adapter, parse_rate(rate)
+    except ValueError:
+        raise ValueError(f"--link-speed {text!r}: use ADAPTER=SPEED, e.g. vmhba1=8Gb/s or '*=200MB/s'") from None
 
 
 def register(subparsers):

@@ -12,7 +12,6 @@ import operator
 import re
 import sys
 import time
-from dataclasses import dataclass
 from operator import truediv
 
 from exporter import model as m
@@ -28,14 +27,6 @@ class EsxtopError(ValueError):
     def __init__(self, reason: str, message: str):
         super().__init__(message)
         self.reason = reason
-
-
-@dataclass(slots=True)
-class Column:
-    index: int
-    obj: str
-    instance: str | None
-    counter: str
 
 
 def parse_column(cell: str) -> tuple[str, str, str | None, str] | None:

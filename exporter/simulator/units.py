@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import re
 
+from exporter.units import parse_rate
+
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]*)\s*$")
 
 _DURATION = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0, "min": 60.0, "h": 3600.0}
 _SIZE = {"": 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000, "MB": 1000**2}
-_RATE = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "Mb/s": 1e6 / 8, "Gb/s": 1e9 / 8,
-         "MiB/s": 1024.0**2}
 
 
 def _parse(value: object, table: dict[str, float], what: str) -> float:
@@ -38,4 +38,6 @@ def size(value: object) -> int:
 
 def rate(value: object) -> float:
     """Bytes per second from "200MB/s" (decimal, as link speeds are quoted) or "2Gb/s" (bits)."""
-    return _parse(value, _RATE, "data rate")
+    if isinstance(value, (bool, int, float)):
+        raise ValueError(f"expected a data rate with a unit such as 200MB/s or 2Gb/s, got {value!r}")
+    return parse_rate(value)
