@@ -94,6 +94,13 @@ class AdapterConfig:
 
 
 @dataclass(slots=True)
+class DatastoreConfig:
+    type: str = ""  # vmfs | nfs | nfs41 | vsan | vvol ...
+    remote_host: str = ""  # NFS server, "" for block datastores
+    adapter: str = ""  # the adapter carrying an NFS datastore's traffic (its vmknic), "" if none
+
+
+@dataclass(slots=True)
 class PathConfig:
     device: str = ""
     adapter: str = ""
@@ -114,3 +121,4 @@ class Inventory:
     dsnro: float | None = None  # host-wide Disk.SchedNumReqOutstanding
     cpu_core_hertz: float | None = None  # nominal clock of one physical core (esxtop has none)
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
+    datastores: dict[str, DatastoreConfig] = field(default_factory=dict)  # datastore -> type and adapter

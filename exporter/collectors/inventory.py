@@ -1,5 +1,5 @@
-"""Storage configuration: LUN identity and datastores, queue-depth settings, HBA link speeds,
-path states. Comes from the vSphere API, the simulator, or the config file's inventory section."""
+"""Storage configuration: LUN identity and datastores, queue-depth settings, HBA and NFS link
+speeds, path states. Comes from the vSphere API, the simulator, or the config file's inventory section."""
 from exporter.textformat import gauge, label_string
 
 from exporter.model import PATH_STATES
@@ -28,6 +28,8 @@ def collect(store):
                                    labels=["host", "device", "path", "adapter", "state"])
     datastore_hosts = _Family("esxi_datastore_hosts", "Hosts that mount the datastore; above 1 the LUN is shared and its queue depth should not exceed 64.",
                                         labels=["datastore"])
+    datastore_info = _Family("esxi_datastore_info", "Datastore type, NFS server and the adapter (vmknic) carrying an NFS datastore's traffic. Always 1; join with group_left.",
+                             labels=["host", "datastore", "type", "remote_host", "adapter"])
     shares: dict[str, int] = {}
     for host, inv in sorted(store.inventories.items()):
         for device, lun in sorted(inv.luns.items()):
@@ -47,9 +49,11 @@ def collect(store):
         for name, path in sorted(inv.paths.items()):
             for state in PATH_STATES:
                 path_state.put([host, path.device, name, path.adapter, state], 1 if path.state == state else 0)
+        for datastore, ds in sorted(inv.datastores.items()):
+            datastore_info.put([host, datastore, ds.type, ds.remote_host, ds.adapter], 1)
         for datastore, count in inv.datastore_hosts.items():
             shares[datastore] = max(shares.get(datastore, 0), count)
     for datastore, count in sorted(shares.items()):
         datastore_hosts.put([datastore], count)
-    families = [lun_info, configured, lun_dsnro, host_dsnro, core_clock, adapter_info, link, path_state, datastore_hosts]
+    families = [lun_info, configured, lun_dsnro, host_dsnro, core_clock, adapter_info, link, path_state, datastore_hosts, datastore_info]
     return [f.family for f in families]

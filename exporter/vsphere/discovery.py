@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pyVmomi import vim, vmodl
 
 from exporter import model as m
-from exporter.vsphere import soap
+from exporter.vsphere import nfs, soap
 
 HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.hostBusAdapter",
                    "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
                    "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
-                   "configManager.advancedOption", "configManager.iscsiManager", "hardware.cpuInfo.hz"]
+                   "configManager.advancedOption", "configManager.iscsiManager", "hardware.cpuInfo.hz",
+                   *nfs.NETWORK_PROPERTIES]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
 _NS = "{urn:vim25}"
@@ -66,15 +67,7 @@ class Topology:
         }
 
 
-def _text(element, path: str, default: str = "") -> str:
-    if element is None:
-        return default
-    value = element.findtext(_NS + path.replace("/", "/" + _NS))
-    return default if value is None else value.strip()
-
-
-def _all(element, tag: str):
-    return () if element is None else element.iterfind(_NS + tag)
+_text, _all = soap.text, soap.children
 
 
 def link_speed_bytes(adapter_type: str, speed_text: str) -> float | None:
@@ -88,16 +81,36 @@ def link_speed_bytes(adapter_type: str, speed_text: str) -> float | None:
     return (speed * 1e9 if speed < 1e6 else speed) / BITS
 
 
+def mbit_bytes(speed_mb: float) -> float:
+    """A NIC's link speed (Mbit/s, as PhysicalNic.linkSpeed gives it) in bytes per second."""
+    return speed_mb * 1e6 / BITS
+
+
+def _nas_datastores(inv: m.Inventory, nas: list[tuple[str, str, str]], props: dict[str, ET.Element]) -> None:
+    """Each NFS datastore's vmknic, added as an adapter of type nfs with its uplink's speed."""
+    network = nfs.HostNetwork(props)
+    for name, kind, server in nas:
+        vmknic = network.vmknic_for(server)
+        inv.datastores[name] = m.DatastoreConfig(type=kind, remote_host=server, adapter=vmknic)
+        if vmknic and vmknic not in inv.adapters:
+            uplink = network.uplink(vmknic) or nfs.Uplink(device="", driver="", speed_mb=0)
+            inv.adapters[vmknic] = m.AdapterConfig(  # model: the vmnic carrying it, driver: that vmnic's
+                type="nfs", model=uplink.device, driver=uplink.driver,
+                link_speed_bytes_per_second=mbit_bytes(uplink.speed_mb) if uplink.speed_mb > 0 else None)
+
+
 def _path_state(path) -> str:
     state = (_text(path, "state") or _text(path, "pathState") or "unknown").lower()
     return state if state in m.PATH_STATES else "unknown"
 
 
 def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopology:
-    """One host's Inventory and name maps from its storageDevice parts and VMFS mounts."""
+    """One host's Inventory and name maps from its storageDevice parts, its mounts and (for NFS
+    datastores) its network configuration."""
     inv = m.Inventory(host=name)
     topo = HostTopology(ref=ref, name=name, inventory=inv)
     extent_datastore: dict[str, str] = {}
+    nas = []  # (datastore, nfs | nfs41, server)
     for mount in _all(props.get("config.fileSystemVolume.mountInfo"), "HostFileSystemMountInfo"):
         volume = mount.find(_NS + "volume")
         if volume is None:
@@ -106,8 +119,15 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
         uuid = _text(volume, "uuid") or _text(mount, "mountInfo/path").rstrip("/").rsplit("/", 1)[-1]
         topo.datastores.append(uuid)
         topo.datastore_names[uuid] = volume_name
+        kind = _text(volume, "type").lower()
+        inv.datastores[volume_name] = m.DatastoreConfig(type=kind)
+        if volume.get(_XSI_TYPE, "").split(":")[-1] == "HostNasVolume":
+            # NFS 4.1 may list several server addresses: the first is the one the session opens on.
+            nas.append((volume_name, kind, _text(volume, "remoteHost") or _text(volume, "remoteHostNames")))
         for extent in _all(volume, "extent"):
             extent_datastore[_text(extent, "diskName")] = volume_name
+    if nas:
+        _nas_datastores(inv, nas, props)
     adapters = {}
     for hba in _all(props.get("config.storageDevice.hostBusAdapter"), "HostHostBusAdapter"):
         kind = ADAPTER_TYPES.get(hba.get(_XSI_TYPE, "").split(":")[-1], "other")
@@ -209,7 +229,7 @@ def _iscsi_link_bytes(iscsi_manager, adapter: str) -> float | None:
         return None
     speeds = {p.pnicDevice or p.pnic.device: p.pnic.linkSpeed.speedMb
               for p in ports or () if p.pnic is not None and p.pnic.linkSpeed is not None}
-    return sum(speeds.values()) * 1e6 / BITS if speeds else None
+    return mbit_bytes(sum(speeds.values())) if speeds else None
 
 
 def _host_settings(topo: HostTopology, options, iscsi) -> None:

@@ -101,3 +101,16 @@ def retrieve(collector, spec, page: int = 100):
         if not token:
             return
         root = invoke(collector, _CONTINUE, [token])
+
+
+def text(element, path: str, default: str = "") -> str:
+    """The stripped text at `path` ("a/b", vim25 names) under an answer element, or default."""
+    if element is None:
+        return default
+    value = element.findtext(_NS + path.replace("/", "/" + _NS))
+    return default if value is None else value.strip()
+
+
+def children(element, path: str) -> list:
+    """Every element at `path` under an answer element (none when the element is absent)."""
+    return [] if element is None else element.findall(_NS + path.replace("/", "/" + _NS))

@@ -4,8 +4,9 @@
 // Built on github.com/vmware/govmomi/simulator. Stock vcsim has fake perf instances
 // ("datastore-50" for a disk) and random values; this one has FC HBAs at known speeds, naa.*
 // LUNs with queue depths and two paths each, VMFS datastores shared by several hosts,
-// Disk.SchedNumReqOutstanding, and per-instance counter values from a JSON fixture (or a
-// generated inventory of any size, for benchmarks).
+// NFS datastores with the vmkernel network that carries them, Disk.SchedNumReqOutstanding,
+// and per-instance counter values from a JSON fixture (or a generated inventory of any size,
+// for benchmarks).
 //
 // On start it prints one JSON line to stdout: {"url": ..., "hosts": N, "cert": FILE}.
 package main
@@ -18,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -70,6 +72,63 @@ type Vmnic struct {
 	SpeedMb int32  `json:"speed_mb"`
 }
 
+// Network is a host's vmkernel networking, which decides the link an NFS datastore's traffic
+// takes: vmnics (SpeedMb 0: link down), standard vSwitches with port groups, distributed
+// switches (as the host sees them: its proxy switch and the uplinks on it), vmknics and the
+// default gateway with the vmknic it is reached through.
+type Network struct {
+	Pnics         []Pnic      `json:"pnics"`
+	Vswitches     []Vswitch   `json:"vswitches"`
+	Portgroups    []Portgroup `json:"portgroups"`
+	Dvs           []Dvs       `json:"dvs"`
+	Vmknics       []Vmknic    `json:"vmknics"`
+	Gateway       string      `json:"gateway"`
+	GatewayVmknic string      `json:"gateway_vmknic"`
+}
+
+type Pnic struct {
+	Device  string `json:"device"`
+	Driver  string `json:"driver"`
+	SpeedMb int32  `json:"speed_mb"`
+}
+
+// Vswitch teams its uplinks in their order (all active).
+type Vswitch struct {
+	Name    string   `json:"name"`
+	Uplinks []string `json:"uplinks"`
+}
+
+// Portgroup with no Active list inherits the vSwitch's teaming order.
+type Portgroup struct {
+	Name    string   `json:"name"`
+	Vswitch string   `json:"vswitch"`
+	Active  []string `json:"active"`
+	Standby []string `json:"standby"`
+}
+
+type Dvs struct {
+	Uuid    string   `json:"uuid"`
+	Name    string   `json:"name"`
+	Uplinks []string `json:"uplinks"`
+}
+
+// Vmknic is on a standard port group, or (Dvs set) on a distributed switch.
+type Vmknic struct {
+	Device    string `json:"device"`
+	Portgroup string `json:"portgroup"`
+	Dvs       string `json:"dvs"`
+	Ip        string `json:"ip"`
+	Mask      string `json:"mask"`
+}
+
+// Nfs is an NFS datastore; Version "nfs" (v3) or "nfs41"; Server an address or a host name.
+type Nfs struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Server  string `json:"server"`
+	Path    string `json:"path"`
+}
+
 // IscsiManager answers QueryBoundVnics with the vmnics bound to each software iSCSI adapter
 // (the govmomi simulator has no iSCSI manager of its own).
 type IscsiManager struct {
@@ -82,13 +141,16 @@ func (m *IscsiManager) QueryBoundVnics(req *types.QueryBoundVnics) soap.HasFault
 }
 
 // Host is one ESXi host; Perf holds host-wide counters (instance ""), DatastorePerf the
-// host-level datastore.* counters by datastore name.
+// host-level datastore.* counters by datastore name (VMFS and NFS). Network, if set, replaces
+// the simulator's default one (vmk0 on vmnic0).
 type Host struct {
 	Name          string                      `json:"name"`
 	Dsnro         int64                       `json:"dsnro"`
 	CpuHz         int64                       `json:"cpu_hz"`
 	Hbas          []Hba                       `json:"hbas"`
 	Luns          []Lun                       `json:"luns"`
+	Nfs           []Nfs                       `json:"nfs"`
+	Network       *Network                    `json:"network"`
 	Perf          map[string]int64            `json:"perf"`
 	DatastorePerf map[string]map[string]int64 `json:"datastore_perf"`
 }
@@ -102,6 +164,13 @@ func datastoreUUID(name string) string {
 	sum := md5.Sum([]byte(name))
 	h := fmt.Sprintf("%x", sum)
 	return fmt.Sprintf("%s-%s-%s-%s", h[0:8], h[8:16], h[16:20], h[20:32])
+}
+
+// nfsID is an NFS datastore's id in its mount path (and its datastore.* perf instance), the
+// same on every host that mounts it.
+func nfsID(name string) string {
+	h := fmt.Sprintf("%x", md5.Sum([]byte("nfs:"+name)))
+	return h[0:8] + "-" + h[8:16]
 }
 
 func wwn(prefix int64, a, b int) int64 { return prefix<<48 | int64(a)<<16 | int64(b) }
@@ -237,8 +306,100 @@ func buildHost(hostIdx int, fx *Host) (*types.HostStorageDeviceInfo, []types.Hos
 		})
 		hs.instances["datastore"][vol.Uuid] = fx.DatastorePerf[name]
 	}
+	for _, n := range fx.Nfs {
+		id := nfsID(n.Name)
+		mountInfo = append(mountInfo, types.HostFileSystemMountInfo{
+			MountInfo: types.HostMountInfo{Path: "/vmfs/volumes/" + id, AccessMode: "readWrite",
+				Mounted: types.NewBool(true), Accessible: types.NewBool(true)},
+			Volume: &types.HostNasVolume{
+				HostFileSystemVolume: types.HostFileSystemVolume{Type: strings.ToUpper(n.Version), Name: n.Name, Capacity: 1 << 40},
+				RemoteHost:           n.Server, RemotePath: n.Path, RemoteHostNames: []string{n.Server},
+			},
+		})
+		hs.instances["datastore"][id] = fx.DatastorePerf[n.Name]
+	}
 	hs.instances["cpu"][""] = fx.Perf
 	return info, mountInfo, hs
+}
+
+// buildNetwork replaces the template's network with the fixture's, computing each port group's
+// effective teaming (its own order, else its vSwitch's) as ESXi does, and the default TCP/IP
+// stack's route table: a connected route per vmknic and the default route.
+func buildNetwork(base *types.HostNetworkInfo, n *Network) *types.HostNetworkInfo {
+	info := *base
+	info.Pnic, info.Vswitch, info.Portgroup, info.ProxySwitch, info.Vnic = nil, nil, nil, nil, nil
+	pnicKey := func(device string) string { return "key-vim.host.PhysicalNic-" + device }
+	keys := func(devices []string) []string {
+		var out []string
+		for _, d := range devices {
+			out = append(out, pnicKey(d))
+		}
+		return out
+	}
+	teaming := func(active, standby []string) *types.HostNicTeamingPolicy {
+		return &types.HostNicTeamingPolicy{Policy: "failover_explicit",
+			NicOrder: &types.HostNicOrderPolicy{ActiveNic: active, StandbyNic: standby}}
+	}
+	for i, p := range n.Pnics {
+		nic := types.PhysicalNic{Key: pnicKey(p.Device), Device: p.Device, Driver: p.Driver,
+			Pci: fmt.Sprintf("0000:%02x:00.0", 0x18+i), Mac: fmt.Sprintf("00:50:56:00:%02x:%02x", i, len(n.Pnics))}
+		if p.SpeedMb > 0 { // a link that is down has no linkSpeed
+			nic.LinkSpeed = &types.PhysicalNicLinkInfo{SpeedMb: p.SpeedMb, Duplex: true}
+		}
+		info.Pnic = append(info.Pnic, nic)
+	}
+	uplinks := map[string][]string{}
+	for _, v := range n.Vswitches {
+		uplinks[v.Name] = v.Uplinks
+		info.Vswitch = append(info.Vswitch, types.HostVirtualSwitch{
+			Name: v.Name, Key: "key-vim.host.VirtualSwitch-" + v.Name, NumPorts: 1536, NumPortsAvailable: 1520, Mtu: 1500,
+			Pnic: keys(v.Uplinks),
+			Spec: types.HostVirtualSwitchSpec{NumPorts: 128, Bridge: &types.HostVirtualSwitchBondBridge{NicDevice: v.Uplinks},
+				Policy: &types.HostNetworkPolicy{NicTeaming: teaming(v.Uplinks, nil)}},
+		})
+	}
+	for _, pg := range n.Portgroups {
+		key := "key-vim.host.PortGroup-" + pg.Name
+		spec := types.HostNetworkPolicy{}
+		computed := teaming(uplinks[pg.Vswitch], nil)
+		if len(pg.Active) > 0 {
+			spec.NicTeaming = teaming(pg.Active, pg.Standby)
+			computed = teaming(pg.Active, pg.Standby)
+		}
+		info.Portgroup = append(info.Portgroup, types.HostPortGroup{
+			Key: key, Vswitch: "key-vim.host.VirtualSwitch-" + pg.Vswitch,
+			ComputedPolicy: types.HostNetworkPolicy{NicTeaming: computed},
+			Spec:           types.HostPortGroupSpec{Name: pg.Name, VswitchName: pg.Vswitch, Policy: spec},
+		})
+		for i := range info.Vswitch {
+			if info.Vswitch[i].Name == pg.Vswitch {
+				info.Vswitch[i].Portgroup = append(info.Vswitch[i].Portgroup, key)
+			}
+		}
+	}
+	for _, d := range n.Dvs {
+		info.ProxySwitch = append(info.ProxySwitch, types.HostProxySwitch{
+			DvsUuid: d.Uuid, DvsName: d.Name, Key: d.Uuid, NumPorts: 512, NumPortsAvailable: 500, Mtu: 9000, Pnic: keys(d.Uplinks),
+		})
+	}
+	routes := []types.HostIpRouteEntry{{Network: "0.0.0.0", PrefixLength: 0, Gateway: n.Gateway, DeviceName: n.GatewayVmknic}}
+	for _, v := range n.Vmknics {
+		spec := types.HostVirtualNicSpec{Ip: &types.HostIpConfig{IpAddress: v.Ip, SubnetMask: v.Mask}, Mtu: 1500,
+			NetStackInstanceKey: "defaultTcpipStack"}
+		portgroup := v.Portgroup
+		if v.Dvs != "" {
+			portgroup = "" // a vmknic on a distributed port has no standard port group
+			spec.DistributedVirtualPort = &types.DistributedVirtualSwitchPortConnection{SwitchUuid: v.Dvs, PortgroupKey: "dvportgroup-" + v.Device, PortKey: "16"}
+		}
+		spec.Portgroup = portgroup
+		info.Vnic = append(info.Vnic, types.HostVirtualNic{Device: v.Device, Key: "key-vim.host.VirtualNic-" + v.Device, Portgroup: portgroup, Spec: spec})
+		mask := net.IPMask(net.ParseIP(v.Mask).To4())
+		ones, _ := mask.Size()
+		routes = append(routes, types.HostIpRouteEntry{Network: net.ParseIP(v.Ip).Mask(mask).String(), PrefixLength: int32(ones), Gateway: "0.0.0.0", DeviceName: v.Device})
+	}
+	info.RouteTableInfo = &types.HostIpRouteTableInfo{IpRoute: routes}
+	info.IpRouteConfig = &types.HostIpRouteConfig{DefaultGateway: n.Gateway}
+	return &info
 }
 
 // PerfManager serves the fixture values for each host's real instances.
@@ -459,6 +620,9 @@ func main() {
 			hw := *h.Hardware // the template is shared between hosts
 			hw.CpuInfo.Hz = fh.CpuHz
 			h.Hardware = &hw
+		}
+		if fh.Network != nil {
+			h.Config.Network = buildNetwork(h.Config.Network, fh.Network)
 		}
 		h.Config.StorageDevice = info
 		h.Config.FileSystemVolume = &types.HostFileSystemVolumeInfo{MountInfo: mounts}
