@@ -3,8 +3,9 @@ Prometheus text (and a real Prometheus through /probe), exact values and labels.
 
 The fixture (tests/vcsim/fixture.json) has three hosts on two shared VMFS datastores:
 esx02 with a LUN whose device latency is 62 ms (above the paper's 50 ms), esx03 with an 8 Gb
-HBA running at its link speed, dead paths and reservation conflicts. Expected values below are
-worked out by hand from the fixture's raw counters (ms, KiB/s, hundredths of a percent).
+HBA running at its link speed, dead paths and reservation conflicts. esx02 and esx03 also mount
+NFS datastores over their own vmkernel networks. Expected values below are worked out by hand
+from the fixture's raw counters (ms, KiB/s, hundredths of a percent) and network.
 """
 from __future__ import annotations
 
@@ -124,6 +125,43 @@ def test_iscsi_adapter_link_is_its_bound_vmnics(vc_dump):
     assert value(vc_dump, "esxi_path_info", **iscsi, path="vmhba64:C0:T1:L2", device=N4) == 1
 
 
+def test_nfs_datastore_link_is_the_first_uplink_with_link_of_its_vmknic(vc_dump):
+    # esx02: 192.168.50.20 is on vmk1's subnet (192.168.50.12/24); vmk1's port group "NFS" has
+    # vmnic2 (10 Gb) active and vmnic3 (25 Gb) standby: one TCP connection, one uplink, 10 Gb.
+    vmk1 = {"host": "esx02.lab.local", "adapter": "vmk1"}
+    assert value(vc_dump, "esxi_adapter_info", **vmk1, type="nfs", model="vmnic2", driver="ixgben") == 1
+    assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", **vmk1) == 10_000e6 / 8
+    assert value(vc_dump, "esxi_datastore_info", host="esx02.lab.local", datastore="nfs-vm-01", type="nfs",
+                 remote_host="192.168.50.20", adapter="vmk1") == 1
+    # 172.16.8.5 is on no vmknic's subnet: the default route, through vmk0, whose port group
+    # inherits vSwitch0's order (vmnic0, vmnic1 at 1 Gb).
+    assert value(vc_dump, "esxi_datastore_info", host="esx02.lab.local", datastore="nfs-iso", type="nfs",
+                 remote_host="172.16.8.5", adapter="vmk0") == 1
+    assert value(vc_dump, "esxi_adapter_info", host="esx02.lab.local", adapter="vmk0", type="nfs", model="vmnic0", driver="ntg3") == 1
+    assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", host="esx02.lab.local", adapter="vmk0") == 1_000e6 / 8
+    # esx03: vmk1 is on a distributed switch whose first uplink (vmnic4) has no link: vmnic5, 25 Gb.
+    assert value(vc_dump, "esxi_adapter_info", host="esx03.lab.local", adapter="vmk1", type="nfs", model="vmnic5", driver="i40en") == 1
+    assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", host="esx03.lab.local", adapter="vmk1") == 25_000e6 / 8
+    assert value(vc_dump, "esxi_datastore_info", host="esx03.lab.local", datastore="nfs-vm-01", type="nfs",
+                 remote_host="192.168.50.20", adapter="vmk1") == 1
+    # An NFS 4.1 server given by name is not resolved by the exporter: the default route, vmk0.
+    assert value(vc_dump, "esxi_datastore_info", host="esx03.lab.local", datastore="nfs41-backup", type="nfs41",
+                 remote_host="filer01.lab.local", adapter="vmk0") == 1
+    assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", host="esx03.lab.local", adapter="vmk0") == 1_000e6 / 8
+    # VMFS datastores have no NFS server nor vmknic; a host with no NFS mount has no nfs adapter.
+    assert value(vc_dump, "esxi_datastore_info", host="esx01.lab.local", datastore="ds-iscsi-01", type="vmfs",
+                 remote_host="", adapter="") == 1
+    assert {dict(k[1])["adapter"] for k in vc_dump if k[0] == "esxi_adapter_info" and dict(k[1])["type"] == "nfs"} == {"vmk0", "vmk1"}
+    assert not [k for k in vc_dump if k[0] == "esxi_adapter_info" and ("host", "esx01.lab.local") in k[1] and ("type", "nfs") in k[1]]
+
+
+def test_nfs_datastore_throughput_is_collected(vc_dump):
+    ds = {"host": "esx02.lab.local", "datastore": "nfs-vm-01"}
+    assert value(vc_dump, "esxi_datastore_read_bytes_total", **ds) == 51200 * 1024 * 20
+    assert value(vc_dump, "esxi_datastore_written_bytes_total", **ds) == 25600 * 1024 * 20
+    assert value(vc_dump, "esxi_datastore_hosts", datastore="nfs-vm-01") == 2  # same NFS volume id on esx02 and esx03
+
+
 def test_storage_configuration(vc_dump):
     assert value(vc_dump, "esxi_lun_info", host="esx03.lab.local", device=N3, display_name=f"PURE Fibre Channel Disk ({N3})",
                  vendor="PURE", model="FlashArray", datastore="ds-local-03") == 1
@@ -149,7 +187,7 @@ def test_self_metrics(vc_dump):
     target = "127.0.0.1"
     assert value(vc_dump, "esxi_vsphere_up", target=target) == 1
     assert {k: value(vc_dump, "esxi_vsphere_objects", target=target, kind=k) for k in ("host", "lun", "adapter", "path", "datastore")} == {
-        "host": 3, "lun": 7, "adapter": 7, "path": 14, "datastore": 4}
+        "host": 3, "lun": 7, "adapter": 11, "path": 14, "datastore": 7}  # adapters: 7 HBAs, 4 NFS vmknics
     assert value(vc_dump, "esxi_vsphere_errors_total", target=target, phase="collection") == 0
     assert value(vc_dump, "esxi_vsphere_samples_total", host="esx01.lab.local") == 1
     assert value(vc_dump, "esxi_vsphere_collection_duration_seconds", target=target, phase="collection") > 0
@@ -241,6 +279,12 @@ scrape_configs:
         assert {r["metric"]["instance"]: r["value"][1] for r in up} == {"vc": "1", "esx": "1", "down": "0"}
         dead = prometheus.query('esxi_path_state{state="dead"} == 1')
         assert sorted(r["metric"]["path"] for r in dead) == ["vmhba3:C0:T1:L0", "vmhba3:C0:T3:L1"]
+        # Each NFS datastore joined to the link speed of the vmknic carrying it.
+        links = prometheus.query('esxi_adapter_link_speed_bytes_per_second * on (instance, host, adapter) group_right '
+                                 'esxi_datastore_info{instance="vc", adapter!=""}')
+        assert sorted((r["metric"]["host"], r["metric"]["datastore"], r["metric"]["adapter"], float(r["value"][1])) for r in links) == [
+            ("esx02.lab.local", "nfs-iso", "vmk0", 1.25e8), ("esx02.lab.local", "nfs-vm-01", "vmk1", 1.25e9),
+            ("esx03.lab.local", "nfs-vm-01", "vmk1", 3.125e9), ("esx03.lab.local", "nfs41-backup", "vmk0", 1.25e8)]
     finally:
         if prometheus:
             prometheus.stop()

@@ -22,7 +22,7 @@ def collect(store):
     lun_dsnro = _Family("esxi_lun_dsnro", "Per-device outstanding I/Os with competing worlds (DSNRO).", labels=["host", "device"])
     host_dsnro = _Family("esxi_host_dsnro", "Disk.SchedNumReqOutstanding: cap on a LUN's outstanding commands when VMs share it.", labels=["host"])
     core_clock = _Family("esxi_host_cpu_core_frequency_hertz", "Nominal clock of one physical CPU core; busy cores x this / IOPS is the CPU cost per I/O.", labels=["host"])
-    adapter_info = _Family("esxi_adapter_info", "Storage adapter identity. Always 1.", labels=["host", "adapter", "type", "model", "driver"])
+    adapter_info = _Family("esxi_adapter_info", "Storage adapter identity; type nfs: the vmknic carrying NFS datastores, model its vmnic, driver that vmnic's driver. Always 1.", labels=["host", "adapter", "type", "model", "driver"])
     link = _Family("esxi_adapter_link_speed_bytes_per_second", "Link speed of the adapter (FC HBA speed, or the vmnic behind iSCSI/NFS).", labels=["host", "adapter"])
     path_state = _Family("esxi_path_state", "Path state, 1 for the current state and 0 for the others.",
                                    labels=["host", "device", "path", "adapter", "state"])
