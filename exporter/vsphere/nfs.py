@@ -37,21 +37,20 @@ class HostNetwork:
 
     def __init__(self, props: dict):
         self.pnics = {}  # device -> Uplink
-        pnic_devices = {}  # key -> device
+        self.pnic_devices = {}  # key -> device
         for pnic in _all(props.get("config.network.pnic"), "PhysicalNic"):
             device = _text(pnic, "device")
             speed = _text(pnic, "linkSpeed/speedMb")  # absent: the link is down
             self.pnics[device] = Uplink(device, _text(pnic, "driver"), int(speed) if speed else 0)
-            pnic_devices[_text(pnic, "key")] = device
+            self.pnic_devices[_text(pnic, "key")] = device
         self.vnics = {_text(v, "device"): v for v in _all(props.get("config.network.vnic"), "HostVirtualNic")}
         self.portgroups = {_text(p, "spec/name"): p for p in _all(props.get("config.network.portgroup"), "HostPortGroup")}
         self.vswitches = {}  # key and name -> element
         for vswitch in _all(props.get("config.network.vswitch"), "HostVirtualSwitch"):
             self.vswitches[_text(vswitch, "key")] = self.vswitches[_text(vswitch, "name")] = vswitch
-        self.proxy_uplinks = {
-            _text(p, "dvsUuid"): [pnic_devices.get(k, "") for k in _texts(p, "pnic")] or _texts(p, "spec/backing/pnicSpec/pnicDevice")
+        self.proxy_uplinks = {  # distributed switch uuid -> its uplinks on this host
+            _text(p, "dvsUuid"): self._devices(_texts(p, "pnic")) or _texts(p, "spec/backing/pnicSpec/pnicDevice")
             for p in _all(props.get("config.network.proxySwitch"), "HostProxySwitch")}
-        self.pnic_devices = pnic_devices
         self.routes = self._routes(props.get("config.network.routeTableInfo"))
 
     def _routes(self, table) -> list[tuple[ipaddress.IPv4Network, str]]:
@@ -103,7 +102,10 @@ class HostNetwork:
             if policy:
                 return policy
         # No teaming order anywhere: the vSwitch's own uplinks.
-        return [self.pnic_devices.get(k, "") for k in _texts(vswitch, "pnic")] or _texts(vswitch, "spec/bridge/nicDevice")
+        return self._devices(_texts(vswitch, "pnic")) or _texts(vswitch, "spec/bridge/nicDevice")
+
+    def _devices(self, keys: list[str]) -> list[str]:
+        return [self.pnic_devices.get(k, "") for k in keys]
 
     def uplink(self, vmknic: str) -> Uplink | None:
         """The vmnic carrying the vmknic's NFS traffic: one NFS v3 mount is one TCP connection,
