@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from exporter import model as m
 from exporter.state import ObjectState, Store, integrate
@@ -66,13 +67,14 @@ class VsphereTarget:
     def discover(self) -> bool:
         start = time.perf_counter()
         try:
-            topology = discovery.discover(self.client, self.config.max_parallel_queries)
             if self.resolved is None:
-                resolved = perf.resolve(self.client.call(discovery.perf_counters))
-                self.max_query_metrics = perf.query_limit(self.config.max_query_metrics, self.client.call(discovery.server_query_limit))
-                if resolved.missing:
-                    log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
-                self.resolved = resolved
+                # First run: the counter catalogue is read while the server walks the inventory.
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    counters = pool.submit(self._resolve_counters)
+                    topology = discovery.discover(self.client, self.config.max_parallel_queries)
+                    counters.result()
+            else:
+                topology = discovery.discover(self.client, self.config.max_parallel_queries)
         except VsphereError as err:
             self._failed("discovery", str(err))
             return False
@@ -88,6 +90,14 @@ class VsphereTarget:
         self._ok()
         log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
         return True
+
+    def _resolve_counters(self) -> None:
+        """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""
+        resolved = perf.resolve(self.client.call(discovery.perf_counters))
+        self.max_query_metrics = perf.query_limit(self.config.max_query_metrics, self.client.call(discovery.server_query_limit))
+        if resolved.missing:
+            log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
+        self.resolved = resolved
 
     def _forget(self, hosts: set[str]) -> None:
         """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
