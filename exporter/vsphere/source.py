@@ -21,6 +21,23 @@ from exporter.vsphere.settings import TargetConfig
 log = logging.getLogger(__name__)
 
 
+_UNROUTED, _WILDCARD = object(), object()
+
+
+def _route(series_key: tuple[int, str], topo: discovery.HostTopology, resolved: perf.Resolved):
+    """Where a (counter key, instance) series goes: (family, object key, counter); None for a
+    series that is not ours; _WILDCARD for a server that echoes "*" instead of real instances (vcsim)."""
+    key, instance = series_key
+    entry = resolved.by_key.get(key)
+    if entry is None:
+        return None
+    if instance == "*":
+        return _WILDCARD
+    counter = entry[1]
+    object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
+    return None if object_key is None else (counter.family, object_key, counter)
+
+
 class VsphereTarget:
     def __init__(self, config: TargetConfig, shared: Store | None = None, stale_after: float = 300.0):
         self.config = config
@@ -151,21 +168,23 @@ class VsphereTarget:
                               path_devices=topo.path_devices)
             extra: dict[str, dict[str, dict[str, float]]] = {mapping.DATASTORES: {}, mapping.HOST: {}}
             wildcards = 0
-            for (key, instance), values in series.values.items():
+            routes = topo.routes
+            for series_key, values in series.values.items():
                 raw = values[index]
-                entry = resolved.by_key.get(key)
-                if raw is None or entry is None:
+                if raw is None:
                     continue
-                if instance == "*":  # a server that echoes the wildcard instead of real instances (vcsim)
+                route = routes.get(series_key, _UNROUTED)
+                if route is _UNROUTED:
+                    route = routes[series_key] = _route(series_key, topo, resolved)
+                if route is None:
+                    continue
+                if route is _WILDCARD:
                     wildcards += 1
                     continue
-                counter = entry[1]
-                object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
-                if object_key is None:
-                    continue
-                family = extra.get(counter.family)
+                family_name, object_key, counter = route
+                family = extra.get(family_name)
                 if family is None:
-                    family = getattr(sample, counter.family)
+                    family = getattr(sample, family_name)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             for sink in self.sinks:
                 sink.ingest(sample)
