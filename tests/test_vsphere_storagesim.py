@@ -357,7 +357,7 @@ def test_vcenter_max_query_metrics_is_respected(password_file, tmp_path):
         assert target.discover(), target.error
         assert target.max_query_metrics == 20  # read from the server, below the configured 256
         calls = perf.chunk(perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0), target.max_query_metrics)
-        assert max(sum(len(s.metricId) for s in call) for call in calls) <= 20
+        assert max(sum(len(s.counters) for s in call) for call in calls) <= 20
         assert target.collect(), target.error
         assert len(target.samples) == 3 and target.errors["collection"] == 0
     finally:

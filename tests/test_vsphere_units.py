@@ -95,11 +95,11 @@ def test_queries_are_chunked_under_max_query_metrics():
     hosts = [_Host(f"host-{i}") for i in range(7)]
     specs = perf.query_specs(hosts, list(range(43)), {}, now=1e9)
     calls = perf.chunk(specs, 100)
-    assert all(sum(len(s.metricId) for s in call) <= 100 for call in calls)
+    assert all(sum(len(s.counters) for s in call) <= 100 for call in calls)
     ids_per_host = {}
     for call in calls:
         for spec in call:
-            ids_per_host[spec.entity._moId] = ids_per_host.get(spec.entity._moId, 0) + len(spec.metricId)
+            ids_per_host[spec.entity._moId] = ids_per_host.get(spec.entity._moId, 0) + len(spec.counters)
     assert ids_per_host == {f"host-{i}": 43 for i in range(7)}  # a host split over calls loses nothing
     assert len(calls) == 4  # 301 ids in calls of at most 100
     assert perf.chunk(specs, 0) == [specs]  # no limit (standalone ESXi): one call
@@ -108,10 +108,30 @@ def test_queries_are_chunked_under_max_query_metrics():
 def test_a_known_host_asks_only_for_samples_after_its_newest():
     since = 1_700_000_000.0
     new, known, stale = perf.query_specs([_Host("a"), _Host("b"), _Host("c")], [1], {"b": since, "c": since - 3600}, now=since + 20)
-    assert (new.maxSample, new.startTime) == (1, None)
-    assert known.startTime == dt.datetime.fromtimestamp(since, dt.timezone.utc) and not known.maxSample
-    assert stale.maxSample == 1  # too far behind: the newest sample only
+    assert (new.max_sample, new.start) == (1, None)
+    assert (known.start, known.max_sample) == (since, None)
+    assert (stale.max_sample, stale.start) == (1, None)  # too far behind: the newest sample only
 
+
+
+def test_the_hand_written_query_perf_request_is_what_pyvmomi_would_send():
+    """soap.query_perf_request splices the specs into pyVmomi's envelope as text; the document
+    must be the one pyVmomi serializes from the equivalent data objects."""
+    from pyVmomi import SoapStubAdapter
+    from exporter.vsphere import soap
+    stub = SoapStubAdapter(host="127.0.0.1", port=1, version="vim.version.version13")  # never connects
+    manager = vim.PerformanceManager("PerfMgr", stub)
+    hosts = [vim.HostSystem("host-7", stub), vim.HostSystem("host-9", stub)]
+    since = 1_700_000_000.25
+    ours = [perf.QuerySpec(hosts[0], (2, 6, 131091), start=since), perf.QuerySpec(hosts[1], (2,), max_sample=1)]
+    theirs = [vim.PerformanceManager.QuerySpec(
+        entity=spec.entity, intervalId=20, format="csv", maxSample=spec.max_sample,
+        startTime=dt.datetime.fromtimestamp(spec.start, dt.timezone.utc) if spec.start else None,
+        metricId=[vim.PerformanceManager.MetricId(counterId=k, instance="*") for k in spec.counters]) for spec in ours]
+    expected = stub.SerializeRequest(manager, soap._QUERY_PERF, [theirs])
+    written = soap.query_perf_request(manager, ours, 20)
+    assert ET.canonicalize(written.decode()) == ET.canonicalize(expected.decode())
+    assert b"<startTime>2023-11-14T22:13:20.25Z</startTime>" in written
 
 # --- CSV parsing -------------------------------------------------------------------------------
 def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():

@@ -50,6 +50,9 @@ class HostTopology:
     path_devices: dict[str, str] = field(default_factory=dict)  # runtime path name -> device
     datastore_names: dict[str, str] = field(default_factory=dict)  # perf instance -> datastore name
     datastores: list[str] = field(default_factory=list)  # uuids of the mounted datastores
+    # (counter key, instance) -> where its values go; filled by the collection, the only writer,
+    # and dropped with the topology when discovery replaces it.
+    routes: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -11,8 +11,6 @@ import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from pyVmomi import vim
-
 from exporter.vsphere import soap
 from exporter.vsphere.client import VsphereError
 from exporter.vsphere.mapping import COUNTERS, Counter
@@ -46,18 +44,26 @@ class HostSeries:
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> series dropped
 
 
-def query_specs(hosts, keys: list[int], last: dict[str, float], now: float) -> list:
-    """One QuerySpec per host: every counter, every instance ("*"), after its newest sample."""
-    ids = [vim.PerformanceManager.MetricId(counterId=k, instance="*") for k in keys]
+@dataclass(slots=True)
+class QuerySpec:
+    """One host's part of a QueryPerf call: every instance ("*") of these counters, real-time,
+    CSV. Written to XML by soap.query_perf_csv (pyVmomi's serializer cost more than the query)."""
+    entity: object  # vim.HostSystem
+    counters: tuple[int, ...]
+    start: float | None = None  # unix seconds, exclusive
+    max_sample: int | None = None
+
+
+def query_specs(hosts, keys: list[int], last: dict[str, float], now: float) -> list[QuerySpec]:
+    """One QuerySpec per host: every counter, every instance, after its newest sample."""
+    counters = tuple(keys)
     specs = []
     for host in hosts:
-        spec = vim.PerformanceManager.QuerySpec(entity=host.ref, metricId=ids, intervalId=REALTIME, format="csv")
         since = last.get(host.name)
         if since is not None and now - since < MAX_CATCH_UP:
-            spec.startTime = dt.datetime.fromtimestamp(since, dt.timezone.utc)
+            specs.append(QuerySpec(host.ref, counters, start=since))
         else:
-            spec.maxSample = 1
-        specs.append(spec)
+            specs.append(QuerySpec(host.ref, counters, max_sample=1))
     return specs
 
 
@@ -73,21 +79,15 @@ def chunk(specs: list, max_metrics: int) -> list[list]:
     more counters than that is split into several specs for the same entity."""
     if max_metrics <= 0:
         return [specs] if specs else []
-    pieces = []
-    for spec in specs:
-        ids = list(spec.metricId)
-        for start in range(0, len(ids), max_metrics):
-            piece = vim.PerformanceManager.QuerySpec(entity=spec.entity, metricId=ids[start:start + max_metrics],
-                                                     intervalId=spec.intervalId, format=spec.format,
-                                                     startTime=spec.startTime, maxSample=spec.maxSample)
-            pieces.append(piece)
+    pieces = [QuerySpec(spec.entity, spec.counters[at:at + max_metrics], spec.start, spec.max_sample)
+              for spec in specs for at in range(0, len(spec.counters), max_metrics)]
     calls, current, size = [], [], 0
     for piece in pieces:
-        if current and size + len(piece.metricId) > max_metrics:
+        if current and size + len(piece.counters) > max_metrics:
             calls.append(current)
             current, size = [], 0
         current.append(piece)
-        size += len(piece.metricId)
+        size += len(piece.counters)
     if current:
         calls.append(current)
     return calls
@@ -97,14 +97,9 @@ def _parse_time(text: str) -> float:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def _parse_value(text: str) -> float | None:
-    value = float(text)
-    return None if value < 0 else value  # -1: no value for this sample
-
-
 def merge_csv(result: HostSeries, sample_info: str, series) -> None:
     """Fold one entity's CSV answer into a host's series, oldest sample first.
-    series: (counter key, instance, comma-separated values) per metric."""
+    series: (counter key, instance, comma-separated values) per metric. -1 means no value."""
     info = sample_info.split(",") if sample_info else []
     stamps = [(_parse_time(info[i + 1]), int(info[i])) for i in range(0, len(info) - 1, 2)]
     order = sorted(range(len(stamps)), key=lambda i: stamps[i][0])  # some servers answer newest first
@@ -114,22 +109,30 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
         result.dropped["time_mismatch"] = result.dropped.get("time_mismatch", 0) + len(series)
         return
     result.stamps = ordered
+    count, values, misaligned = len(stamps), result.values, 0
+    reorder = None if order == list(range(count)) else order
     for key, instance, text in series:
         if not text:
             continue  # an empty series means no sample
-        raw = text.split(",")
-        if len(raw) != len(stamps):
+        # One sample per series is the common case (maxSample=1, or one 20 s step since the
+        # last collection): no split; otherwise one C-level map(float) per series.
+        parsed = [float(text)] if count == 1 and "," not in text else list(map(float, text.split(",")))
+        if len(parsed) != count:
             # vcsim drops zero values from a series; a misaligned series cannot be placed in time.
-            result.dropped["length_mismatch"] = result.dropped.get("length_mismatch", 0) + 1
+            misaligned += 1
             continue
-        result.values[(key, instance)] = [_parse_value(raw[i]) for i in order]
+        if reorder is not None:
+            parsed = [parsed[i] for i in reorder]
+        values[(key, instance)] = [None if v < 0 else v for v in parsed]
+    if misaligned:
+        result.dropped["length_mismatch"] = result.dropped.get("length_mismatch", 0) + misaligned
 
 
 def _run(client, specs) -> tuple[list, list[str]]:
     """One QueryPerf call. A fault from one bad entity (a host gone since discovery) fails the
     whole call, so a faulted call of several hosts is asked again host by host."""
     def ask(batch):
-        return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch))
+        return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch, REALTIME))
 
     try:
         return ask(specs), []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from exporter import model as m
 from exporter.state import ObjectState, Store, integrate
@@ -18,6 +19,23 @@ from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.settings import TargetConfig
 
 log = logging.getLogger(__name__)
+
+
+_UNROUTED, _WILDCARD = object(), object()
+
+
+def _route(series_key: tuple[int, str], topo: discovery.HostTopology, resolved: perf.Resolved):
+    """Where a (counter key, instance) series goes: (family, object key, counter); None for a
+    series that is not ours; _WILDCARD for a server that echoes "*" instead of real instances (vcsim)."""
+    key, instance = series_key
+    entry = resolved.by_key.get(key)
+    if entry is None:
+        return None
+    if instance == "*":
+        return _WILDCARD
+    counter = entry[1]
+    object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
+    return None if object_key is None else (counter.family, object_key, counter)
 
 
 class VsphereTarget:
@@ -66,13 +84,14 @@ class VsphereTarget:
     def discover(self) -> bool:
         start = time.perf_counter()
         try:
-            topology = discovery.discover(self.client, self.config.max_parallel_queries)
             if self.resolved is None:
-                resolved = perf.resolve(self.client.call(discovery.perf_counters))
-                self.max_query_metrics = perf.query_limit(self.config.max_query_metrics, self.client.call(discovery.server_query_limit))
-                if resolved.missing:
-                    log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
-                self.resolved = resolved
+                # First run: the counter catalogue is read while the server walks the inventory.
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    counters = pool.submit(self._resolve_counters)
+                    topology = discovery.discover(self.client, self.config.max_parallel_queries)
+                    counters.result()
+            else:
+                topology = discovery.discover(self.client, self.config.max_parallel_queries)
         except VsphereError as err:
             self._failed("discovery", str(err))
             return False
@@ -88,6 +107,14 @@ class VsphereTarget:
         self._ok()
         log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
         return True
+
+    def _resolve_counters(self) -> None:
+        """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""
+        resolved = perf.resolve(self.client.call(discovery.perf_counters))
+        self.max_query_metrics = perf.query_limit(self.config.max_query_metrics, self.client.call(discovery.server_query_limit))
+        if resolved.missing:
+            log.info("vsphere target %s: server has no counter %s", self.name, ", ".join(resolved.missing))
+        self.resolved = resolved
 
     def _forget(self, hosts: set[str]) -> None:
         """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
@@ -141,21 +168,23 @@ class VsphereTarget:
                               path_devices=topo.path_devices)
             extra: dict[str, dict[str, dict[str, float]]] = {mapping.DATASTORES: {}, mapping.HOST: {}}
             wildcards = 0
-            for (key, instance), values in series.values.items():
+            routes = topo.routes
+            for series_key, values in series.values.items():
                 raw = values[index]
-                entry = resolved.by_key.get(key)
-                if raw is None or entry is None:
+                if raw is None:
                     continue
-                if instance == "*":  # a server that echoes the wildcard instead of real instances (vcsim)
+                route = routes.get(series_key, _UNROUTED)
+                if route is _UNROUTED:
+                    route = routes[series_key] = _route(series_key, topo, resolved)
+                if route is None:
+                    continue
+                if route is _WILDCARD:
                     wildcards += 1
                     continue
-                counter = entry[1]
-                object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
-                if object_key is None:
-                    continue
-                family = extra.get(counter.family)
+                family_name, object_key, counter = route
+                family = extra.get(family_name)
                 if family is None:
-                    family = getattr(sample, counter.family)
+                    family = getattr(sample, family_name)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             for sink in self.sinks:
                 sink.ingest(sample)
