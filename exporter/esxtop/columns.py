@@ -122,16 +122,23 @@ _WORLD_REF = re.compile(r"[-.](\d{3,})(?::\d+)?$")
 
 def world_vms(vcpu_instances) -> dict[str, str]:
     """Map world id -> VM name for every world that belongs to a VM group (one with a 'vmx' world)."""
-    groups: dict[str, tuple[str, list[str], bool]] = {}
+    groups: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # gid -> (group name, [(world id, world name)])
+    vm_groups = set()
     for instance in vcpu_instances:
         found = _VCPU.match(instance)
         if not found:
             continue
         gid, name, wid, wname = found.groups()
-        _, worlds, is_vm = groups.get(gid, (name, [], False))
-        worlds.append(wid)
-        ref = _WORLD_REF.search(wname)
-        if ref:
-            worlds.append(ref.group(1))
-        groups[gid] = (name, worlds, is_vm or wname == "vmx")
-    return {wid: name for name, worlds, is_vm in groups.values() if is_vm for wid in worlds}
+        groups.setdefault(gid, (name, []))[1].append((wid, wname))
+        if wname == "vmx":
+            vm_groups.add(gid)
+    vms = {}
+    for gid, (name, worlds) in groups.items():
+        if gid not in vm_groups:
+            continue  # only VM groups' world names are searched for the I/O worlds they name
+        for wid, wname in worlds:
+            vms[wid] = name
+            ref = _WORLD_REF.search(wname)
+            if ref:
+                vms[ref.group(1)] = name
+    return vms
