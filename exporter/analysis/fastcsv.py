@@ -77,7 +77,7 @@ def parse_numbers(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tupl
 
 def read(raw, width: int, needed: np.ndarray, first_line: int, progress=None) -> Columns | None:
     """Read the rest of `raw` (positioned after the header). None when the file is not shaped for
-    this (no LF line ends): the caller then uses a general CSV reader. Blocks are parsed on a
+    this (no LF line ends): the caller then uses a general CSV reader. Blocks are parsed on
     worker threads (numpy releases the GIL) while the next one is read, at most two blocks ahead."""
     needed = np.asarray(needed, dtype=np.int64)
     parts, pending = [], []
