@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -56,10 +57,17 @@ def _listen_address(value: Any) -> str:
 
 def _regex(value: Any) -> str:
     text = str(value)
-    try:
-        re.compile(text)
-    except re.error as err:
-        raise ValueError(f"not a regular expression: {text!r} ({err})") from None
+    with warnings.catch_warnings():
+        # Python warns where a pattern means something else than in RE2 (Prometheus): a POSIX
+        # class such as [[:alpha:]] is a plain set here. Refuse it rather than match otherwise.
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            re.compile(text)
+        except re.error as err:
+            raise ValueError(f"not a regular expression: {text!r} ({err})") from None
+        except FutureWarning as warning:
+            raise ValueError(f"ambiguous regular expression: {text!r} ({str(warning).lower()}; POSIX classes "
+                             "like [[:alpha:]] are not supported, and a literal '[' inside a set is written \\[)") from None
     return text
 
 

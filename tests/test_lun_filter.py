@@ -87,6 +87,15 @@ def test_a_bad_pattern_is_one_clear_line_and_exit_2():
     assert "Traceback" not in result.stderr
 
 
+
+def test_a_posix_class_is_refused_not_matched_as_a_plain_set():
+    """Prometheus users write RE2's [[:alnum:]]; Python reads it as a set of ':alnum[' and a ']'."""
+    result = dump("--lun.exclude=naa[[:alnum:]]+")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "--lun.exclude" in result.stderr
+    assert "ambiguous regular expression" in result.stderr and "POSIX classes" in result.stderr
+    assert "Traceback" not in result.stderr and "FutureWarning" not in result.stderr
+
 @pytest.mark.integration
 def test_vsphere_dump_and_probe_leave_the_filtered_lun_out(tmp_path):
     """Against the project's storage simulator (tests/vcsim): the filter applies to the vSphere
