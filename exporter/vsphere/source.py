@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from exporter import model as m
+from exporter import gcpause, model as m
 from exporter.state import ObjectState, Store, integrate
 from exporter.vsphere import discovery, mapping, perf
 from exporter.vsphere.client import Client, VsphereError
@@ -82,6 +82,10 @@ class VsphereTarget:
 
     # --- discovery ---------------------------------------------------------------------
     def discover(self) -> bool:
+        with gcpause.paused():  # see gcpause: the walk builds thousands of elements per host
+            return self._discover()
+
+    def _discover(self) -> bool:
         start = time.perf_counter()
         try:
             if self.resolved is None:
@@ -128,6 +132,10 @@ class VsphereTarget:
 
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
+        with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
+            return self._collect(now)
+
+    def _collect(self, now: float | None) -> bool:
         topology, resolved = self.topology, self.resolved
         if topology is None or resolved is None:
             return False
