@@ -116,6 +116,17 @@ def test_paths_by_runtime_name_with_their_state(vc_dump):
     assert value(vc_dump, "esxi_path_state", host="esx01.lab.local", device=N2, path="vmhba3:C0:T1:L1", adapter="vmhba3", state="standby") == 1
 
 
+def test_path_counts_per_lun(vc_dump):
+    # (paths, active paths): one dead path on esx03, one standby on esx01, two active elsewhere.
+    expected = {("esx03.lab.local", N1): (2, 1), ("esx03.lab.local", N3): (2, 1), ("esx01.lab.local", N2): (2, 1),
+                ("esx01.lab.local", N1): (2, 2), ("esx01.lab.local", N4): (2, 2), ("esx02.lab.local", N1): (2, 2),
+                ("esx02.lab.local", N2): (2, 2)}
+    got = {(dict(labels)["host"], dict(labels)["device"]): (value(vc_dump, "esxi_lun_paths", **dict(labels)),
+                                                             value(vc_dump, "esxi_lun_active_paths", **dict(labels)))
+           for name, labels in vc_dump if name == "esxi_lun_paths"}
+    assert got == expected
+
+
 def test_iscsi_adapter_link_is_its_bound_vmnics(vc_dump):
     iscsi = {"host": "esx01.lab.local", "adapter": "vmhba64"}
     assert value(vc_dump, "esxi_adapter_info", **iscsi, type="iscsi", model="iSCSI Software Adapter", driver="iscsi_vmk") == 1
@@ -362,4 +373,28 @@ def test_vcenter_max_query_metrics_is_respected(password_file, tmp_path):
         assert len(target.samples) == 3 and target.errors["collection"] == 0
     finally:
         sim.stop()
+        target.client.close()
+
+
+def test_series_expected_per_call_bound_what_the_server_answers(vc, password_file):
+    """Calls are also cut by the series their answers will hold, estimated from each host's
+    discovered instances; on a real answer that estimate must not be below what comes back."""
+    from exporter.vsphere import TargetConfig, VsphereTarget, perf
+    target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
+    try:
+        assert target.discover(), target.error
+        specs = perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0, target.resolved.families)
+        assert all(topo.cpu_threads > 0 for topo in target.topology.hosts)  # hardware.cpuInfo.numCpuThreads
+        results, errors = perf.query(target.client, perf.chunk(specs, target.max_query_metrics), 4)
+        assert not errors
+        for spec, topo in zip(specs, target.topology.hosts):
+            answered = len(results[topo.ref._moId].values)
+            assert 0 < answered <= sum(spec.series), topo.name
+        # The smallest host's answer as the limit: every call then holds one host, or a piece of one.
+        limit = min(sum(s.series) for s in specs)
+        calls = perf.chunk(specs, target.max_query_metrics, max_series=limit)
+        assert len(calls) >= len(specs) and all(sum(sum(s.series) for s in call) <= limit for call in calls)
+        results, errors = perf.query(target.client, calls, 4)
+        assert not errors and {topo.ref._moId for topo in target.topology.hosts} == set(results)
+    finally:
         target.client.close()

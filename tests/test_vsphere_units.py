@@ -105,6 +105,40 @@ def test_queries_are_chunked_under_max_query_metrics():
     assert perf.chunk(specs, 0) == [specs]  # no limit (standalone ESXi): one call
 
 
+def test_queries_are_chunked_under_the_series_their_answers_hold():
+    # Instance "*": a metric id answers one series per instance, so a host with many paths fills
+    # an answer with few ids. 'big' expects 180 series, more than one call may hold.
+    big = perf.QuerySpec(_Host("big").ref, tuple(range(6)), series=(30, 30, 30, 30, 30, 30))
+    small = [perf.QuerySpec(_Host(f"small-{i}").ref, (0, 1), series=(5, 5)) for i in range(3)]
+    huge = perf.QuerySpec(_Host("huge").ref, (7,), series=(150,))  # one counter over the limit
+    calls = perf.chunk([big, *small, huge], 256, max_series=100)
+    assert [[(s.entity._moId, s.counters) for s in call] for call in calls] == [
+        [("big", (0, 1, 2))],
+        [("big", (3, 4, 5)), ("small-0", (0, 1))],
+        [("small-1", (0, 1)), ("small-2", (0, 1))],
+        [("huge", (7,))],  # cannot be split below one counter: asked alone
+    ]
+    assert all(sum(sum(s.expected()) for s in call) <= 100 for call in calls[:3])
+    assert [s.series for s in calls[1]] == [(30, 30, 30), (5, 5)]  # the expectations follow their counters
+    # Both limits at once: 4 ids per call.
+    assert [len(call) for call in perf.chunk(small, 4, max_series=100)] == [2, 1]
+
+
+def test_each_spec_expects_the_hosts_discovered_instances():
+    from exporter import model as m
+    from exporter.vsphere import discovery
+    inv = m.Inventory(host="esx01", luns={"naa.1": m.LunConfig(), "naa.2": m.LunConfig()},
+                      adapters={"vmhba1": m.AdapterConfig(type="fc"), "vmk1": m.AdapterConfig(type="nfs")},
+                      paths={f"vmhba1:C0:T{t}:L{l}": m.PathConfig() for t in range(2) for l in range(2)})
+    topo = discovery.HostTopology(ref=vim.HostSystem("host-1"), name="esx01", inventory=inv,
+                                  datastores=["uuid-a"], cpu_threads=48)
+    keys = [1, 2, 3, 4, 5, 6]
+    families = {1: "luns", 2: "adapters", 3: "paths", 4: "datastores", 5: "cpus", 6: "host"}
+    (spec,) = perf.query_specs([topo], keys, {}, now=1e9, families=families)
+    # instances + the host aggregate; the NFS vmknic is no storageAdapter instance
+    assert spec.series == (3, 2, 5, 2, 49, 1)
+
+
 def test_a_known_host_asks_only_for_samples_after_its_newest():
     since = 1_700_000_000.0
     new, known, stale = perf.query_specs([_Host("a"), _Host("b"), _Host("c")], [1], {"b": since, "c": since - 3600}, now=since + 20)

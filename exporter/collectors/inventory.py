@@ -26,6 +26,9 @@ def collect(store):
     link = _Family("esxi_adapter_link_speed_bytes_per_second", "Link speed of the adapter (FC HBA speed, or the vmnic behind iSCSI/NFS).", labels=["host", "adapter"])
     path_state = _Family("esxi_path_state", "Path state, 1 for the current state and 0 for the others.",
                                    labels=["host", "device", "path", "adapter", "state"])
+    # As node_exporter's dmmultipath: counts per LUN, so "fewer active paths than paths" needs no join.
+    paths = _Family("esxi_lun_paths", "Paths to the LUN, in any state.", labels=["host", "device"])
+    active_paths = _Family("esxi_lun_active_paths", "Paths to the LUN in the active state (carrying I/O).", labels=["host", "device"])
     datastore_hosts = _Family("esxi_datastore_hosts", "Hosts that mount the datastore; above 1 the LUN is shared and its queue depth should not exceed 64.",
                                         labels=["datastore"])
     datastore_info = _Family("esxi_datastore_info", "Datastore type, NFS server and the adapter (vmknic) carrying an NFS datastore's traffic. Always 1; join with group_left.",
@@ -46,14 +49,22 @@ def collect(store):
             adapter_info.put([host, name, adapter.type, adapter.model, adapter.driver], 1)
             if adapter.link_speed_bytes_per_second is not None:
                 link.put([host, name], adapter.link_speed_bytes_per_second)
+        counts = {device: [0, 0] for device in inv.luns}  # device -> [paths, active]
         for name, path in sorted(inv.paths.items()):
             for state in PATH_STATES:
                 path_state.put([host, path.device, name, path.adapter, state], 1 if path.state == state else 0)
+            count = counts.setdefault(path.device, [0, 0])
+            count[0] += 1
+            count[1] += path.state == "active"
+        if inv.paths:  # a source that knows no paths (esxtop without vSphere) says nothing
+            for device, (total, active) in sorted(counts.items()):
+                paths.put([host, device], total)
+                active_paths.put([host, device], active)
         for datastore, ds in sorted(inv.datastores.items()):
             datastore_info.put([host, datastore, ds.type, ds.remote_host, ds.adapter], 1)
         for datastore, count in inv.datastore_hosts.items():
             shares[datastore] = max(shares.get(datastore, 0), count)
     for datastore, count in sorted(shares.items()):
         datastore_hosts.put([datastore], count)
-    families = [lun_info, configured, lun_dsnro, host_dsnro, core_clock, adapter_info, link, path_state, datastore_hosts, datastore_info]
+    families = [lun_info, configured, lun_dsnro, host_dsnro, core_clock, adapter_info, link, path_state, paths, active_paths, datastore_hosts, datastore_info]
     return [f.family for f in families]

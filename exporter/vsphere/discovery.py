@@ -23,6 +23,7 @@ HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.host
                    "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
                    "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
                    "configManager.advancedOption", "configManager.iscsiManager", "hardware.cpuInfo.hz",
+                   "hardware.cpuInfo.numCpuThreads",
                    *nfs.NETWORK_PROPERTIES]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
@@ -50,9 +51,18 @@ class HostTopology:
     path_devices: dict[str, str] = field(default_factory=dict)  # runtime path name -> device
     datastore_names: dict[str, str] = field(default_factory=dict)  # perf instance -> datastore name
     datastores: list[str] = field(default_factory=list)  # uuids of the mounted datastores
+    cpu_threads: int = 0  # logical CPUs: the instances of cpu.* counters
     # (counter key, instance) -> where its values go; filled by the collection, the only writer,
     # and dropped with the topology when discovery replaces it.
     routes: dict = field(default_factory=dict)
+
+    def instances(self, family: str) -> int:
+        """Series one counter of this family returns for the host: its instances and the host aggregate."""
+        inv = self.inventory
+        count = {"luns": len(inv.luns), "paths": len(inv.paths), "datastores": len(self.datastores),
+                 "cpus": self.cpu_threads,
+                 "adapters": sum(a.type != "nfs" for a in inv.adapters.values())}.get(family, 0)
+        return count + 1
 
 
 @dataclass(slots=True)
@@ -256,6 +266,8 @@ def discover(client, max_parallel: int = 4) -> Topology:
         topo = storage_of_host(_text_of(props.get("name")), vim.HostSystem(moid, stub), props)
         core_hz = _text_of(props.get("hardware.cpuInfo.hz"))
         topo.inventory.cpu_core_hertz = float(core_hz) if core_hz else None  # for CPU cost per I/O
+        threads = _text_of(props.get("hardware.cpuInfo.numCpuThreads"))
+        topo.cpu_threads = int(threads) if threads.isdigit() else 0
         options = _text_of(props.get("configManager.advancedOption"))
         iscsi = _text_of(props.get("configManager.iscsiManager"))
         has_iscsi = any(a.type == "iscsi" for a in topo.inventory.adapters.values())

@@ -17,12 +17,20 @@ from exporter.vsphere.mapping import COUNTERS, Counter
 
 REALTIME = 20  # seconds: the real-time interval id
 MAX_CATCH_UP = 30 * 60  # beyond this gap, ask for the newest sample only (vCenter keeps ~1 h)
+# Instance "*" makes one metric id answer one series per instance: 256 ids over hosts with
+# thousands of paths could come back as hundreds of thousands of series. A CSV series is about
+# five XML elements; this keeps one answer near 250,000, half of the 500,000 vCenter returns at most.
+MAX_SERIES_PER_CALL = 50_000
 
 
 @dataclass(slots=True)
 class Resolved:
     by_key: dict[int, tuple[str, Counter]]  # counter key -> (name, where it goes)
     missing: list[str]  # names this server does not have
+
+    @property
+    def families(self) -> dict[int, str]:
+        return {key: counter.family for key, (_, counter) in self.by_key.items()}
 
 
 def resolve(perf_counters) -> Resolved:
@@ -52,18 +60,26 @@ class QuerySpec:
     counters: tuple[int, ...]
     start: float | None = None  # unix seconds, exclusive
     max_sample: int | None = None
+    series: tuple[int, ...] = ()  # series expected per counter (its instances); empty: one each
+
+    def expected(self) -> tuple[int, ...]:
+        return self.series or (1,) * len(self.counters)
 
 
-def query_specs(hosts, keys: list[int], last: dict[str, float], now: float) -> list[QuerySpec]:
-    """One QuerySpec per host: every counter, every instance, after its newest sample."""
+def query_specs(hosts, keys: list[int], last: dict[str, float], now: float,
+                families: dict[int, str] | None = None) -> list[QuerySpec]:
+    """One QuerySpec per host: every counter, every instance, after its newest sample.
+    families (counter key -> model family) lets each spec say how many series it will return,
+    from the host's discovered instances."""
     counters = tuple(keys)
     specs = []
     for host in hosts:
+        series = tuple(host.instances(families[key]) for key in counters) if families else ()
         since = last.get(host.name)
         if since is not None and now - since < MAX_CATCH_UP:
-            specs.append(QuerySpec(host.ref, counters, start=since))
+            specs.append(QuerySpec(host.ref, counters, start=since, series=series))
         else:
-            specs.append(QuerySpec(host.ref, counters, max_sample=1))
+            specs.append(QuerySpec(host.ref, counters, max_sample=1, series=series))
     return specs
 
 
@@ -74,23 +90,41 @@ def query_limit(configured: int, server: int | None) -> int:
     return min(limits) if limits else 0
 
 
-def chunk(specs: list, max_metrics: int) -> list[list]:
-    """Split into QueryPerf calls of at most max_metrics metric ids (0 = no limit); a host with
-    more counters than that is split into several specs for the same entity."""
-    if max_metrics <= 0:
-        return [specs] if specs else []
-    pieces = [QuerySpec(spec.entity, spec.counters[at:at + max_metrics], spec.start, spec.max_sample)
-              for spec in specs for at in range(0, len(spec.counters), max_metrics)]
-    calls, current, size = [], [], 0
-    for piece in pieces:
-        if current and size + len(piece.counters) > max_metrics:
+def chunk(specs: list, max_metrics: int, max_series: int = MAX_SERIES_PER_CALL) -> list[list]:
+    """Split into QueryPerf calls of at most max_metrics metric ids (0 = no limit) whose answers
+    hold at most max_series series (but for a single counter with more instances than that); a
+    host over either limit is split into several specs for the same entity."""
+    max_ids = max_metrics if max_metrics > 0 else float("inf")
+    calls, current, ids, series = [], [], 0, 0
+    for piece in (piece for spec in specs for piece in _split(spec, max_ids, max_series)):
+        size, weight = len(piece.counters), sum(piece.expected())
+        if current and (ids + size > max_ids or series + weight > max_series):
             calls.append(current)
-            current, size = [], 0
+            current, ids, series = [], 0, 0
         current.append(piece)
-        size += len(piece.counters)
+        ids, series = ids + size, series + weight
     if current:
         calls.append(current)
     return calls
+
+
+def _split(spec: QuerySpec, max_ids: float, max_series: int) -> list[QuerySpec]:
+    """One host's spec in pieces within both limits, counters in their order."""
+    expected = spec.expected()
+    if len(spec.counters) <= max_ids and sum(expected) <= max_series:
+        return [spec]
+    pieces, begin, series = [], 0, 0
+    for at, weight in enumerate(expected):
+        if at > begin and (at - begin >= max_ids or series + weight > max_series):
+            pieces.append(_piece(spec, begin, at))
+            begin, series = at, 0
+        series += weight
+    pieces.append(_piece(spec, begin, len(expected)))
+    return pieces
+
+
+def _piece(spec: QuerySpec, begin: int, end: int) -> QuerySpec:
+    return QuerySpec(spec.entity, spec.counters[begin:end], spec.start, spec.max_sample, spec.series[begin:end])
 
 
 def _parse_time(text: str) -> float:

@@ -141,7 +141,7 @@ class VsphereTarget:
             return False
         now = time.time() if now is None else now
         start = time.perf_counter()
-        specs = perf.query_specs(topology.hosts, sorted(resolved.by_key), self.last_timestamp, now)
+        specs = perf.query_specs(topology.hosts, sorted(resolved.by_key), self.last_timestamp, now, resolved.families)
         calls = perf.chunk(specs, self.max_query_metrics)
         try:
             results, errors = perf.query(self.client, calls, self.config.max_parallel_queries)
