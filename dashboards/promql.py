@@ -66,9 +66,21 @@ def path_to_device(expr: str, *info_matchers: str) -> str:
 
 
 def link_use(*matchers: str, window: str = RATE) -> str:
-    """Adapter throughput as a share of its link speed (0-1)."""
+    """Adapter throughput as a share of its link speed (0-1); an NFS vmknic's is its datastores'."""
     speed = one_per("host, adapter", sel("esxi_adapter_link_speed_bytes_per_second", *matchers))
-    return f"({bytes_per_second('adapter', *matchers, window=window)}) / on (host, adapter) group_left () {speed}"
+    return (f"(({bytes_per_second('adapter', *matchers, window=window)}) or {nfs_bytes_per_second(*matchers, window=window)})"
+            f" / on (host, adapter) group_left () {speed}")
+
+
+def nfs_bytes_per_second(*matchers: str, window: str = RATE) -> str:
+    """Read plus written bytes per second of the NFS datastores on each vmknic (vSphere source: an
+    NFS datastore has no storage adapter; esxi_datastore_info names the vmknic that carries it),
+    as the alerts' link recording rules count them. Adapter matchers select the vmknic."""
+    on_datastore = [m for m in matchers if not m.startswith("adapter")]
+    info = one_per("instance, host, datastore, adapter",
+                   sel("esxi_datastore_info", 'type=~"nfs|nfs41"', 'adapter!=""', *matchers))
+    return (f"sum by (instance, host, adapter) (({bytes_per_second('datastore', *on_datastore, window=window)})"
+            f" * on (instance, host, datastore) group_left (adapter) {info})")
 
 
 def world_outstanding(*matchers: str, window: str = RATE) -> str:

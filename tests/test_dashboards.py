@@ -279,3 +279,45 @@ def test_check_flag_fails_on_a_hand_edit(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"provisioned/{BOARDS[0].FILE} is not what the generator makes" in err
     assert "import/stray.json is not made by the generator" in err
+
+
+def test_link_use_counts_nfs_datastores_on_their_vmknic(tmp_path):
+    """The link-use panels' query, with the values Grafana would substitute, evaluated by
+    Prometheus' engine (promtool) on series shaped as the exporter writes them: an FC HBA, and
+    two NFS datastores on one 10 Gb vmknic (vSphere source) adding up on it; a VMFS datastore is
+    never put on a vmknic."""
+    from dashboards.promql import link_use
+    if not shutil.which("promtool"):
+        pytest.fail("promtool is not installed: run .ci/install")
+    job = 'instance="vc",job="esxi-vsphere"'
+    series = {
+        f'esxi_adapter_link_speed_bytes_per_second{{{job},host="esx01",adapter="vmhba1"}}': "250000000x20",
+        f'esxi_adapter_read_bytes_total{{{job},host="esx01",adapter="vmhba1"}}': "0+3000000000x20",  # 50 MB/s
+        f'esxi_adapter_written_bytes_total{{{job},host="esx01",adapter="vmhba1"}}': "0+0x20",
+        f'esxi_adapter_link_speed_bytes_per_second{{{job},host="esx01",adapter="vmk1"}}': "1250000000x20",
+        f'esxi_datastore_info{{{job},host="esx01",datastore="nfs-a",type="nfs",remote_host="10.0.0.5",adapter="vmk1"}}': "1x20",
+        f'esxi_datastore_info{{{job},host="esx01",datastore="nfs-b",type="nfs41",remote_host="10.0.0.6",adapter="vmk1"}}': "1x20",
+        f'esxi_datastore_info{{{job},host="esx01",datastore="vmfs-1",type="vmfs",remote_host="",adapter=""}}': "1x20",
+        f'esxi_datastore_read_bytes_total{{{job},host="esx01",datastore="nfs-a"}}': "0+30000000000x20",  # 500 MB/s
+        f'esxi_datastore_written_bytes_total{{{job},host="esx01",datastore="nfs-a"}}': "0+6000000000x20",  # 100 MB/s
+        f'esxi_datastore_read_bytes_total{{{job},host="esx01",datastore="nfs-b"}}': "0+7500000000x20",  # 125 MB/s
+        f'esxi_datastore_written_bytes_total{{{job},host="esx01",datastore="nfs-b"}}': "0+0x20",
+        f'esxi_datastore_read_bytes_total{{{job},host="esx01",datastore="vmfs-1"}}': "0+60000000000x20",
+        f'esxi_datastore_written_bytes_total{{{job},host="esx01",datastore="vmfs-1"}}': "0+0x20",
+    }
+    every = link_use('host=~"esx01"', 'adapter=~".*"', window="5m")
+    only_vmk = link_use('host=~"esx01"', 'adapter=~"vmk1"', window="5m")
+    tests = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in series.items()],
+        "promql_expr_test": [
+            {"expr": every, "eval_time": "10m", "exp_samples": [
+                {"labels": f'{{{job},host="esx01",adapter="vmhba1"}}', "value": 0.2},
+                {"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58}]},
+            {"expr": only_vmk, "eval_time": "10m", "exp_samples": [
+                {"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58}]},
+        ]}]}
+    path = tmp_path / "link_use.test.yml"
+    path.write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -29,7 +29,8 @@ def build():
         "Link use",
         "Read plus written bytes per second as a share of the adapter's link speed. Near 100% the link "
         "is the bottleneck: throughput flattens while latency climbs (the paper's Figure 5). Add a "
-        "second link and spread the paths.",
+        "second link and spread the paths. A vmkN adapter is the vmkernel NIC of NFS datastores "
+        "(vSphere source): its share is their bytes over its uplink's speed.",
         "percentunit", [Q(link_use(HOST, ADAPTER), WHO)],
         line_at=((None, "transparent"), (0.9, "red"))))
     d = d.with_panel(timeseries_panel(
