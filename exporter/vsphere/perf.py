@@ -19,7 +19,8 @@ REALTIME = 20  # seconds: the real-time interval id
 MAX_CATCH_UP = 30 * 60  # beyond this gap, ask for the newest sample only (vCenter keeps ~1 h)
 # Instance "*" makes one metric id answer one series per instance: 256 ids over hosts with
 # thousands of paths could come back as hundreds of thousands of series. A CSV series is about
-# five XML elements; this keeps one answer near 250,000, half of the 500,000 vCenter returns at most.
+# five XML elements, so this keeps one answer (and the memory to parse it) near 250,000 elements
+# whatever the inventory; more calls of that size cost little (they run in parallel).
 MAX_SERIES_PER_CALL = 50_000
 
 
