@@ -56,13 +56,12 @@ class HostTopology:
     # and dropped with the topology when discovery replaces it.
     routes: dict = field(default_factory=dict)
 
-    def instances(self, family: str) -> int:
-        """Series one counter of this family returns for the host: its instances and the host aggregate."""
+    def instances(self) -> dict[str, int]:
+        """Series one counter of each family returns for the host: its instances and the host
+        aggregate (a family not listed: the aggregate alone). The NFS vmknics are no storageAdapter."""
         inv = self.inventory
-        count = {"luns": len(inv.luns), "paths": len(inv.paths), "datastores": len(self.datastores),
-                 "cpus": self.cpu_threads,
-                 "adapters": sum(a.type != "nfs" for a in inv.adapters.values())}.get(family, 0)
-        return count + 1
+        return {"luns": len(inv.luns) + 1, "paths": len(inv.paths) + 1, "datastores": len(self.datastores) + 1,
+                "cpus": self.cpu_threads + 1, "adapters": sum(a.type != "nfs" for a in inv.adapters.values()) + 1}
 
 
 @dataclass(slots=True)

@@ -75,7 +75,11 @@ def query_specs(hosts, keys: list[int], last: dict[str, float], now: float,
     counters = tuple(keys)
     specs = []
     for host in hosts:
-        series = tuple(host.instances(families[key]) for key in counters) if families else ()
+        if families:
+            counts = host.instances()
+            series = tuple(counts.get(families[key], 1) for key in counters)
+        else:
+            series = ()
         since = last.get(host.name)
         if since is not None and now - since < MAX_CATCH_UP:
             specs.append(QuerySpec(host.ref, counters, start=since, series=series))
