@@ -69,6 +69,16 @@ class Sample:
     source: str = "esxtop"  # which source produced it: esxtop | vsphere
 
 
+def device_kind(device: str, lun: "LunConfig | None" = None) -> str:
+    """What queue semantics a device has: nvme (HPP, may bypass the kernel queue), vvol_pe
+    (a vVol protocol endpoint, its own DSNRO) or scsi (the paper's LUN)."""
+    if lun is not None and lun.is_vvol_pe:
+        return "vvol_pe"
+    if device.startswith(("eui.", "uuid.", "t10.NVMe")):
+        return "nvme"
+    return "scsi"
+
+
 def path_adapter(path: str) -> str:
     """The adapter of a runtime path name: 'vmhba2:C0:T1:L4' -> 'vmhba2'."""
     return path.split(":", 1)[0]
@@ -83,6 +93,20 @@ class LunConfig:
     datastore: str = ""  # VMFS datastore on this LUN (through its extents), "" if none
     configured_queue_depth: float | None = None  # the device's configured max queue depth
     dsnro: float | None = None  # per-device "outstanding IOs with competing worlds"
+    # Per-device tuning and health (esxcli storage core/nmp/hpp device list, or the standard API).
+    queue_full_sample_size: float | None = None  # adaptive queue depth: 0 = off
+    queue_full_threshold: float | None = None
+    plugin: str = ""  # multipath plugin: NMP | HPP | "" unknown
+    satp: str = ""  # storage array type plugin (VMW_SATP_ALUA ...), NMP only
+    psp: str = ""  # path selection policy (VMW_PSP_RR ...) or HPP scheme
+    psp_limit_type: str = ""  # round robin: Default | Iops | Bytes | Latency
+    psp_iops_limit: float | None = None  # round robin: I/Os per path before switching
+    psp_bytes_limit: float | None = None  # round robin: bytes per path before switching
+    is_ssd: bool | None = None
+    is_local: bool | None = None
+    is_vvol_pe: bool | None = None  # a vVol protocol endpoint
+    status: str = ""  # esxcli Status: on | off | dead | degraded | ...
+    operational_state: str = ""  # ScsiLun.operationalState: ok | degraded | lostCommunication | off | error ...
 
 
 @dataclass(slots=True)
@@ -91,6 +115,8 @@ class AdapterConfig:
     model: str = ""
     driver: str = ""
     link_speed_bytes_per_second: float | None = None
+    queue_depth_parameter: str = ""  # the driver module's LUN queue-depth parameter (ql2xmaxqdepth ...)
+    queue_depth_parameter_value: float | None = None  # None while the driver's default is in force
 
 
 @dataclass(slots=True)
@@ -118,7 +144,10 @@ class Inventory:
     luns: dict[str, LunConfig] = field(default_factory=dict)
     adapters: dict[str, AdapterConfig] = field(default_factory=dict)
     paths: dict[str, PathConfig] = field(default_factory=dict)
-    dsnro: float | None = None  # host-wide Disk.SchedNumReqOutstanding
+    dsnro: float | None = None  # host-wide Disk.SchedNumReqOutstanding (gone from ESXi 6.0U3 on)
+    dsnro_source: str = ""  # where DSNRO came from: device (esxcli) | host_option | none; "" not asked
+    cluster: str = ""  # vSphere cluster of the host, "" standalone or unknown
+    datacenter: str = ""
     cpu_core_hertz: float | None = None  # nominal clock of one physical core (esxtop has none)
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
     datastores: dict[str, DatastoreConfig] = field(default_factory=dict)  # datastore -> type and adapter
