@@ -1,6 +1,6 @@
 """Sizing figures for README "Running at scale", measured here:
 
-1. Series per host: `dump` of the real capture in ../shared/data/esxtop/ and of a simulated
+1. Series per host: `dump` of the real capture in tests/fixtures/esxtop/ and of a simulated
    large host (40 LUNs x 4 paths, 4 HBAs, 60 VMs, 32 CPUs, esxtop -a fields), with every
    collector, without per-world series, without per-world and per-path series, and with a LUN
    include filter keeping 10 of the 40 LUNs.

@@ -2,6 +2,9 @@
 in ESXi and ESX 3.x captures."""
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import pytest
 
 from exporter.analysis import capacity
@@ -21,6 +24,33 @@ from tests.test_compare import run_cli
 def test_plan_is_d_over_a_per_host_and_n_over_a_per_lun(n, a, d, m, v):
     p = capacity.plan(n, a, d)
     assert (p.max_vms_per_host, p.max_vms_per_lun) == (m, v)
+
+
+TABLE2 = Path(__file__).resolve().parent / "fixtures" / "paper" / "scalable-storage-table2.csv"
+
+
+def _table2_rows():
+    with open(TABLE2, newline="") as f:
+        return [tuple(float(v) for v in row.values()) for row in csv.DictReader(f)]
+
+
+def test_table2_fixture_holds_every_published_row():
+    assert len(_table2_rows()) == 6  # the paper's six sample configurations
+
+
+@pytest.mark.parametrize("n, a, d, m, v", _table2_rows())
+def test_plan_reproduces_the_papers_table2_row(n, a, d, m, v):
+    """Every published row of Table 2 (one path per LUN, as the paper assumes)."""
+    p = capacity.plan(n, a, d)
+    assert (p.n, p.a, p.d) == (n, a, d)
+    assert (p.max_vms_per_host, p.max_vms_per_lun) == (m, v)
+
+
+@pytest.mark.parametrize("n, a, d, m, v", _table2_rows())
+def test_cli_prints_the_papers_table2_row(n, a, d, m, v):
+    done = run_cli("capacity", "--queue-depth", f"{d:g}", "--avg-active", f"{a:g}", "--array-max-outstanding", f"{n:g}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == f"{n:g} | {a:g} | {d:g} | {m:g} | {v:g}"
 
 
 def test_plan_refuses_zero():

@@ -3,6 +3,7 @@ test truncates it, rotates it, deletes and re-creates it, and writes a row in tw
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import time
 
 import pytest
@@ -119,3 +120,26 @@ def test_garbage_in_a_followed_file_is_counted_and_skipped(followed):
     eventually(lambda: samples_total(exporter) == 2, what="the good row after the bad ones")
     text = exporter.metrics()
     assert value(text, "esxi_esxtop_parse_errors_total", stream=str(capture.path), reason="cell_count") == 2
+
+
+REAL_CAPTURE = Path(__file__).resolve().parent / "fixtures" / "esxtop" / "esxi65-default-3samples.csv"
+REAL_HOST = "localhost.home"  # the capture's host: 1 header + 3 samples
+
+
+@pytest.mark.parametrize("exists_at_start", [True, False], ids=["empty-file", "no-file"])
+def test_whole_capture_appended_to_a_file_without_header_yields_every_sample(tmp_path, exists_at_start):
+    """The exporter started before resxtop wrote anything (a systemd unit ordering): the rows
+    that arrive together with the header are samples too, none dropped."""
+    path = tmp_path / "late.csv"
+    if exists_at_start:
+        path.write_bytes(b"")
+    exporter = Exporter(f"--esxtop-follow={path}", log_path=tmp_path / "exporter.log")
+    try:
+        time.sleep(1.2)  # two polls of the empty or missing file
+        with open(path, "ab") as handle:
+            handle.write(REAL_CAPTURE.read_bytes())
+        eventually(lambda: value(exporter.metrics(), "esxi_esxtop_samples_total", host=REAL_HOST) == 3,
+                   what="all three samples of the capture")
+        assert "esxi_esxtop_parse_errors_total{" not in exporter.metrics()
+    finally:
+        exporter.stop()

@@ -1,4 +1,4 @@
-"""Golden expositions of the real captures in ../shared/data/esxtop, with values checked against
+"""Golden expositions of the real captures in tests/fixtures/esxtop (copied from public repositories; see PROVENANCE.md there), with values checked against
 the CSV cells independently of the reader, and linted by promtool."""
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def check_golden(name: str, text: str, update: bool) -> None:
     if update:
         golden.write_text(text)
     assert golden.exists(), f"{golden} is missing; create it with pytest --update-golden"
-    assert text == golden.read_text(), f"exposition differs from {golden}; rerun with UPDATE_GOLDEN=1 if intended"
+    assert text == golden.read_text(), f"exposition differs from {golden}; rerun pytest with --update-golden if intended"
 
 
 def samples(text: str) -> dict[str, float]:

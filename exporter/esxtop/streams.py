@@ -38,7 +38,10 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
     """Yield complete lines of a growing file, like `tail -F`.
 
     The header is always read from the top; then, unless from_start, reading continues at the
-    end of the file (counters start when the exporter starts). Truncation, rotation (a new
+    end of the file (counters start when the exporter starts). A file that does not exist yet or
+    has no complete header yet is read from its first data row once the header is there: every
+    row in it arrived after the exporter started (an exporter started before resxtop writes its
+    file must not skip the rows that land together with the header). Truncation, rotation (a new
     inode) and deletion followed by re-creation restart from the top of the new file, header
     first. A partial last line is held back until its newline arrives.
     """
@@ -49,12 +52,14 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
                 handle = open(path, "rb")
                 inode = os.fstat(handle.fileno()).st_ino
             except FileNotFoundError:
+                from_start = True  # whatever it will hold arrives after we started
                 stop.wait(poll)
                 continue
             header = handle.readline()
             if not header.endswith((b"\n", b"\r")):
-                handle.close()  # header not complete yet
+                handle.close()  # header not complete yet: its rows, when they come, are new
                 handle = None
+                from_start = True
                 stop.wait(poll)
                 continue
             yield _decode(header)

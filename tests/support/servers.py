@@ -13,8 +13,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-CAPTURES = SHARED / "data" / "esxtop"
+FIXTURES = ROOT / "tests" / "fixtures"
+CAPTURES = FIXTURES / "esxtop"  # real captures, copied with their provenance (PROVENANCE.md there)
 
 
 def free_port() -> int:
