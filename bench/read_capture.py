@@ -61,6 +61,7 @@ def generate(path: Path, columns: int, rows: int, seed: int = 0) -> None:
 
 def measure(kind: str, path: str) -> None:
     import pandas as pd
+
     from exporter.analysis.capture import load
     start = time.perf_counter()  # imports are done: time the read only
     if kind == "ours":

@@ -137,5 +137,5 @@ def variables(expr: str, selections: dict[str, Selection]) -> str:
     for name in sorted(selections, key=len, reverse=True):
         value = format_value(selections[name])
         expr = expr.replace("${%s}" % name, value).replace("[[%s]]" % name, value)
-        expr = re.sub(r"\$" + re.escape(name) + r"(?![A-Za-z0-9_])", lambda _m: value, expr)
+        expr = re.sub(r"\$" + re.escape(name) + r"(?![A-Za-z0-9_])", lambda _m, value=value: value, expr)
     return expr

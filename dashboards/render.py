@@ -14,7 +14,6 @@ from grafana_foundation_sdk.builders import dashboard as db
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as dm
 
-
 TAG = "esxi-storage"
 IMPORT_INPUT = "DS_PROMETHEUS"
 # The Grafana release the pinned SDK and @grafana/schema describe (11.6).

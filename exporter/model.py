@@ -69,7 +69,7 @@ class Sample:
     source: str = "esxtop"  # which source produced it: esxtop | vsphere
 
 
-def device_kind(device: str, lun: "LunConfig | None" = None) -> str:
+def device_kind(device: str, lun: LunConfig | None = None) -> str:
     """What queue semantics a device has: nvme (HPP, may bypass the kernel queue), vvol_pe
     (a vVol protocol endpoint, its own DSNRO) or scsi (the paper's LUN)."""
     if lun is not None and lun.is_vvol_pe:

@@ -80,7 +80,8 @@ def test_backfill_of_a_non_capture_fails_with_one_line(tmp_path):
 
 
 def test_a_truncated_last_line_is_reported_and_the_rest_backfilled(tmp_path):
-    from tests.support.analysis_captures import Setup as S, write as w
+    from tests.support.analysis_captures import Setup as S
+    from tests.support.analysis_captures import write as w
     cut = w(tmp_path / "cut.csv", S(), seed=1, samples=30, truncate_last=True)
     done = run_cli("backfill", cut, "--tsdb", tmp_path / "data", "--keep-openmetrics", tmp_path / "cut.om")
     assert done.returncode == 0, done.stderr
@@ -91,7 +92,8 @@ def test_a_truncated_last_line_is_reported_and_the_rest_backfilled(tmp_path):
 
 
 def test_a_bad_line_in_the_middle_stops_the_backfill(tmp_path):
-    from tests.support.analysis_captures import Setup as S, write as w
+    from tests.support.analysis_captures import Setup as S
+    from tests.support.analysis_captures import write as w
     lines = w(tmp_path / "ok.csv", S(), seed=1, samples=10).read_text().splitlines()
     lines[4] = lines[4][:100]
     bad = tmp_path / "mid.csv"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboards.evaluate import PROVISIONED, Prometheus as PromAPI, evaluate, report
+from dashboards.evaluate import PROVISIONED, evaluate, report
+from dashboards.evaluate import Prometheus as PromAPI
 from dashboards.preview import render
 from dashboards.render import all_panels
 from tests.support.servers import ROOT, Exporter, Prometheus

@@ -48,7 +48,7 @@ def test_first_sample_is_not_a_measurement_and_intervals_come_from_timestamps():
 
 def test_drifting_intervals_use_the_real_spacing():
     lines = device_capture(n=1)
-    for i, t in enumerate((4, 9, 11)):  # 4 s, 5 s, 2 s apart, like IC-headerless
+    for _i, t in enumerate((4, 9, 11)):  # 4 s, 5 s, 2 s apart, like IC-headerless
         lines.append(row(T0 + t, [32, 1, 0, 3.0, 0.03, 100.0, 50, 50, 1.0, 1.0, 2.0, 0.5, 2.5, 0.1]))
     store = Store()
     for s in feed_all(lines):
@@ -131,7 +131,7 @@ def test_malformed_pcpu_power_state_cells_do_not_shift_columns():
     # Real -a output: an unquoted, comma-less token fused to the next cell in header and rows.
     head = header("h", device_columns(DEV, ["Active Commands"]) + [("PCPU Power State", "PCPU 0", "%T-State T7")], False)
     head += ',   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0",' + header("h", device_columns(DEV, ["Queued Commands"])).split(",", 1)[1]
-    data = f'"11/14/2023 22:13:20","5","0.00",    73.1"8.93","7",'
+    data = '"11/14/2023 22:13:20","5","0.00",    73.1"8.93","7",'
     sample = feed_all([head, data])[0]
     assert sample.luns[DEV] == {"active_commands": 5.0, "queued_commands": 7.0}
 

@@ -3,8 +3,8 @@ test truncates it, rotates it, deletes and re-creates it, and writes a row in tw
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import time
+from pathlib import Path
 
 import pytest
 

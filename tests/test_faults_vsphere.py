@@ -8,7 +8,6 @@ import gc
 import os
 import socket
 import threading
-import time
 
 import pytest
 from pyVim.connect import Disconnect, SmartConnect

@@ -88,7 +88,7 @@ def test_esxi65_golden_matches_csv_cells(request):
                                 ("Average Guest MilliSec/Command", "guest"), ("Average Queue MilliSec/Command", "queue")):
             lat = cells(counter)
             assert got[f"esxi_lun_{metric}_latency_seconds_total" + labels] == pytest.approx(
-                sum(l / 1000 * c * 5 for l, c in zip(lat[1:], cmds[1:])))
+                sum(ms / 1000 * c * 5 for ms, c in zip(lat[1:], cmds[1:])))
             assert got[f"esxi_lun_{metric}_latency_seconds" + labels] == pytest.approx(lat[-1] / 1000)
         assert got["esxi_lun_queue_depth" + labels] == cells("Device Q Depth")[-1]
         assert got["esxi_lun_active_commands" + labels] == cells("Active Commands")[-1]

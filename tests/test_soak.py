@@ -10,7 +10,7 @@ from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
 from exporter.exposition import Exposition
 from exporter.state import Store
-from tests.support.churn import run_lines, rss_bytes
+from tests.support.churn import rss_bytes, run_lines
 
 RUNS, ROWS, INTERVAL = 60, 10, 5.0
 LUNS, SHIFT, WORLDS = 100, 30, 4

@@ -129,7 +129,7 @@ def test_each_spec_expects_the_hosts_discovered_instances():
     from exporter.vsphere import discovery
     inv = m.Inventory(host="esx01", luns={"naa.1": m.LunConfig(), "naa.2": m.LunConfig()},
                       adapters={"vmhba1": m.AdapterConfig(type="fc"), "vmk1": m.AdapterConfig(type="nfs")},
-                      paths={f"vmhba1:C0:T{t}:L{l}": m.PathConfig() for t in range(2) for l in range(2)})
+                      paths={f"vmhba1:C0:T{t}:L{lun}": m.PathConfig() for t in range(2) for lun in range(2)})
     topo = discovery.HostTopology(ref=vim.HostSystem("host-1"), name="esx01", inventory=inv,
                                   datastores=["uuid-a"], cpu_threads=48)
     keys = [1, 2, 3, 4, 5, 6]
@@ -152,6 +152,7 @@ def test_the_hand_written_query_perf_request_is_what_pyvmomi_would_send():
     """soap.query_perf_request splices the specs into pyVmomi's envelope as text; the document
     must be the one pyVmomi serializes from the equivalent data objects."""
     from pyVmomi import SoapStubAdapter
+
     from exporter.vsphere import soap
     stub = SoapStubAdapter(host="127.0.0.1", port=1, version="vim.version.version13")  # never connects
     manager = vim.PerformanceManager("PerfMgr", stub)

@@ -18,9 +18,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from exporter.esxtop.reader import HEADER_MARK, EsxtopError, EsxtopReader, read_file
 from exporter.analysis import fastcsv
 from exporter.analysis.progress import CountingFile, Progress
+from exporter.esxtop.reader import HEADER_MARK, EsxtopError, EsxtopReader, read_file
 
 MIN_BLOCK = 16 << 20  # pyarrow needs a block larger than the longest row
 
@@ -45,7 +45,7 @@ class Capture:
         """Row mask of the samples that are measurements (all but esxtop's first)."""
         return ~np.isnan(self.intervals)
 
-    def skip(self, seconds: float) -> "Capture":
+    def skip(self, seconds: float) -> Capture:
         """The capture without its first `seconds` (a warm-up, VMs still starting): the samples
         left are all measurements."""
         keep = self.timestamps >= self.timestamps[0] + seconds

@@ -8,9 +8,8 @@ not recognise (an exponent, a long number) go through float() one by one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from exporter.analysis.tdist import t_cdf
 
 MAX_BLOCKS = 30  # more blocks add power, but shorter blocks bring the correlation back

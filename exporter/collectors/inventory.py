@@ -1,8 +1,7 @@
 """Storage configuration: LUN identity and datastores, queue-depth settings, HBA and NFS link
 speeds, path states. Comes from the vSphere API, the simulator, or the config file's inventory section."""
-from exporter.textformat import gauge, label_string
-
 from exporter.model import PATH_STATES
+from exporter.textformat import gauge, label_string
 
 
 class _Family:

@@ -21,9 +21,9 @@ def register(subparsers):
 
 
 def run(args) -> int:
-    from exporter.cli import fail
     from exporter.analysis.backfill import backfill
     from exporter.analysis.progress import Progress
+    from exporter.cli import fail
     from exporter.esxtop import EsxtopError
     name = args.run_label or Path(args.capture).stem
     try:

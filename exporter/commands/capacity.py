@@ -26,9 +26,9 @@ def _g(value: float) -> str:
 
 
 def run(args) -> int:
-    from exporter.cli import fail
     from exporter.analysis import capacity
     from exporter.analysis.capture import CaptureError, load
+    from exporter.cli import fail
     try:
         if args.capture is None:
             if args.avg_active is None or args.queue_depth is None:

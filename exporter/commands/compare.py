@@ -5,7 +5,6 @@ direction, or a rule of the paper broken after but not before), 2 the input cann
 """
 from __future__ import annotations
 
-import re
 import sys
 
 EXIT_WORSE, EXIT_BAD_INPUT = 1, 2
@@ -42,9 +41,9 @@ def register(subparsers):
 
 
 def run(args) -> int:
-    from exporter.cli import fail
     from exporter.analysis import compare, report_text
     from exporter.analysis.capture import CaptureError, load
+    from exporter.cli import fail
     try:
         speeds = dict(parse_link_speed(s) for s in args.link_speed)
         from exporter.units import parse_duration

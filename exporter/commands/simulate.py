@@ -15,8 +15,7 @@ from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..simulator import ScenarioError, Simulation, list_scenarios, load_scenario
-from ..simulator import units
+from ..simulator import ScenarioError, Simulation, list_scenarios, load_scenario, units
 
 DEFAULT_START = "2023-11-14T22:13:20Z"  # unix 1,700,000,000
 

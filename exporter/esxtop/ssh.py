@@ -26,7 +26,6 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-
 from exporter.esxtop.reader import EsxtopReader
 from exporter.esxtop.streams import pump
 from exporter.textformat import counter, gauge, label_string

@@ -6,7 +6,6 @@ import logging
 import os
 import sys
 import threading
-import time
 
 from exporter.esxtop.reader import EsxtopError, EsxtopReader
 

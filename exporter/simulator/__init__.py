@@ -9,7 +9,7 @@ stream per host), `spec` (what a scenario is), `schema` (YAML -> spec, with one-
 `scenario` (finding built-in `scenarios/*.yaml` or a user's file), `units` ("5ms", "64KiB").
 """
 from .scenario import list_scenarios, load_scenario, scenario_from_text
-from .spec import Scenario, ScenarioError
 from .simulation import Simulation
+from .spec import Scenario, ScenarioError
 
 __all__ = ["Scenario", "ScenarioError", "Simulation", "list_scenarios", "load_scenario", "scenario_from_text"]

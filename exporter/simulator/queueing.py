@@ -51,7 +51,7 @@ class Flow:
     def gavg(self) -> float:
         return self.davg + self.kavg
 
-    def scaled(self, share: float) -> "Flow":
+    def scaled(self, share: float) -> Flow:
         """The part of this flow carried by one of several paths (or worlds): rates scale, latency stays."""
         return Flow(self.reads * share, self.writes * share, self.other * share,
                     self.read_bytes * share, self.written_bytes * share,

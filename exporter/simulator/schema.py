@@ -11,8 +11,20 @@ from typing import Any
 import yaml
 
 from . import units
-from .spec import (DEFAULT_LINK_EFFICIENCY, DEFAULT_SELF_RESERVATION_COST, PATH_STATES, AdapterSpec,
-                   HostLunSpec, HostSpec, LunSpec, Phase, Scenario, ScenarioError, VmfsOps, VmSpec)
+from .spec import (
+    DEFAULT_LINK_EFFICIENCY,
+    DEFAULT_SELF_RESERVATION_COST,
+    PATH_STATES,
+    AdapterSpec,
+    HostLunSpec,
+    HostSpec,
+    LunSpec,
+    Phase,
+    Scenario,
+    ScenarioError,
+    VmfsOps,
+    VmSpec,
+)
 
 _ADAPTER_QUEUE_DEPTH = {"fc": 2176, "iscsi": 1024, "sas": 600, "block": 128}  # AQLEN by type
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # host and VM names (':' would break Vcpu(gid:vm:..))
@@ -53,7 +65,7 @@ class _Node:
             raise self.fail(key, f"{check_msg}, got {raw!r}")
         return value
 
-    def node(self, key: str, default: Any = ...) -> "_Node":
+    def node(self, key: str, default: Any = ...) -> _Node:
         return _Node(self.take(key, default=default), self._at(key), self.file)
 
     def items(self, key: str, default: Any = ...) -> list[tuple[str, Any]]:
@@ -335,7 +347,7 @@ def _phase(node: _Node, luns: dict[str, LunSpec], hosts: dict[str, set[str]], vm
         host = op.take("host", _text, check=lambda h: h in hosts, check_msg="no host of that name")
         ops.append(VmfsOps(
             host=host,
-            lun=op.take("lun", _text, check=lambda d: d in hosts[host],
+            lun=op.take("lun", _text, check=lambda d, host=host: d in hosts[host],
                         check_msg=f"not one of host {host}'s luns"),
             reservations_per_second=op.take("reservations_per_second", _number, check=_positive,
                                             check_msg="must be above zero"),

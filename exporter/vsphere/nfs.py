@@ -14,7 +14,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from exporter.vsphere.soap import children as _all, text as _text
+from exporter.vsphere.soap import children as _all
+from exporter.vsphere.soap import text as _text
 
 DEFAULT_STACK = ("", "defaultTcpipStack")  # NFS runs on the default TCP/IP stack only
 NETWORK_PROPERTIES = ["config.network.vnic", "config.network.pnic", "config.network.portgroup",

@@ -12,7 +12,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from exporter import gcpause, model as m
+from exporter import gcpause
+from exporter import model as m
 from exporter.state import ObjectState, Store, integrate
 from exporter.vsphere import discovery, mapping, perf
 from exporter.vsphere.client import Client, VsphereError

@@ -87,7 +87,7 @@ def write(path: Path, setup: Setup, seed: int, samples: int = 720, interval: flo
                  "Average Driver MilliSec/Command": davg, "Average Kernel MilliSec/Command": kavg,
                  "Average Guest MilliSec/Command": gavg, "Average Queue MilliSec/Command": max(kavg - 0.01, 0)}
         values = []
-        for obj, inst, counter in cols:
+        for obj, _inst, counter in cols:
             if obj == "Physical Cpu":
                 values.append(20 + 5 * e)
             elif obj == "Vcpu":

@@ -112,7 +112,7 @@ LogLevel INFO
         argv = [SSHD, "-D", "-e", "-f", str(self.config())]
         if self.password:
             shadow = self.fake_shadow()
-            argv = ["unshare", "-m", "sh", "-c", f'mount --bind "$0" /etc/shadow && exec "$@"', str(shadow), *argv]
+            argv = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/shadow && exec "$@"', str(shadow), *argv]
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
