@@ -9,6 +9,7 @@ pandas.read_csv on the row. Scrape cost: rendering the exposition for 5,000 and 
 (once per new sample) and serving the cached body over HTTP. Memory: peak RSS of a fresh process
 holding 50,000 series. Medians of repeated runs; ratios are against our reader in the same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,9 +32,17 @@ from exporter.http import MetricsServer  # noqa: E402
 from exporter.state import Store  # noqa: E402
 from tests.support.captures import DEVICE_COUNTERS, header, row  # noqa: E402
 
-IO = ["Commands/sec", "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec",
-      "Average Driver MilliSec/Command", "Average Kernel MilliSec/Command", "Average Guest MilliSec/Command",
-      "Average Queue MilliSec/Command"]
+IO = [
+    "Commands/sec",
+    "Reads/sec",
+    "Writes/sec",
+    "MBytes Read/sec",
+    "MBytes Written/sec",
+    "Average Driver MilliSec/Command",
+    "Average Kernel MilliSec/Command",
+    "Average Guest MilliSec/Command",
+    "Average Queue MilliSec/Command",
+]
 
 
 def wide_columns(total: int):
@@ -148,7 +157,8 @@ def rss_child(target: int) -> float:
         "import sys; sys.path.insert(0, %r);"
         "from bench.bench_core import store_with_series; from exporter.exposition import Exposition;"
         "s, n = store_with_series(%d); Exposition(s).body();"
-        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))" % (str(ROOT), target))
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))" % (str(ROOT), target)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip()) / 1024
 
@@ -159,19 +169,23 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     repeat = 20 if args.quick else 100
-    report = {"reader": [bench_reader(n, repeat) for n in (5_000, 50_000)],
-              "scrape": [bench_scrape(n, max(5, repeat // 5)) for n in (5_000, 50_000)],
-              "peak_rss_mb_50k_series": rss_child(50_000)}
+    report = {
+        "reader": [bench_reader(n, repeat) for n in (5_000, 50_000)],
+        "scrape": [bench_scrape(n, max(5, repeat // 5)) for n in (5_000, 50_000)],
+        "peak_rss_mb_50k_series": rss_child(50_000),
+    }
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print("per-sample cost (median ms per row)")
     print(f"{'columns':>8} {'converted':>9} {'ours':>7} {'split+float all':>16} {'csv+float all':>14} {'pandas.read_csv':>16}")
     for r in report["reader"]:
-        print(f"{r['columns']:>8} {r['converted']:>9} {r['ours_ms']:>7.2f} "
-              f"{r['split_all_ms']:>9.2f} ({r['split_all_ms'] / r['ours_ms']:.1f}x) "
-              f"{r['csv_all_ms']:>7.2f} ({r['csv_all_ms'] / r['ours_ms']:.1f}x) "
-              f"{r['pandas_read_csv_ms']:>8.1f} ({r['pandas_read_csv_ms'] / r['ours_ms']:.0f}x)")
+        print(
+            f"{r['columns']:>8} {r['converted']:>9} {r['ours_ms']:>7.2f} "
+            f"{r['split_all_ms']:>9.2f} ({r['split_all_ms'] / r['ours_ms']:.1f}x) "
+            f"{r['csv_all_ms']:>7.2f} ({r['csv_all_ms'] / r['ours_ms']:.1f}x) "
+            f"{r['pandas_read_csv_ms']:>8.1f} ({r['pandas_read_csv_ms'] / r['ours_ms']:.0f}x)"
+        )
     print("\nscrape cost (median ms)")
     print(f"{'series':>8} {'render once per sample':>23} {'cached scrape over HTTP':>24}")
     for r in report["scrape"]:

@@ -15,6 +15,7 @@
 The exporter's CPU here includes the simulator writing the esxtop text for every host, which a
 real deployment does not pay: an upper bound. Everything runs on 127.0.0.1 and is stopped at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,33 +43,59 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def scenario(hosts: int) -> dict:
     """N identical large hosts sharing 40 LUNs, steady load."""
-    luns = [dict(device=f"naa.60060160{i:024x}", display_name=f"LUN {i}", vendor="DGC", model="VRAID",
-                 datastore=f"ds{i:02d}", service_time="4ms", absorbs=64) for i in range(LUNS)]
-    adapters = [dict(name=f"vmhba{a}", type="fc", model="QLE2692", driver="qlnativefc", link_speed="1600MB/s")
-                for a in range(HBAS)]
+    luns = [
+        dict(
+            device=f"naa.60060160{i:024x}",
+            display_name=f"LUN {i}",
+            vendor="DGC",
+            model="VRAID",
+            datastore=f"ds{i:02d}",
+            service_time="4ms",
+            absorbs=64,
+        )
+        for i in range(LUNS)
+    ]
+    adapters = [
+        dict(name=f"vmhba{a}", type="fc", model="QLE2692", driver="qlnativefc", link_speed="1600MB/s") for a in range(HBAS)
+    ]
     host_list = []
     for h in range(hosts):
-        host_luns = [dict(device=lun["device"], queue_depth=64,
-                          paths={f"vmhba{p % HBAS}:C0:T{p // HBAS}:L{i}": "active" if p < 2 else "standby"
-                                 for p in range(PATHS_PER_LUN)})
-                     for i, lun in enumerate(luns)]
-        vms = [dict(name=f"vm{h:03d}-{v:03d}", lun=luns[v % LUNS]["device"], oio=2, block_size="8KiB", read_ratio=0.7)
-               for v in range(VMS)]
+        host_luns = [
+            dict(
+                device=lun["device"],
+                queue_depth=64,
+                paths={f"vmhba{p % HBAS}:C0:T{p // HBAS}:L{i}": "active" if p < 2 else "standby" for p in range(PATHS_PER_LUN)},
+            )
+            for i, lun in enumerate(luns)
+        ]
+        vms = [
+            dict(name=f"vm{h:03d}-{v:03d}", lun=luns[v % LUNS]["device"], oio=2, block_size="8KiB", read_ratio=0.7)
+            for v in range(VMS)
+        ]
         host_list.append(dict(name=f"esx{h:03d}.example", cpus=CPUS, cpu_mhz=2600, adapters=adapters, luns=host_luns, vms=vms))
-    return dict(description=f"{hosts} large hosts", luns=luns, hosts=host_list,
-                phases=[dict(name="steady", duration="10m")], repeat=True)
+    return dict(
+        description=f"{hosts} large hosts", luns=luns, hosts=host_list, phases=[dict(name="steady", duration="10m")], repeat=True
+    )
 
 
 def write_scenario(tmp: Path, hosts: int) -> Path:
     import yaml
+
     path = tmp / f"hosts-{hosts}.yaml"
     path.write_text(yaml.safe_dump(scenario(hosts), sort_keys=False))
     return path
 
 
 def exporter(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exporter", *args], capture_output=True, text=True,
-                          env=exporter_env(), cwd=ROOT, check=True, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", *args],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        check=True,
+        **kwargs,
+    )
 
 
 def families(exposition: str) -> dict[str, int]:
@@ -94,12 +121,18 @@ def cardinality(tmp: Path) -> None:
     big = tmp / "large-host.csv"
     exporter("simulate", str(write_scenario(tmp, 1)), "--duration", "30s", "--out", str(big))
     keep10 = "^naa\\.60060160" + "0" * 23 + "[0-9]$"  # LUNs 0-9 of 40
-    rows.append((f"simulated: {LUNS} LUNs x {PATHS_PER_LUN} paths, {HBAS} HBAs, {VMS} VMs, {CPUS} CPUs", big, [
-        ("every collector", []),
-        ("--no-collector.world", ["--no-collector.world"]),
-        ("--no-collector.world --no-collector.path", ["--no-collector.world", "--no-collector.path"]),
-        ("--lun.include (10 of 40 LUNs)", [f"--lun.include={keep10}"]),
-    ]))
+    rows.append(
+        (
+            f"simulated: {LUNS} LUNs x {PATHS_PER_LUN} paths, {HBAS} HBAs, {VMS} VMs, {CPUS} CPUs",
+            big,
+            [
+                ("every collector", []),
+                ("--no-collector.world", ["--no-collector.world"]),
+                ("--no-collector.world --no-collector.path", ["--no-collector.world", "--no-collector.path"]),
+                ("--lun.include (10 of 40 LUNs)", [f"--lun.include={keep10}"]),
+            ],
+        )
+    )
     for label, capture, cuts in rows:
         for cut, flags in cuts:
             counts = families(exporter("dump", "--esxtop-file", str(capture), *flags).stdout)
@@ -134,19 +167,40 @@ def one_exporter_one_prometheus(tmp: Path, hosts: int, seconds: float = 60.0) ->
     work = tmp / f"run-{hosts}"
     work.mkdir()
     port = free_port()
-    exp = subprocess.Popen([sys.executable, "-m", "exporter", "serve", "--simulate", str(write_scenario(tmp, hosts)),
-                            f"--web.listen-address=127.0.0.1:{port}"],
-                           env=exporter_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    exp = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "serve",
+            "--simulate",
+            str(write_scenario(tmp, hosts)),
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        env=exporter_env(),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     prom = None
     try:
         wait_http(f"http://127.0.0.1:{port}/-/healthy", proc=exp)
         prom_port = free_port()
         (work / "prometheus.yml").write_text(
             "global: {scrape_interval: 5s, scrape_timeout: 5s}\n"
-            f"scrape_configs: [{{job_name: esxi, static_configs: [{{targets: ['127.0.0.1:{port}']}}]}}]\n")
-        prom = subprocess.Popen([binary, f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
-                                 f"--web.listen-address=127.0.0.1:{prom_port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work)
+            f"scrape_configs: [{{job_name: esxi, static_configs: [{{targets: ['127.0.0.1:{port}']}}]}}]\n"
+        )
+        prom = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={work / 'prometheus.yml'}",
+                f"--storage.tsdb.path={work / 'data'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=work,
+        )
         prom_url = f"http://127.0.0.1:{prom_port}"
         wait_http(prom_url + "/-/ready", timeout=60, proc=prom)
         time.sleep(12)  # the simulator's first samples are in; let Prometheus take a couple of scrapes
@@ -159,8 +213,10 @@ def one_exporter_one_prometheus(tmp: Path, hosts: int, seconds: float = 60.0) ->
         with urllib.request.urlopen(prom_url + "/api/v1/status/tsdb", timeout=30) as r:
             head = json.load(r)["data"]["headStats"]["numSeries"]
         scrape = query(prom_url, 'avg_over_time(scrape_duration_seconds{job="esxi"}[1m])')
-        print(f"  {hosts:>5} {series:>9.0f} {series / hosts:>9.0f} {exp_cpu * 100:>8.1f}% {proc_rss_mb(exp.pid):>8.0f}"
-              f" {scrape * 1000:>9.0f} {head:>9.0f} {prom_cpu * 100:>8.1f}% {proc_rss_mb(prom.pid):>8.0f}")
+        print(
+            f"  {hosts:>5} {series:>9.0f} {series / hosts:>9.0f} {exp_cpu * 100:>8.1f}% {proc_rss_mb(exp.pid):>8.0f}"
+            f" {scrape * 1000:>9.0f} {head:>9.0f} {prom_cpu * 100:>8.1f}% {proc_rss_mb(prom.pid):>8.0f}"
+        )
     finally:
         if prom is not None:
             stop(prom)
@@ -176,9 +232,13 @@ def main() -> None:
         tmp = Path(tmp)
         cardinality(tmp)
         print(f"\nload average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (timings stretch with it)")
-        print(f"one exporter (simulating N large hosts, 5 s interval) scraped every 5 s by one Prometheus, {args.seconds:.0f} s window")
-        print(f"  {'hosts':>5} {'series':>9} {'per host':>9} {'exp CPU':>9} {'exp MB':>8} {'scrape ms':>9}"
-              f" {'head':>9} {'prom CPU':>9} {'prom MB':>8}")
+        print(
+            f"one exporter (simulating N large hosts, 5 s interval) scraped every 5 s by one Prometheus, {args.seconds:.0f} s window"
+        )
+        print(
+            f"  {'hosts':>5} {'series':>9} {'per host':>9} {'exp CPU':>9} {'exp MB':>8} {'scrape ms':>9}"
+            f" {'head':>9} {'prom CPU':>9} {'prom MB':>8}"
+        )
         for hosts in args.hosts or [10, 40]:
             one_exporter_one_prometheus(tmp, hosts, args.seconds)
 

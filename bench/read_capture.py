@@ -5,6 +5,7 @@ process, ru_maxrss) against the file size.
     python3 bench/read_capture.py                       # generate /tmp/bench-50k.csv, 3 rounds
     python3 bench/read_capture.py --columns 20000 --rows 200 --repeat 1   # a quick look
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,23 @@ def generate(path: Path, columns: int, rows: int, seed: int = 0) -> None:
     PCPUs with the malformed PCPU Power State cells, and Vcpu columns filling the rest."""
     host = "esx-big.example.org"
     cells = ["(PDH-CSV 4.0) (UTC)(0)"]
-    dev_counters = ["Device Q Depth", "World Q Depth", "Active Commands", "Queued Commands", "% Used", "Load",
-                    "Commands/sec", "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec",
-                    "Average Driver MilliSec/Command", "Average Kernel MilliSec/Command",
-                    "Average Guest MilliSec/Command", "Average Queue MilliSec/Command"]
+    dev_counters = [
+        "Device Q Depth",
+        "World Q Depth",
+        "Active Commands",
+        "Queued Commands",
+        "% Used",
+        "Load",
+        "Commands/sec",
+        "Reads/sec",
+        "Writes/sec",
+        "MBytes Read/sec",
+        "MBytes Written/sec",
+        "Average Driver MilliSec/Command",
+        "Average Kernel MilliSec/Command",
+        "Average Guest MilliSec/Command",
+        "Average Queue MilliSec/Command",
+    ]
     io = dev_counters[6:]
     for cpu in list(range(48)) + ["_Total"]:
         cells += [f"\\\\{host}\\Physical Cpu({cpu})\\{c}" for c in ("% Processor Time", "% Util Time", "% Core Util Time")]
@@ -42,15 +56,25 @@ def generate(path: Path, columns: int, rows: int, seed: int = 0) -> None:
             cells += [f"\\\\{host}\\Physical Disk Path(vmhba{a}:C0:T{lun}:L0)\\{c}" for c in io]
         for w in range(20):
             cells += [f"\\\\{host}\\Physical Disk Per-Device-Per-World({dev}-{444767 + w * 135})\\{c}" for c in dev_counters]
-    power = [f"\\\\{host}\\PCPU Power State(PCPU {p})\\{c}" for p in range(48) for c in ("%C-State C0", "%C-State C1", "%T-State T7")]
+    power = [
+        f"\\\\{host}\\PCPU Power State(PCPU {p})\\{c}" for p in range(48) for c in ("%C-State C0", "%C-State C1", "%T-State T7")
+    ]
     filler = columns - 1 - len(cells) - len(power)
-    cells += [f"\\\\{host}\\Vcpu({1000 + i // 10}:vm{i // 10}:{500000 + i}:vcpu-{i % 10}:vm{i // 10})\\% Used" for i in range(filler)]
+    cells += [
+        f"\\\\{host}\\Vcpu({1000 + i // 10}:vm{i // 10}:{500000 + i}:vcpu-{i % 10}:vm{i // 10})\\% Used" for i in range(filler)
+    ]
     rng = np.random.default_rng(seed)
     pool = np.array([f'"{v:.2f}"' for v in rng.gamma(2.0, 8.0, 4096)])
     with open(path, "w") as out:
         # the header and every row glue an unquoted token onto a PCPU Power State cell (`-a` quirk)
-        out.write(",".join(f'"{c}"' for c in cells) + "," + ",".join(f'"{c}"' for c in power[:2]) + f',   -"{power[2]}",'
-                  + ",".join(f'"{c}"' for c in power[3:]) + "\n")
+        out.write(
+            ",".join(f'"{c}"' for c in cells)
+            + ","
+            + ",".join(f'"{c}"' for c in power[:2])
+            + f',   -"{power[2]}",'
+            + ",".join(f'"{c}"' for c in power[3:])
+            + "\n"
+        )
         width = len(cells) - 1 + len(power)
         for r in range(rows):
             stamp = time.strftime('"%m/%d/%Y %H:%M:%S"', time.gmtime(1_700_000_000 + 5 * r))
@@ -63,6 +87,7 @@ def measure(kind: str, path: str) -> None:
     import pandas as pd
 
     from exporter.analysis.capture import load
+
     start = time.perf_counter()  # imports are done: time the read only
     if kind == "ours":
         capture = load(path, show_progress=False)
@@ -108,8 +133,10 @@ def main() -> None:
     for kind, runs in results.items():
         secs = statistics.median(r[0] for r in runs)
         peak = max(r[1] for r in runs)
-        print(f"{kind:7} median {secs:6.2f} s  peak {peak / 2**20:6.0f} MiB = {peak / size:4.2f}x file  "
-              f"frame {runs[0][2]}  (runs: {', '.join(f'{r[0]:.2f}' for r in runs)})")
+        print(
+            f"{kind:7} median {secs:6.2f} s  peak {peak / 2**20:6.0f} MiB = {peak / size:4.2f}x file  "
+            f"frame {runs[0][2]}  (runs: {', '.join(f'{r[0]:.2f}' for r in runs)})"
+        )
     ratio = statistics.median(r[0] for r in results["pandas"]) / statistics.median(r[0] for r in results["ours"])
     print(f"speed ratio pandas.read_csv / ours: {ratio:.1f}x")
 

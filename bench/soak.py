@@ -9,6 +9,7 @@ them (stale_after=infinite). Every esxtop run (a new header) replaces 30 of 100 
 paths and per-world rows; a scrape renders the exposition after each run. Printed: RSS, objects
 held and exposition size at checkpoints, for both sides.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,16 @@ def side(runs: int, stale_after: float) -> list[dict]:
         if run % every == every - 1:
             gc.collect()
             objects = sum(len(f) for f in store.hosts["esx-churn"].objects.values())
-            marks.append({"run": run + 1, "rows": (run + 1) * 10, "rss_mib": round(rss_bytes() / 2**20, 1),
-                          "objects": objects, "exposition_bytes": len(body), "seconds": round(time.monotonic() - start, 1)})
+            marks.append(
+                {
+                    "run": run + 1,
+                    "rows": (run + 1) * 10,
+                    "rss_mib": round(rss_bytes() / 2**20, 1),
+                    "objects": objects,
+                    "exposition_bytes": len(body),
+                    "seconds": round(time.monotonic() - start, 1),
+                }
+            )
     return marks
 
 
@@ -58,8 +67,9 @@ def main() -> int:
         return 0
     results = {}
     for name, runs in (("stale", args.runs), ("never", args.counterfactual_runs or args.runs)):
-        out = subprocess.run([sys.executable, __file__, "--side", name, "--runs", str(runs)], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, __file__, "--side", name, "--runs", str(runs)], check=True, capture_output=True, text=True
+        ).stdout
         results[name] = json.loads(out)
     for name, title in (("stale", "stale_after=60s (the exporter)"), ("never", "never dropped (counterfactual)")):
         print(f"\n{title}")

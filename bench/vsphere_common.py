@@ -1,4 +1,5 @@
 """Shared by the vSphere benchmarks: the storage simulator, our collector timed in-process."""
+
 from __future__ import annotations
 
 import os
@@ -44,6 +45,7 @@ def series_count(body: bytes) -> int:
 
 def render(t: VsphereTarget) -> bytes:
     from exporter.commands.serve import vsphere_extra
+
     return Exposition(t.store, extra=vsphere_extra([t])).body()
 
 

@@ -11,6 +11,7 @@ logs in, walks the inventory and queries perf every time; its CPU is read from /
 vmware-exporter can only reach port 443 (it passes no port to pyVmomi), so the simulator
 listens on 127.0.0.N:443 for both.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,6 +46,7 @@ def cpu_seconds(pid: int) -> float:
 
 def free_port() -> int:
     import socket
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -63,7 +65,9 @@ def main() -> int:
     port = free_port()
     env = dict(os.environ, VSPHERE_HOST=address, VSPHERE_USER=USER, VSPHERE_PASSWORD=PASSWORD, VSPHERE_IGNORE_SSL="True")
     log = open(tmp / "vmware_exporter.log", "wb")
-    theirs = subprocess.Popen([str(theirs_bin), "-a", "127.0.0.1", "-p", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    theirs = subprocess.Popen(
+        [str(theirs_bin), "-a", "127.0.0.1", "-p", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     secret = password_file(tmp)
     phases = ("ours discovery", "ours collection", "ours render", "theirs scrape")
     rows = {name: [] for name in phases}
@@ -91,9 +95,12 @@ def main() -> int:
         log.close()
         sim.stop()
     ours_series, theirs_series = series_count(bodies["ours"]), series_count(bodies["theirs"])
-    per_object = sum(1 for line in bodies["ours"].splitlines() if line.startswith((b"esxi_lun_", b"esxi_adapter_", b"esxi_path_")))
-    theirs_per_object = sum(1 for line in bodies["theirs"].splitlines()
-                            if not line.startswith(b"#") and (b"naa." in line or b"vmhba" in line))
+    per_object = sum(
+        1 for line in bodies["ours"].splitlines() if line.startswith((b"esxi_lun_", b"esxi_adapter_", b"esxi_path_"))
+    )
+    theirs_per_object = sum(
+        1 for line in bodies["theirs"].splitlines() if not line.startswith(b"#") and (b"naa." in line or b"vmhba" in line)
+    )
     print(f"# vSphere collection, {args.hosts} hosts x {args.luns} LUNs (2 HBAs, 2 paths per LUN), {args.rounds} rounds, medians")
     print("| | wall s | CPU s |")
     print("|---|---:|---:|")
@@ -107,9 +114,13 @@ def main() -> int:
     }
     for label, parts in ours.items():
         wall, cpu = sum(med[p][0] for p in parts), sum(med[p][1] for p in parts)
-        print(f"theirs scrape / ours {label}: wall {med['theirs scrape'][0] / wall:.1f}x, CPU {med['theirs scrape'][1] / cpu:.1f}x")
-    print(f"series: ours {ours_series} ({per_object} per LUN/adapter/path), theirs {theirs_series} "
-          f"({theirs_per_object} naming a LUN or HBA)")
+        print(
+            f"theirs scrape / ours {label}: wall {med['theirs scrape'][0] / wall:.1f}x, CPU {med['theirs scrape'][1] / cpu:.1f}x"
+        )
+    print(
+        f"series: ours {ours_series} ({per_object} per LUN/adapter/path), theirs {theirs_series} "
+        f"({theirs_per_object} naming a LUN or HBA)"
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ runs on the same machine (its CPU is not counted in "CPU s", which is this proce
 Each round forgets the newest timestamps, so every host answers with a sample, as it does
 every 20 s in steady state.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,15 +49,19 @@ def main() -> int:
     finally:
         sim.stop()
     wall = median([w for w, _ in collections])
-    print(f"# {counts['host']} hosts, {counts['lun']} LUNs, {counts['adapter']} adapters, {counts['path']} paths, "
-          f"{counts['datastore']} datastores (simulator built in {boot.wall:.0f} s)")
+    print(
+        f"# {counts['host']} hosts, {counts['lun']} LUNs, {counts['adapter']} adapters, {counts['path']} paths, "
+        f"{counts['datastore']} datastores (simulator built in {boot.wall:.0f} s)"
+    )
     print("| | wall s | CPU s |")
     print("|---|---:|---:|")
     print(f"| discovery | {discovery.wall:.2f} | {discovery.cpu:.2f} |")
     print(f"| collection (median of {args.rounds}) | {wall:.2f} | {median([c for _, c in collections]):.2f} |")
     print(f"| render exposition | {rendering.wall:.2f} | {rendering.cpu:.2f} |")
-    print(f"collections: {', '.join(f'{w:.2f}' for w, _ in collections)} s; "
-          f"{'inside' if wall < BUDGET else 'OVER'} the {BUDGET:.0f} s interval")
+    print(
+        f"collections: {', '.join(f'{w:.2f}' for w, _ in collections)} s; "
+        f"{'inside' if wall < BUDGET else 'OVER'} the {BUDGET:.0f} s interval"
+    )
     print(f"series: {series_count(body)}; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     return 0 if wall < BUDGET else 1
 

@@ -1,4 +1,5 @@
 """python -m dashboards [--check] [--out DIR]: write (or compare) the generated dashboard JSON."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     files = generate()
     if args.check:
-        stale = [rel for rel, text in files.items()
-                 if not (args.out / rel).is_file() or (args.out / rel).read_text(encoding="utf-8") != text]
-        extra = sorted({str(p.relative_to(args.out)) for f in FLAVOURS for p in (args.out / f).glob("*.json")}
-                       - set(files))
+        stale = [
+            rel
+            for rel, text in files.items()
+            if not (args.out / rel).is_file() or (args.out / rel).read_text(encoding="utf-8") != text
+        ]
+        extra = sorted({str(p.relative_to(args.out)) for f in FLAVOURS for p in (args.out / f).glob("*.json")} - set(files))
         for rel in stale:
             print(f"dashboards: {rel} is not what the generator makes; run python -m dashboards", file=sys.stderr)
         for rel in extra:

@@ -6,6 +6,7 @@ variables and interval macros substituted as Grafana does, and report which retu
 A query passes when Prometheus parses it and returns at least one series with a finite value.
 Prints one line per failure and a closing `N passed, N failed`; exits 1 if any failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,8 +95,9 @@ def has_data(answer: dict) -> tuple[bool, str]:
     return True, f"{len(good)} series"
 
 
-def resolve_variables(model: dict, prom: Prometheus, start: float, end: float,
-                      overrides: dict[str, str]) -> tuple[dict[str, gi.Selection], list[str]]:
+def resolve_variables(
+    model: dict, prom: Prometheus, start: float, end: float, overrides: dict[str, str]
+) -> tuple[dict[str, gi.Selection], list[str]]:
     """Each variable's value as Grafana would hold it on load: query variables run their
     label_values() query (with the variables before them substituted); 'All' becomes the custom all
     value or the list of every value. Returns the selections and the problems found."""
@@ -128,8 +130,9 @@ def resolve_variables(model: dict, prom: Prometheus, start: float, end: float,
     return selections, problems
 
 
-def run_panel_queries(model: dict, prom: Prometheus, selections: dict[str, gi.Selection], start: float,
-                      end: float, scrape_interval: float) -> list[Result]:
+def run_panel_queries(
+    model: dict, prom: Prometheus, selections: dict[str, gi.Selection], start: float, end: float, scrape_interval: float
+) -> list[Result]:
     results = []
     for panel in all_panels(model):
         shift = panel.get("timeShift")
@@ -141,16 +144,18 @@ def run_panel_queries(model: dict, prom: Prometheus, selections: dict[str, gi.Se
             if target.get("instant"):
                 answer = prom.get("/api/v1/query", [("query", expr), ("time", str(end - offset))])
             else:
-                answer = prom.get("/api/v1/query_range", [("query", expr), ("start", str(t.start)),
-                                                          ("end", str(t.end)), ("step", str(t.interval))])
+                answer = prom.get(
+                    "/api/v1/query_range",
+                    [("query", expr), ("start", str(t.start)), ("end", str(t.end)), ("step", str(t.interval))],
+                )
             ok, detail = has_data(answer)
-            results.append(Result(model["title"], panel["title"], target["refId"], expr, ok, detail,
-                                  finite_series(answer)))
+            results.append(Result(model["title"], panel["title"], target["refId"], expr, ok, detail, finite_series(answer)))
     return results
 
 
-def run_annotations(model: dict, prom: Prometheus, selections: dict[str, gi.Selection], start: float,
-                    end: float, scrape_interval: float) -> list[Result]:
+def run_annotations(
+    model: dict, prom: Prometheus, selections: dict[str, gi.Selection], start: float, end: float, scrape_interval: float
+) -> list[Result]:
     """Prometheus annotation queries: they must parse; data only where something changed."""
     out = []
     t = gi.timing(start, end, 1800, scrape_interval)
@@ -158,17 +163,22 @@ def run_annotations(model: dict, prom: Prometheus, selections: dict[str, gi.Sele
         if "expr" not in ann:
             continue
         expr = gi.macros(gi.variables(ann["expr"], selections), t)
-        answer = prom.get("/api/v1/query_range", [("query", expr), ("start", str(t.start)), ("end", str(t.end)),
-                                                  ("step", str(t.interval))])
+        answer = prom.get(
+            "/api/v1/query_range", [("query", expr), ("start", str(t.start)), ("end", str(t.end)), ("step", str(t.interval))]
+        )
         parsed = answer.get("status") == "success"
         marks, detail = has_data(answer)
-        out.append(Result(model["title"], f"annotation {ann['name']}", "Anno", expr, parsed,
-                          detail if marks or not parsed else "no marks"))
+        out.append(
+            Result(
+                model["title"], f"annotation {ann['name']}", "Anno", expr, parsed, detail if marks or not parsed else "no marks"
+            )
+        )
     return out
 
 
-def evaluate(paths: list[Path], prom: Prometheus, start: float, end: float, scrape_interval: float,
-             overrides: dict[str, str] | None = None) -> tuple[list[Result], list[Result], list[str]]:
+def evaluate(
+    paths: list[Path], prom: Prometheus, start: float, end: float, scrape_interval: float, overrides: dict[str, str] | None = None
+) -> tuple[list[Result], list[Result], list[str]]:
     """(panel query results, annotation results, variable problems) over the given dashboard files."""
     panels, annotations, problems = [], [], []
     for path in paths:
@@ -181,8 +191,9 @@ def evaluate(paths: list[Path], prom: Prometheus, start: float, end: float, scra
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dashboards.evaluate", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m dashboards.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--prometheus", required=True, help="Prometheus base URL")
     ap.add_argument("--range", default="1h", help="dashboard time range ending now (default 1h)")
     ap.add_argument("--scrape-interval", default="15s", help="the datasource's scrape interval (default 15s)")
@@ -191,9 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     overrides = dict(s.split("=", 1) for s in args.set)
     end = time.time()
-    panels, annotations, problems = evaluate(args.files or sorted(PROVISIONED.glob("*.json")),
-                                             Prometheus(args.prometheus), end - gi.parse_duration(args.range), end,
-                                             gi.parse_duration(args.scrape_interval), overrides)
+    panels, annotations, problems = evaluate(
+        args.files or sorted(PROVISIONED.glob("*.json")),
+        Prometheus(args.prometheus),
+        end - gi.parse_duration(args.range),
+        end,
+        gi.parse_duration(args.scrape_interval),
+        overrides,
+    )
     report(panels, annotations, problems, sys.stdout)
     return 0 if all(r.ok for r in panels) and not problems else 1
 
@@ -204,8 +220,11 @@ def report(panels: list[Result], annotations: list[Result], problems: list[str],
     for r in panels + annotations:
         if not r.ok:
             print(f"FAIL {r.dashboard} / {r.panel} [{r.ref}]: {r.detail}\n     {r.expr}", file=out)
-    print(f"annotations: {sum(r.ok for r in annotations)} parsed, "
-          f"{sum(r.detail != 'no marks' for r in annotations if r.ok)} with marks", file=out)
+    print(
+        f"annotations: {sum(r.ok for r in annotations)} parsed, "
+        f"{sum(r.detail != 'no marks' for r in annotations if r.ok)} with marks",
+        file=out,
+    )
     print(f"{sum(r.ok for r in panels)} passed, {sum(not r.ok for r in panels)} failed", file=out)
 
 

@@ -6,6 +6,7 @@ pkg/promlib/intervalv2 and pkg/components/gtime (interval rounding and formattin
 packages/grafana-prometheus/src/datasource.ts (interpolateQueryExpr: how variable values are
 escaped and joined into a regex).
 """
+
 from __future__ import annotations
 
 import math
@@ -13,11 +14,37 @@ import re
 from dataclasses import dataclass
 
 # roundInterval: the interval is rounded up to the next of these "nice" steps (ms upper bound -> step s).
-_ROUND = ((10, 0.001), (15, 0.01), (35, 0.02), (75, 0.05), (150, 0.1), (350, 0.2), (750, 0.5),
-          (1500, 1), (3500, 2), (7500, 5), (12500, 10), (17500, 15), (25000, 20), (45000, 30),
-          (90000, 60), (210000, 120), (450000, 300), (750000, 600), (1050000, 900), (1500000, 1200),
-          (2700000, 1800), (5400000, 3600), (9000000, 7200), (16200000, 10800), (24300000, 21600),
-          (64800000, 43200), (129600000, 86400), (259200000, 172800), (604800000, 604800))
+_ROUND = (
+    (10, 0.001),
+    (15, 0.01),
+    (35, 0.02),
+    (75, 0.05),
+    (150, 0.1),
+    (350, 0.2),
+    (750, 0.5),
+    (1500, 1),
+    (3500, 2),
+    (7500, 5),
+    (12500, 10),
+    (17500, 15),
+    (25000, 20),
+    (45000, 30),
+    (90000, 60),
+    (210000, 120),
+    (450000, 300),
+    (750000, 600),
+    (1050000, 900),
+    (1500000, 1200),
+    (2700000, 1800),
+    (5400000, 3600),
+    (9000000, 7200),
+    (16200000, 10800),
+    (24300000, 21600),
+    (64800000, 43200),
+    (129600000, 86400),
+    (259200000, 172800),
+    (604800000, 604800),
+)
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 DEFAULT_SCRAPE_INTERVAL = 15.0  # what Grafana assumes when the datasource sets no scrape interval
 
@@ -72,8 +99,13 @@ class Timing:
         return self.end - self.start
 
 
-def timing(start: float, end: float, max_data_points: int, scrape_interval: float = DEFAULT_SCRAPE_INTERVAL,
-           min_interval: float | None = None) -> Timing:
+def timing(
+    start: float,
+    end: float,
+    max_data_points: int,
+    scrape_interval: float = DEFAULT_SCRAPE_INTERVAL,
+    min_interval: float | None = None,
+) -> Timing:
     """Interval and rate interval as Grafana's backend computes them, and the range aligned to the step.
 
     interval = round(range / maxDataPoints), at least the panel's min interval (default: the

@@ -1,5 +1,6 @@
 """Panel helpers over grafana-foundation-sdk builders: one call per panel, with its unit, a
 description that says what a bad value means, and its queries (refIds A, B, ... in order)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,50 +50,98 @@ def _with_queries(panel, queries: list[Q], table_format: bool = False):
 
 def steps(*pairs: tuple[float | None, str]) -> db.ThresholdsConfig:
     """Threshold steps: (None, base colour), (value, colour from there up), ..."""
-    return db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(
-        [dm.Threshold(value=v, color=c) for v, c in pairs])
+    return db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps([dm.Threshold(value=v, color=c) for v, c in pairs])
 
 
 LATENCY_STEPS = ((None, "green"), (LATENCY_WARN, "yellow"), (LATENCY_BAD, "red"))
 
 
-def timeseries_panel(title: str, description: str, unit: str, queries: list[Q], *, w: int = 12,
-                     h: int = 8, minimum: float | None = 0, maximum: float | None = None,
-                     line_at: tuple[tuple[float | None, str], ...] = (), stack: bool = False,
-                     dashed: tuple[str, ...] = (), time_shift: str = "") -> timeseries.Panel:
+def timeseries_panel(
+    title: str,
+    description: str,
+    unit: str,
+    queries: list[Q],
+    *,
+    w: int = 12,
+    h: int = 8,
+    minimum: float | None = 0,
+    maximum: float | None = None,
+    line_at: tuple[tuple[float | None, str], ...] = (),
+    stack: bool = False,
+    dashed: tuple[str, ...] = (),
+    time_shift: str = "",
+) -> timeseries.Panel:
     """A time series. line_at draws threshold lines (e.g. the 50 ms line); dashed names series
     (by legend regex) drawn as dashed limits, such as DQLEN against ACTV."""
-    p = (timeseries.Panel().title(title).description(description).datasource(DS).unit(unit)
-         .span(w).height(h).line_width(1).fill_opacity(10 if not stack else 60).span_nulls(False)
-         .legend(cb.VizLegendOptions().display_mode(cm.LegendDisplayMode.TABLE)
-                 .placement(cm.LegendPlacement.BOTTOM).show_legend(True).calcs(["mean", "max", "lastNotNull"]))
-         .tooltip(cb.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI).sort(cm.SortOrder.DESCENDING)))
+    p = (
+        timeseries.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .unit(unit)
+        .span(w)
+        .height(h)
+        .line_width(1)
+        .fill_opacity(10 if not stack else 60)
+        .span_nulls(False)
+        .legend(
+            cb.VizLegendOptions()
+            .display_mode(cm.LegendDisplayMode.TABLE)
+            .placement(cm.LegendPlacement.BOTTOM)
+            .show_legend(True)
+            .calcs(["mean", "max", "lastNotNull"])
+        )
+        .tooltip(cb.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI).sort(cm.SortOrder.DESCENDING))
+    )
     if minimum is not None:
         p = p.min(minimum)
     if maximum is not None:
         p = p.max(maximum)
     if line_at:
         p = p.thresholds(steps(*line_at)).thresholds_style(
-            cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.DASHED))
+            cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.DASHED)
+        )
     if stack:
         p = p.stacking(cb.StackingConfig().mode(cm.StackingMode.NORMAL))
     for regex in dashed:
-        p = p.override_by_regexp(regex, [
-            dm.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
-            dm.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
-            dm.DynamicConfigValue(id_val="custom.lineWidth", value=2)])
+        p = p.override_by_regexp(
+            regex,
+            [
+                dm.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+                dm.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
+                dm.DynamicConfigValue(id_val="custom.lineWidth", value=2),
+            ],
+        )
     if time_shift:
         p = p.time_shift(time_shift)
     return _with_queries(p, queries)
 
 
-def stat_panel(title: str, description: str, unit: str, query: Q, *, w: int = 4, h: int = 4,
-               thresholds: tuple[tuple[float | None, str], ...] = ((None, "green"),),
-               calc: str = "lastNotNull", time_shift: str = "") -> stat.Panel:
-    p = (stat.Panel().title(title).description(description).datasource(DS).unit(unit).span(w).height(h)
-         .thresholds(steps(*thresholds)).color_mode(cm.BigValueColorMode.BACKGROUND)
-         .graph_mode(cm.BigValueGraphMode.AREA if not query.instant else cm.BigValueGraphMode.NONE)
-         .reduce_options(cb.ReduceDataOptions().calcs([calc]).values(False)))
+def stat_panel(
+    title: str,
+    description: str,
+    unit: str,
+    query: Q,
+    *,
+    w: int = 4,
+    h: int = 4,
+    thresholds: tuple[tuple[float | None, str], ...] = ((None, "green"),),
+    calc: str = "lastNotNull",
+    time_shift: str = "",
+) -> stat.Panel:
+    p = (
+        stat.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .unit(unit)
+        .span(w)
+        .height(h)
+        .thresholds(steps(*thresholds))
+        .color_mode(cm.BigValueColorMode.BACKGROUND)
+        .graph_mode(cm.BigValueGraphMode.AREA if not query.instant else cm.BigValueGraphMode.NONE)
+        .reduce_options(cb.ReduceDataOptions().calcs([calc]).values(False))
+    )
     if time_shift:
         p = p.time_shift(time_shift)
     return _with_queries(p, [query])
@@ -111,30 +160,52 @@ class Column:
 def _organize(columns: list[Column], keep: tuple[str, ...]) -> dm.DataTransformerConfig:
     rename = {f"Value #{chr(ord('A') + i)}": c.name for i, c in enumerate(columns)}
     order = {name: i for i, name in enumerate(list(keep) + [c.name for c in columns])}
-    return dm.DataTransformerConfig(id_val="organize", options={
-        "excludeByName": {"Time": True}, "renameByName": rename, "indexByName": order})
+    return dm.DataTransformerConfig(
+        id_val="organize", options={"excludeByName": {"Time": True}, "renameByName": rename, "indexByName": order}
+    )
 
 
-def table_panel(title: str, description: str, keys: tuple[str, ...], columns: list[Column], *,
-                w: int = 24, h: int = 8, sort_by: str = "", links: dict[str, tuple[str, str]] | None = None
-                ) -> table.Panel:
+def table_panel(
+    title: str,
+    description: str,
+    keys: tuple[str, ...],
+    columns: list[Column],
+    *,
+    w: int = 24,
+    h: int = 8,
+    sort_by: str = "",
+    links: dict[str, tuple[str, str]] | None = None,
+) -> table.Panel:
     """A table joining instant queries on their labels: one row per label set in keys, one column
     per query. Columns not in keys are hidden. links: column -> (title, url) data link."""
-    p = (table.Panel().title(title).description(description).datasource(DS).span(w).height(h)
-         .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
-         .with_transformation(_organize(columns, keys))
-         .with_transformation(dm.DataTransformerConfig(id_val="filterFieldsByName", options={
-             "include": {"names": list(keys) + [c.name for c in columns]}})))
+    p = (
+        table.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .span(w)
+        .height(h)
+        .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
+        .with_transformation(_organize(columns, keys))
+        .with_transformation(
+            dm.DataTransformerConfig(
+                id_val="filterFieldsByName", options={"include": {"names": list(keys) + [c.name for c in columns]}}
+            )
+        )
+    )
     for c in columns:
         props = [dm.DynamicConfigValue(id_val="unit", value=c.unit)]
         if c.thresholds:
-            props += [dm.DynamicConfigValue(id_val="thresholds", value={
-                          "mode": "absolute", "steps": [{"value": v, "color": col} for v, col in c.thresholds]}),
-                      dm.DynamicConfigValue(id_val="custom.cellOptions", value={"type": "color-background"})]
+            props += [
+                dm.DynamicConfigValue(
+                    id_val="thresholds",
+                    value={"mode": "absolute", "steps": [{"value": v, "color": col} for v, col in c.thresholds]},
+                ),
+                dm.DynamicConfigValue(id_val="custom.cellOptions", value={"type": "color-background"}),
+            ]
         p = p.override_by_name(c.name, props)
     for column, (link_title, url) in (links or {}).items():
-        p = p.override_by_name(column, [dm.DynamicConfigValue(id_val="links", value=[
-            {"title": link_title, "url": url}])])
+        p = p.override_by_name(column, [dm.DynamicConfigValue(id_val="links", value=[{"title": link_title, "url": url}])])
     if sort_by:
         p = p.sort_by([cb.TableSortByFieldState().display_name(sort_by).desc(True)])
     return _with_queries(p, [Q(c.expr, instant=True) for c in columns], table_format=True)

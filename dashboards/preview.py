@@ -4,6 +4,7 @@ It is not a Grafana render: it shows what data each panel would get, laid out as
 
     python -m dashboards.preview --prometheus URL --range 3m [--set shift=3m] --out DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,18 +66,24 @@ def chart(panel: dict, results: list[Result], w: int, h: int) -> str:
     hi = hi if hi > lo else lo + 1
     x = lambda t: 40 + (t - t0) / max(t1 - t0, 1e-9) * (w - 50)  # noqa: E731
     y = lambda v: 5 + (hi - v) / (hi - lo) * (h - 15)  # noqa: E731
-    svg = [f'<svg width="{w}" height="{h}">',
-           f'<text x="2" y="12" class=axis>{html.escape(fmt(hi, unit))}</text>',
-           f'<text x="2" y="{h - 4}" class=axis>{html.escape(fmt(lo, unit))}</text>']
+    svg = [
+        f'<svg width="{w}" height="{h}">',
+        f'<text x="2" y="12" class=axis>{html.escape(fmt(hi, unit))}</text>',
+        f'<text x="2" y="{h - 4}" class=axis>{html.escape(fmt(lo, unit))}</text>',
+    ]
     for value, colour in thresholds:
-        svg.append(f'<line x1="40" x2="{w - 10}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="{colour}" '
-                   f'stroke-dasharray="6 4"/>')
+        svg.append(
+            f'<line x1="40" x2="{w - 10}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="{colour}" stroke-dasharray="6 4"/>'
+        )
     for i, (_, pts) in enumerate(lines):
         path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in pts)
         svg.append(f'<polyline fill="none" stroke="{COLOURS[i % len(COLOURS)]}" stroke-width="1.5" points="{path}"/>')
     svg.append("</svg>")
-    keys = "".join(f'<span style="color:{COLOURS[i % len(COLOURS)]}">&#9644; {html.escape(name)} '
-                   f'<b>{html.escape(fmt(pts[-1][1], unit))}</b></span>' for i, (name, pts) in enumerate(lines))
+    keys = "".join(
+        f'<span style="color:{COLOURS[i % len(COLOURS)]}">&#9644; {html.escape(name)} '
+        f"<b>{html.escape(fmt(pts[-1][1], unit))}</b></span>"
+        for i, (name, pts) in enumerate(lines)
+    )
     return "".join(svg) + f"<div class=legend>{keys}</div>"
 
 
@@ -98,8 +105,11 @@ def table(panel: dict, results: list[Result]) -> str:
     names = [n for n, _ in sorted(organize["indexByName"].items(), key=lambda kv: kv[1])]
     columns = [organize["renameByName"][f"Value #{t['refId']}"] for t in panel["targets"]]
     keys = [n for n in names if n not in columns]
-    units = {o["matcher"]["options"]: next((p["value"] for p in o["properties"] if p["id"] == "unit"), "")
-             for o in panel["fieldConfig"].get("overrides", []) if o["matcher"]["id"] == "byName"}
+    units = {
+        o["matcher"]["options"]: next((p["value"] for p in o["properties"] if p["id"] == "unit"), "")
+        for o in panel["fieldConfig"].get("overrides", [])
+        if o["matcher"]["id"] == "byName"
+    }
     rows: dict[tuple, dict] = {}
     for column, result in zip(columns, results):
         for metric, value in result.last:
@@ -107,10 +117,13 @@ def table(panel: dict, results: list[Result]) -> str:
     if not rows:
         return "<div class=empty>no data</div>"
     head = "".join(f"<th>{html.escape(n)}</th>" for n in keys + columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in key)
-                   + "".join(f"<td>{html.escape(fmt(vals[c], units.get(c, ''))) if c in vals else ''}</td>"
-                             for c in columns) + "</tr>"
-                   for key, vals in sorted(rows.items()))
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape(v)}</td>" for v in key)
+        + "".join(f"<td>{html.escape(fmt(vals[c], units.get(c, ''))) if c in vals else ''}</td>" for c in columns)
+        + "</tr>"
+        for key, vals in sorted(rows.items())
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -130,15 +143,19 @@ def render(model: dict, results: list[Result], caption: str, variables: dict[str
             boxes.append(f'<div class=row style="left:{left}px;top:{top}px;width:{w}px">{title}</div>')
             continue
         mine = by_panel.get(panel["title"], [])
-        body = {"timeseries": lambda: chart(panel, mine, w - 10, h - 80),
-                "stat": lambda: stat(panel, mine),
-                "table": lambda: table(panel, mine),
-                "text": lambda: f"<pre>{html.escape(panel['options'].get('content', ''))}</pre>"}[panel["type"]]()
-        shift = panel.get("timeShift") and f' <i>(time shift {html.escape(gi.variables(panel["timeShift"], shown))})</i>'
+        body = {
+            "timeseries": lambda: chart(panel, mine, w - 10, h - 80),
+            "stat": lambda: stat(panel, mine),
+            "table": lambda: table(panel, mine),
+            "text": lambda: f"<pre>{html.escape(panel['options'].get('content', ''))}</pre>",
+        }[panel["type"]]()
+        shift = panel.get("timeShift") and f" <i>(time shift {html.escape(gi.variables(panel['timeShift'], shown))})</i>"
         shift = shift or ""
-        boxes.append(f'<div class=panel style="left:{left}px;top:{top}px;width:{w}px;height:{h}px">'
-                     f'<div class=title>{title}{shift}</div>{body}</div>')
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(model['title'])}</title>
+        boxes.append(
+            f'<div class=panel style="left:{left}px;top:{top}px;width:{w}px;height:{h}px">'
+            f"<div class=title>{title}{shift}</div>{body}</div>"
+        )
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(model["title"])}</title>
 <style>body{{background:#111217;color:#ccccdc;font:12px sans-serif;margin:10px}}
 h1{{font-size:16px;margin:0 0 2px}} .caption{{color:#ff9830;margin-bottom:8px}}
 .grid{{position:relative;height:{bottom + 10}px}} .panel,.row{{position:absolute;box-sizing:border-box}}
@@ -149,22 +166,35 @@ h1{{font-size:16px;margin:0 0 2px}} .caption{{color:#ff9830;margin-bottom:8px}}
 .empty{{color:#8e8e8e;padding:20px;text-align:center}} table{{border-collapse:collapse;width:100%}}
 td,th{{border-bottom:1px solid #2c3235;padding:2px 4px;text-align:left;white-space:nowrap}}
 pre{{white-space:pre-wrap;margin:0}}</style></head><body>
-<h1>{html.escape(model['title'])}</h1><div class=caption>{html.escape(caption)}</div>
-<div class=grid>{''.join(boxes)}</div></body></html>"""
+<h1>{html.escape(model["title"])}</h1><div class=caption>{html.escape(caption)}</div>
+<div class=grid>{"".join(boxes)}</div></body></html>"""
 
 
 def screenshot(page: Path, png: Path, height: int) -> None:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         raise SystemExit("preview: chromium is not installed (apt-get install chromium)")
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={png}", f"--window-size=1610,{height}", page.as_uri()],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={png}",
+            f"--window-size=1610,{height}",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dashboards.preview", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m dashboards.preview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--prometheus", required=True)
     ap.add_argument("--range", default="1h")
     ap.add_argument("--scrape-interval", default="15s")
@@ -178,8 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     overrides = dict(s.split("=", 1) for s in args.set)
     for path in sorted(PROVISIONED.glob("*.json")):
         model = json.loads(path.read_text(encoding="utf-8"))
-        panels, _, _ = evaluate([path], Prometheus(args.prometheus), end - gi.parse_duration(args.range), end,
-                                gi.parse_duration(args.scrape_interval), overrides)
+        panels, _, _ = evaluate(
+            [path],
+            Prometheus(args.prometheus),
+            end - gi.parse_duration(args.range),
+            end,
+            gi.parse_duration(args.scrape_interval),
+            overrides,
+        )
         page = args.out / f"{path.stem}.html"
         page.write_text(render(model, panels, args.caption, overrides), encoding="utf-8")
         if not args.no_screenshot:

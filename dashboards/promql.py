@@ -3,6 +3,7 @@
 Every range query uses Grafana's `$__rate_interval` (at least four scrapes, so a rate never has
 fewer than two points); tables that summarise the whole dashboard range use `$__range`.
 """
+
 from __future__ import annotations
 
 RATE = "$__rate_interval"
@@ -48,8 +49,10 @@ def gauge(metric: str, *matchers: str, fn: str = "avg", window: str = RATE) -> s
 
 def bytes_per_second(obj: str, *matchers: str, window: str = RATE) -> str:
     """Read plus written bytes per second (read and written are separate counters)."""
-    return (f"{rate(f'esxi_{obj}_read_bytes_total', *matchers, window=window)} + "
-            f"{rate(f'esxi_{obj}_written_bytes_total', *matchers, window=window)}")
+    return (
+        f"{rate(f'esxi_{obj}_read_bytes_total', *matchers, window=window)} + "
+        f"{rate(f'esxi_{obj}_written_bytes_total', *matchers, window=window)}"
+    )
 
 
 def one_per(labels: str, expr: str) -> str:
@@ -68,8 +71,10 @@ def path_to_device(expr: str, *info_matchers: str) -> str:
 def link_use(*matchers: str, window: str = RATE) -> str:
     """Adapter throughput as a share of its link speed (0-1); an NFS vmknic's is its datastores'."""
     speed = one_per("host, adapter", sel("esxi_adapter_link_speed_bytes_per_second", *matchers))
-    return (f"(({bytes_per_second('adapter', *matchers, window=window)}) or {nfs_bytes_per_second(*matchers, window=window)})"
-            f" / on (host, adapter) group_left () {speed}")
+    return (
+        f"(({bytes_per_second('adapter', *matchers, window=window)}) or {nfs_bytes_per_second(*matchers, window=window)})"
+        f" / on (host, adapter) group_left () {speed}"
+    )
 
 
 def nfs_bytes_per_second(*matchers: str, window: str = RATE) -> str:
@@ -77,13 +82,18 @@ def nfs_bytes_per_second(*matchers: str, window: str = RATE) -> str:
     NFS datastore has no storage adapter; esxi_datastore_info names the vmknic that carries it),
     as the alerts' link recording rules count them. Adapter matchers select the vmknic."""
     on_datastore = [m for m in matchers if not m.startswith("adapter")]
-    info = one_per("instance, host, datastore, adapter",
-                   sel("esxi_datastore_info", 'type=~"nfs|nfs41"', 'adapter!=""', *matchers))
-    return (f"sum by (instance, host, adapter) (({bytes_per_second('datastore', *on_datastore, window=window)})"
-            f" * on (instance, host, datastore) group_left (adapter) {info})")
+    info = one_per(
+        "instance, host, datastore, adapter", sel("esxi_datastore_info", 'type=~"nfs|nfs41"', 'adapter!=""', *matchers)
+    )
+    return (
+        f"sum by (instance, host, adapter) (({bytes_per_second('datastore', *on_datastore, window=window)})"
+        f" * on (instance, host, datastore) group_left (adapter) {info})"
+    )
 
 
 def world_outstanding(*matchers: str, window: str = RATE) -> str:
     """Commands one world (VM) has outstanding on one LUN: active plus queued, averaged over the window."""
-    return (f"{gauge('esxi_lun_world_active_commands', *matchers, window=window)} + "
-            f"{gauge('esxi_lun_world_queued_commands', *matchers, window=window)}")
+    return (
+        f"{gauge('esxi_lun_world_active_commands', *matchers, window=window)} + "
+        f"{gauge('esxi_lun_world_queued_commands', *matchers, window=window)}"
+    )

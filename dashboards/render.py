@@ -5,6 +5,7 @@
   writes them, so the UI's Import asks which Prometheus to use and puts its uid in place of
   `${DS_PROMETHEUS}`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,11 +22,25 @@ GRAFANA_VERSION = "11.6.0"
 
 
 def new_dashboard(uid: str, title: str, description: str, variables: list) -> db.Dashboard:
-    d = (db.Dashboard(title).uid(uid).description(description).tags([TAG]).editable()
-         .time("now-1h", "now").refresh("30s").timezone("browser")
-         .tooltip(dm.DashboardCursorSync.CROSSHAIR)
-         .link(db.DashboardLink("ESXi storage").type(dm.DashboardLinkType.DASHBOARDS).tags([TAG])
-               .as_dropdown(True).include_vars(True).keep_time(True)))
+    d = (
+        db.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags([TAG])
+        .editable()
+        .time("now-1h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .tooltip(dm.DashboardCursorSync.CROSSHAIR)
+        .link(
+            db.DashboardLink("ESXi storage")
+            .type(dm.DashboardLinkType.DASHBOARDS)
+            .tags([TAG])
+            .as_dropdown(True)
+            .include_vars(True)
+            .keep_time(True)
+        )
+    )
     for v in variables:
         d = d.with_variable(v)
     return d
@@ -57,11 +72,23 @@ def import_flavour(model: dict) -> dict:
             var["current"] = {"text": "${%s}" % IMPORT_INPUT, "value": "${%s}" % IMPORT_INPUT}
     panel_types = sorted({p["type"] for p in all_panels(out) if p["type"] != "row"})
     head = {
-        "__inputs": [{"name": IMPORT_INPUT, "label": "Prometheus", "description": "Prometheus that scrapes esxi-storage-exporter",
-                      "type": "datasource", "pluginId": "prometheus", "pluginName": "Prometheus"}],
-        "__requires": ([{"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_VERSION},
-                        {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"}]
-                       + [{"type": "panel", "id": t, "name": t, "version": ""} for t in panel_types]),
+        "__inputs": [
+            {
+                "name": IMPORT_INPUT,
+                "label": "Prometheus",
+                "description": "Prometheus that scrapes esxi-storage-exporter",
+                "type": "datasource",
+                "pluginId": "prometheus",
+                "pluginName": "Prometheus",
+            }
+        ],
+        "__requires": (
+            [
+                {"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_VERSION},
+                {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
+            ]
+            + [{"type": "panel", "id": t, "name": t, "version": ""} for t in panel_types]
+        ),
     }
     return {**head, **out}
 

@@ -1,4 +1,5 @@
 """Template variables shared by the dashboards: datasource, host, LUN (device), adapter."""
+
 from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard as db
@@ -11,14 +12,26 @@ PROVISIONED_DATASOURCE_UID = "esxi-prometheus"
 
 
 def datasource() -> db.DatasourceVariable:
-    return (db.DatasourceVariable("datasource").label("Data source").type("prometheus")
-            .current(dm.VariableOption(text="Prometheus (esxi-storage)", value=PROVISIONED_DATASOURCE_UID)))
+    return (
+        db.DatasourceVariable("datasource")
+        .label("Data source")
+        .type("prometheus")
+        .current(dm.VariableOption(text="Prometheus (esxi-storage)", value=PROVISIONED_DATASOURCE_UID))
+    )
 
 
 def _query(name: str, label: str, query: str, description: str, multi: bool = True) -> db.QueryVariable:
-    v = (db.QueryVariable(name).label(label).description(description).datasource(DS).query(query)
-         .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.ALPHABETICAL_ASC)
-         .multi(multi).include_all(multi))
+    v = (
+        db.QueryVariable(name)
+        .label(label)
+        .description(description)
+        .datasource(DS)
+        .query(query)
+        .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(dm.VariableSort.ALPHABETICAL_ASC)
+        .multi(multi)
+        .include_all(multi)
+    )
     if multi:
         v = v.all_value(".*").current(dm.VariableOption(text="All", value="$__all"))
     return v
@@ -29,20 +42,37 @@ def host() -> db.QueryVariable:
 
 
 def lun(multi: bool = True) -> db.QueryVariable:
-    return _query("lun", "LUN", 'label_values(esxi_lun_queue_depth{host=~"$host"}, device)',
-                  "LUN canonical name (naa.*, t10.*, mpx.*)", multi)
+    return _query(
+        "lun",
+        "LUN",
+        'label_values(esxi_lun_queue_depth{host=~"$host"}, device)',
+        "LUN canonical name (naa.*, t10.*, mpx.*)",
+        multi,
+    )
 
 
 def adapter() -> db.QueryVariable:
-    return _query("adapter", "Adapter", 'label_values(esxi_adapter_commands_total{host=~"$host"}, adapter)',
-                  "Storage adapter (vmhbaN)")
+    return _query(
+        "adapter", "Adapter", 'label_values(esxi_adapter_commands_total{host=~"$host"}, adapter)', "Storage adapter (vmhbaN)"
+    )
 
 
 def textbox(name: str, label: str, default: str, description: str) -> db.TextBoxVariable:
-    return (db.TextBoxVariable(name).label(label).description(description).default_value(default)
-            .current(dm.VariableOption(text=default, value=default)))
+    return (
+        db.TextBoxVariable(name)
+        .label(label)
+        .description(description)
+        .default_value(default)
+        .current(dm.VariableOption(text=default, value=default))
+    )
 
 
 def custom(name: str, label: str, values: list[str], default: str, description: str) -> db.CustomVariable:
-    return (db.CustomVariable(name).label(label).description(description).values(",".join(values))
-            .current(dm.VariableOption(text=default, value=default)).allow_custom_value(True))
+    return (
+        db.CustomVariable(name)
+        .label(label)
+        .description(description)
+        .values(",".join(values))
+        .current(dm.VariableOption(text=default, value=default))
+        .allow_custom_value(True)
+    )

@@ -3,6 +3,7 @@
 Each command is a module in exporter.commands with `register(subparsers)`; options that also
 live in the config file are declared once in exporter.config.OPTIONS and become flags here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,9 @@ def add_option_flags(parser: argparse.ArgumentParser, options: list[Option]) -> 
             group.add_argument(option.flag, dest=option.dest, action="append", default=None, metavar="VALUE", help=help_text)
         else:
             group.add_argument(option.flag, dest=option.dest, default=None, metavar="VALUE", help=help_text)
-    parser.add_argument("--config.file", dest="config_file", metavar="FILE", help="YAML config file (sections as in the option names).")
+    parser.add_argument(
+        "--config.file", dest="config_file", metavar="FILE", help="YAML config file (sections as in the option names)."
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as err:
         if err.name not in ANALYSIS_MODULES:
             raise
-        return fail(f"{args.command} needs the analysis extra ({err.name} is not installed): "
-                    "pip install 'esxi-storage-exporter[analysis]'")
+        return fail(
+            f"{args.command} needs the analysis extra ({err.name} is not installed): "
+            "pip install 'esxi-storage-exporter[analysis]'"
+        )
     except KeyboardInterrupt:
         return 130

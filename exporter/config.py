@@ -5,6 +5,7 @@ dotted key (`web.listen_address`), which is its place in the YAML file, its flag
 (`--web.listen-address`) and its environment variable (`ESXI_EXPORTER_WEB_LISTEN_ADDRESS`).
 Validation collects every bad entry and reports them all at once, one line each.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,10 @@ def _regex(value: Any) -> str:
         except re.error as err:
             raise ValueError(f"not a regular expression: {text!r} ({err})") from None
         except FutureWarning as warning:
-            raise ValueError(f"ambiguous regular expression: {text!r} ({str(warning).lower()}; POSIX classes "
-                             "like [[:alpha:]] are not supported, and a literal '[' inside a set is written \\[)") from None
+            raise ValueError(
+                f"ambiguous regular expression: {text!r} ({str(warning).lower()}; POSIX classes "
+                "like [[:alpha:]] are not supported, and a literal '[' inside a set is written \\[)"
+            ) from None
     return text
 
 
@@ -118,17 +121,36 @@ OPTIONS: list[Option] = [
     Option("simulate.scenario", str, None, "Serve a built-in simulated host running this scenario (see `simulate --list`)."),
     Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
     Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
-    Option("lun.include", _regex, None, "Only LUNs whose device name matches this regular expression (their paths and worlds too)."),
-    Option("lun.exclude", _regex, None, "Leave out LUNs whose device name matches this regular expression (their paths and worlds too)."),
-    Option("vsphere.url", str, None, "vCenter or standalone ESXi URL (https://HOST[:PORT]); more targets: vsphere.targets in the config file."),
+    Option(
+        "lun.include", _regex, None, "Only LUNs whose device name matches this regular expression (their paths and worlds too)."
+    ),
+    Option(
+        "lun.exclude",
+        _regex,
+        None,
+        "Leave out LUNs whose device name matches this regular expression (their paths and worlds too).",
+    ),
+    Option(
+        "vsphere.url",
+        str,
+        None,
+        "vCenter or standalone ESXi URL (https://HOST[:PORT]); more targets: vsphere.targets in the config file.",
+    ),
     Option("vsphere.user", str, None, "vSphere user (a read-only role is enough)."),
-    Option("vsphere.password_file", str, None, "File whose first line is the vSphere password (never give it on the command line)."),
+    Option(
+        "vsphere.password_file", str, None, "File whose first line is the vSphere password (never give it on the command line)."
+    ),
     Option("vsphere.ca_file", str, None, "PEM CA bundle to verify the server's certificate (default: the system's CAs)."),
     Option("vsphere.insecure", _bool, False, "Do not verify the server's TLS certificate (logged as a warning)."),
     Option("vsphere.timeout", _duration, 30.0, "Timeout of every vSphere call."),
     Option("vsphere.interval", _duration, 20.0, "How often to read the real-time (20 s) counters."),
     Option("vsphere.discovery_interval", _duration, 300.0, "How often to re-read the inventory and storage configuration."),
-    Option("vsphere.max_query_metrics", _positive_int, 256, "Most metric ids per QueryPerf call, under vCenter's config.vpxd.stats.maxQueryMetrics (0: no limit)."),
+    Option(
+        "vsphere.max_query_metrics",
+        _positive_int,
+        256,
+        "Most metric ids per QueryPerf call, under vCenter's config.vpxd.stats.maxQueryMetrics (0: no limit).",
+    ),
     Option("vsphere.max_parallel_queries", _positive_int, 4, "QueryPerf calls in flight at once per target."),
     Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
@@ -158,8 +180,9 @@ def _choice(value: Any, choices: tuple[str, ...]) -> str:
 
 
 def collector_options(names_defaults: dict[str, bool]) -> list[Option]:
-    return [Option(f"collector.{name}", _bool, default, f"Enable the {name} collector.")
-            for name, default in names_defaults.items()]
+    return [
+        Option(f"collector.{name}", _bool, default, f"Enable the {name} collector.") for name, default in names_defaults.items()
+    ]
 
 
 class Settings(dict):

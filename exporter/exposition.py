@@ -5,6 +5,7 @@ raises is reported by esxi_scrape_collector_success 0 and the rest of the body s
 rendered body is cached until the store's version changes, so any number of concurrent scrapers
 cost one render; a scraper that arrives during a render waits for it instead of starting another.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -6,6 +6,7 @@ any source. Each pattern is a regular expression searched in the device name (`n
 `mpx.*`, or the NFS datastore name); anchor it with ^ and $ for a whole-name match. A path whose
 device is not known yet is kept: dropping it would lose data we cannot attribute.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,9 @@ class LunFilter:
     def keeps(self, device: str) -> bool:
         kept = self._decided.get(device)
         if kept is None:
-            kept = ((self.include is None or self.include.search(device) is not None)
-                    and (self.exclude is None or self.exclude.search(device) is None))
+            kept = (self.include is None or self.include.search(device) is not None) and (
+                self.exclude is None or self.exclude.search(device) is None
+            )
             if len(self._decided) >= 65536:  # LUNs that come and go must not grow it forever
                 self._decided.clear()
             self._decided[device] = kept
@@ -40,10 +42,12 @@ class LunFilter:
             luns={d: s for d, s in sample.luns.items() if keeps(d)},
             worlds={k: s for k, s in sample.worlds.items() if keeps(k[0])},
             paths={p: s for p, s in sample.paths.items() if p not in devices or keeps(devices[p])},
-            path_devices={p: d for p, d in devices.items() if keeps(d)})
+            path_devices={p: d for p, d in devices.items() if keeps(d)},
+        )
 
     def inventory(self, inventory: m.Inventory) -> m.Inventory:
         return replace(
             inventory,
             luns={d: c for d, c in inventory.luns.items() if self.keeps(d)},
-            paths={p: c for p, c in inventory.paths.items() if not c.device or self.keeps(c.device)})
+            paths={p: c for p, c in inventory.paths.items() if not c.device or self.keeps(c.device)},
+        )

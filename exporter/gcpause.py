@@ -7,6 +7,7 @@ of the store: measured at 300 hosts, 40% of the collection's time. Nothing the p
 is cyclic garbage that cannot wait for its end, and reference counting still frees everything
 else at once. Pauses nest across threads: the collector runs again when the last one ends.
 """
+
 from __future__ import annotations
 
 import gc

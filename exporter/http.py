@@ -1,4 +1,5 @@
 """The HTTP endpoint: the cached exposition on the telemetry path, a landing page, a health check."""
+
 from __future__ import annotations
 
 import logging
@@ -29,8 +30,12 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
         def do_GET(self):  # noqa: N802 (http.server's naming)
             path, _, query = self.path.partition("?")
             if web is not None and not web.authorized(self.headers.get("Authorization")):
-                self._send(401, "text/plain; charset=utf-8", b"Unauthorized\n",
-                           {"WWW-Authenticate": 'Basic realm="esxi-storage-exporter", charset="UTF-8"'})
+                self._send(
+                    401,
+                    "text/plain; charset=utf-8",
+                    b"Unauthorized\n",
+                    {"WWW-Authenticate": 'Basic realm="esxi-storage-exporter", charset="UTF-8"'},
+                )
             elif path == telemetry_path:
                 self._metrics(exposition)
             elif path == "/probe" and probes:
@@ -38,7 +43,11 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
                 if target in probes:
                     self._metrics(probes[target])
                 else:
-                    self._send(400, "text/plain; charset=utf-8", f"unknown target {target!r}; configured: {', '.join(sorted(probes))}\n".encode())
+                    self._send(
+                        400,
+                        "text/plain; charset=utf-8",
+                        f"unknown target {target!r}; configured: {', '.join(sorted(probes))}\n".encode(),
+                    )
             elif path == "/":
                 self._send(200, "text/html; charset=utf-8", landing)
             elif path in ("/-/healthy", "/-/ready"):
@@ -83,8 +92,10 @@ class _Server(ThreadingHTTPServer):
         request.settimeout(30)
         try:
             if request.recv(1, socket.MSG_PEEK)[:1].isalpha():  # plain HTTP sent to the TLS port
-                request.sendall(b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-                                b"Client sent an HTTP request to an HTTPS server.\n")
+                request.sendall(
+                    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                    b"Client sent an HTTP request to an HTTPS server.\n"
+                )
                 return
             conn = self.tls.wrap_socket(request, server_side=True)
         except (OSError, ValueError) as err:

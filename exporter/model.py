@@ -6,6 +6,7 @@ before a value enters a Sample (see `exporter.units`): seconds, bytes, ratios 0.
 rates. A field absent from a stats dict means "this source/capture does not have it", which is
 not the same as zero; collectors then export no series for it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,8 +39,7 @@ USED = "used_ratio"  # %USD / 100
 LOAD = "load"  # LOAD = (ACTV + QUED) / DQLEN
 CPU_UTIL = "utilization_ratio"  # % Util Time / 100
 
-RATE_FIELDS = (COMMANDS, READS, WRITES, READ_BYTES, WRITTEN_BYTES, RESERVATIONS, CONFLICTS,
-               ABORTS, RESETS, FAILED)
+RATE_FIELDS = (COMMANDS, READS, WRITES, READ_BYTES, WRITTEN_BYTES, RESERVATIONS, CONFLICTS, ABORTS, RESETS, FAILED)
 LATENCY_FIELDS = (DAVG, KAVG, GAVG, QAVG)
 # Each per-direction latency is weighted by the rate of its own direction.
 DIRECTIONAL_LATENCY_WEIGHT = {GAVG_READ: READS, GAVG_WRITE: WRITES}

@@ -1,5 +1,6 @@
 """The built-in simulated host as a live source: the simulator writes esxtop lines, the real
 esxtop reader reads them, one reader per simulated host, paced at the simulated interval."""
+
 from __future__ import annotations
 
 import logging
@@ -13,6 +14,7 @@ log = logging.getLogger(__name__)
 
 def open_simulation(settings):
     from exporter.simulator import Simulation, load_scenario
+
     scenario = load_scenario(settings["simulate.scenario"])
     return Simulation(scenario, seed=settings["simulate.seed"], interval=settings["simulate.interval"], start=time.time())
 

@@ -1,5 +1,6 @@
 """Starts the configured sources, each feeding the shared store: live ones in threads (serve),
 or read to the end (dump)."""
+
 from __future__ import annotations
 
 import logging
@@ -12,14 +13,22 @@ log = logging.getLogger(__name__)
 
 
 def has_live_source(settings) -> bool:
-    return bool(settings["esxtop.stdin"] or settings["esxtop.follow"] or settings["esxtop.file"]
-                or settings["esxtop.ssh"] or settings.get("esxtop.ssh_targets") or settings["simulate.scenario"]
-                or settings["vsphere.url"] or settings["vsphere.targets"])
+    return bool(
+        settings["esxtop.stdin"]
+        or settings["esxtop.follow"]
+        or settings["esxtop.file"]
+        or settings["esxtop.ssh"]
+        or settings.get("esxtop.ssh_targets")
+        or settings["simulate.scenario"]
+        or settings["vsphere.url"]
+        or settings["vsphere.targets"]
+    )
 
 
 def ssh_streams(settings, store, stop: threading.Event):
     """The esxtop-over-SSH streams (not started yet), or None; raises ConfigError for bad targets."""
     from exporter.esxtop.ssh import SshStreams, targets_from_settings
+
     targets = targets_from_settings(settings)
     return SshStreams(targets, store, stop, per_world=settings["collector.world"]) if targets else None
 
@@ -29,6 +38,7 @@ def vsphere_targets(settings, store) -> list:
     if not (settings["vsphere.url"] or settings["vsphere.targets"]):
         return []
     from exporter.vsphere import VsphereTarget, targets
+
     return [VsphereTarget(config, store, settings["esxtop.stale_after"]) for config in targets(settings)]
 
 
@@ -51,5 +61,6 @@ def start_live(settings, store, stop: threading.Event, vsphere=()) -> list[threa
         threads.append(start_thread(f"esxtop-follow:{path}", pump, follow_lines(path, stop), reader, store, stop))
     if settings["simulate.scenario"]:
         from exporter.simulated import run_simulation
+
         threads.append(start_thread("simulator", run_simulation, settings, store, stop))
     return threads

@@ -4,6 +4,7 @@ that integrate every interval's rates over its real length.
 Sources push Samples and Inventories in; collectors read a consistent view under the lock.
 `version` changes on every update so the exposition can be rendered once per change.
 """
+
 from __future__ import annotations
 
 import threading

@@ -6,6 +6,7 @@ Here each object's label string is escaped once and cached, and a series is one 
 keeps a 50,000-series render within the budget. The output is checked with promtool and parsed
 back with prometheus_client's parser in the tests.
 """
+
 from __future__ import annotations
 
 import math

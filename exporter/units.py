@@ -37,8 +37,19 @@ def parse_duration(text: str | float | int) -> float:
 
 
 # Link speeds as people write them: decimal bytes ("200MB/s") or bits ("2Gb/s", "8Gbit/s").
-_RATES = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "KiB/s": 1024.0, "MiB/s": 1024.0**2,
-          "GiB/s": 1024.0**3, "Mb/s": 1e6 / 8, "Gb/s": 1e9 / 8, "Mbit/s": 1e6 / 8, "Gbit/s": 1e9 / 8}
+_RATES = {
+    "B/s": 1.0,
+    "KB/s": 1e3,
+    "MB/s": 1e6,
+    "GB/s": 1e9,
+    "KiB/s": 1024.0,
+    "MiB/s": 1024.0**2,
+    "GiB/s": 1024.0**3,
+    "Mb/s": 1e6 / 8,
+    "Gb/s": 1e9 / 8,
+    "Mbit/s": 1e6 / 8,
+    "Gbit/s": 1e9 / 8,
+}
 
 
 def parse_rate(text: str) -> float:

@@ -9,6 +9,7 @@ Relative paths are relative to the file, as in exporter-toolkit. What Python's s
 (Go cipher-suite and curve names, unverified client certificates) is refused with a clear error
 rather than silently ignored: a security setting that does nothing is worse than none.
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,19 +26,40 @@ from exporter.config import ConfigError, read_yaml
 
 log = logging.getLogger(__name__)
 
-TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
-                "TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
-CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
-               "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
-_TLS_KEYS = {"cert_file", "key_file", "min_version", "max_version", "client_auth_type", "client_ca_file",
-             "prefer_server_cipher_suites"}
-_REFUSED_TLS_KEYS = {"cipher_suites": "Go cipher-suite names have no exact OpenSSL equivalent here; OpenSSL's defaults apply",
-                     "curve_preferences": "not supported; OpenSSL's defaults apply",
-                     "cert": "inline certificates are not supported; use cert_file",
-                     "key": "inline keys are not supported; use key_file",
-                     "client_allowed_sans": "not supported"}
-_HEADERS = {"Strict-Transport-Security", "X-Frame-Options", "X-Content-Type-Options", "X-XSS-Protection",
-            "Content-Security-Policy"}
+TLS_VERSIONS = {
+    "TLS10": ssl.TLSVersion.TLSv1,
+    "TLS11": ssl.TLSVersion.TLSv1_1,
+    "TLS12": ssl.TLSVersion.TLSv1_2,
+    "TLS13": ssl.TLSVersion.TLSv1_3,
+}
+CLIENT_AUTH = {
+    "NoClientCert": ssl.CERT_NONE,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
+_TLS_KEYS = {
+    "cert_file",
+    "key_file",
+    "min_version",
+    "max_version",
+    "client_auth_type",
+    "client_ca_file",
+    "prefer_server_cipher_suites",
+}
+_REFUSED_TLS_KEYS = {
+    "cipher_suites": "Go cipher-suite names have no exact OpenSSL equivalent here; OpenSSL's defaults apply",
+    "curve_preferences": "not supported; OpenSSL's defaults apply",
+    "cert": "inline certificates are not supported; use cert_file",
+    "key": "inline keys are not supported; use key_file",
+    "client_allowed_sans": "not supported",
+}
+_HEADERS = {
+    "Strict-Transport-Security",
+    "X-Frame-Options",
+    "X-Content-Type-Options",
+    "X-XSS-Protection",
+    "Content-Security-Policy",
+}
 
 
 class WebConfigError(ConfigError):
@@ -72,6 +94,7 @@ class WebConfig:
             if hashed is not None and digest in self._good:
                 return True
         import bcrypt
+
         if hashed is None and not self._dummy:
             self._dummy = bcrypt.hashpw(b"-", bcrypt.gensalt(int(next(iter(self.users.values()))[4:6])))
         ok = bcrypt.checkpw(password.encode(), hashed or self._dummy) and hashed is not None
@@ -158,8 +181,10 @@ def _tls_context(path: str, tls, base: str, problems: list[str]) -> ssl.SSLConte
     try:
         context.load_cert_chain(files["cert_file"], files["key_file"])
     except (ssl.SSLError, OSError) as err:
-        problems.append(f"{where}: cannot load cert_file/key_file ({getattr(err, 'reason', None) or err.__class__.__name__}): "
-                        "a PEM certificate and its unencrypted PEM key are needed")
+        problems.append(
+            f"{where}: cannot load cert_file/key_file ({getattr(err, 'reason', None) or err.__class__.__name__}): "
+            "a PEM certificate and its unencrypted PEM key are needed"
+        )
         return None
     context.verify_mode = CLIENT_AUTH[auth_name]
     if "client_ca_file" in files:
@@ -224,6 +249,8 @@ def warn_if_exposed(host: str, web: WebConfig | None) -> None:
     """Storage topology and load are for the monitoring system, not for anyone on the network."""
     if is_local(host) or (web is not None and web.tls is not None):
         return
-    log.warning("serving metrics over plain HTTP on %s, reachable from other machines: anyone on the network can "
-                "read them. Set --web.config.file with tls_server_config (and basic_auth_users), or listen on 127.0.0.1",
-                "all addresses" if host in ("", "0.0.0.0", "::") else host)
+    log.warning(
+        "serving metrics over plain HTTP on %s, reachable from other machines: anyone on the network can "
+        "read them. Set --web.config.file with tls_server_config (and basic_auth_users), or listen on 127.0.0.1",
+        "all addresses" if host in ("", "0.0.0.0", "::") else host,
+    )

@@ -1,4 +1,5 @@
 """The alert rules: promtool checks and unit tests, coverage of every alert, the generator, the runbook."""
+
 from __future__ import annotations
 
 import re
@@ -66,15 +67,23 @@ def test_every_alert_is_tested_before_and_after_its_for_and_beside_a_healthy_ser
             for fire in (c for c in checks if c.get("exp_alerts")):
                 name = fire["alertname"]
                 fire_at = duration_seconds(fire["eval_time"])
-                silent = [c for c in checks if c["alertname"] == name and not c.get("exp_alerts")
-                          and duration_seconds(c["eval_time"]) == fire_at - step]
+                silent = [
+                    c
+                    for c in checks
+                    if c["alertname"] == name and not c.get("exp_alerts") and duration_seconds(c["eval_time"]) == fire_at - step
+                ]
                 for alert in fire["exp_alerts"]:
                     assert set(alert["exp_annotations"]) == {"summary", "description", "runbook_url"}, (path, name)
                     assert alert["exp_labels"]["severity"] == alert_rules()[name]["labels"]["severity"]
                 fired = [alert["exp_labels"] for alert in fire["exp_alerts"]]
-                healthy = [s for s in test["input_series"]
-                           if not any(all(_series_identity(s["series"]).get(k, v) == v for k, v in labels.items()
-                                          if k in IDENTITY_LABELS) for labels in fired)]
+                healthy = [
+                    s
+                    for s in test["input_series"]
+                    if not any(
+                        all(_series_identity(s["series"]).get(k, v) == v for k, v in labels.items() if k in IDENTITY_LABELS)
+                        for labels in fired
+                    )
+                ]
                 if silent and healthy:
                     covered[name] = f"{path.name}: {test['name']}"
     missing = sorted(set(alert_rules()) - set(covered))
@@ -152,50 +161,59 @@ def test_array_limit_overrides_and_scope_labels_render_rules_promtool_accepts(tm
     assert promtool("check", "rules", str(rules)).returncode == 0
     series = []
     for cluster in ("a", "b"):
-        for device, vendor, active in (("naa.small", "BIGARRAY", 40), ("naa.big", "BIGARRAY", 300),
-                                       ("naa.plain", "OTHER", 300)):
+        for device, vendor, active in (("naa.small", "BIGARRAY", 40), ("naa.big", "BIGARRAY", 300), ("naa.plain", "OTHER", 300)):
             for host in ("esx01", "esx02"):
                 labels = f'cluster="{cluster}",host="{host}",device="{device}"'
                 series += [
                     {"series": f"esxi_lun_queue_depth{{{labels}}}", "values": "32x20"},
                     {"series": f"esxi_lun_active_commands{{{labels}}}", "values": f"{active // 2 if cluster == 'a' else 1}x20"},
-                    {"series": f'esxi_lun_info{{{labels},vendor="{vendor}",model="X1",display_name="",datastore=""}}',
-                     "values": "1x20"},
+                    {
+                        "series": f'esxi_lun_info{{{labels},vendor="{vendor}",model="X1",display_name="",datastore=""}}',
+                        "values": "1x20",
+                    },
                 ]
     limit = "device:esxi_array_lun_queue_limit:commands"
     test = {
         "rule_files": [str(rules)],
         "evaluation_interval": "1m",
-        "tests": [{
-            "interval": "1m",
-            "input_series": series,
-            "promql_expr_test": [{
-                "expr": limit + '{cluster="a"}',
-                "eval_time": "1m",
-                "exp_samples": [
-                    {"labels": limit + '{cluster="a",device="naa.small"}', "value": 64},
-                    {"labels": limit + '{cluster="a",device="naa.big"}', "value": 1024},
-                    {"labels": limit + '{cluster="a",device="naa.plain"}', "value": 256},
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": limit + '{cluster="a"}',
+                        "eval_time": "1m",
+                        "exp_samples": [
+                            {"labels": limit + '{cluster="a",device="naa.small"}', "value": 64},
+                            {"labels": limit + '{cluster="a",device="naa.big"}', "value": 1024},
+                            {"labels": limit + '{cluster="a",device="naa.plain"}', "value": 256},
+                        ],
+                    }
                 ],
-            }],
-            "alert_rule_test": [{
-                # cluster a: naa.small 40 > 64? no; naa.big 300 > 1024? no; naa.plain 300 > 256: yes.
-                # cluster b (1 command per host) never adds to cluster a's sums.
-                "eval_time": "10m",
-                "alertname": "EsxiArrayLunQueueOversubscribed",
-                "exp_alerts": [{
-                    "exp_labels": {"severity": "warning", "cluster": "a", "device": "naa.plain"},
-                    "exp_annotations": {
-                        "summary": "Hosts sharing a LUN keep more commands active than the array's per-LUN queue takes.",
-                        "description": "2 hosts together keep 300 commands active on LUN naa.plain, above the array's "
-                                       "per-LUN queue limit n = 256. The array queues the rest itself: throughput stays "
-                                       "flat while latency rises on every host. Lower the hosts' queue depths so that "
-                                       "their sum stays within n, or spread the VMs over more LUNs.",
-                        "runbook_url": config["runbook_url"] + "#esxiarraylunqueueoversubscribed",
-                    },
-                }],
-            }],
-        }],
+                "alert_rule_test": [
+                    {
+                        # cluster a: naa.small 40 > 64? no; naa.big 300 > 1024? no; naa.plain 300 > 256: yes.
+                        # cluster b (1 command per host) never adds to cluster a's sums.
+                        "eval_time": "10m",
+                        "alertname": "EsxiArrayLunQueueOversubscribed",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {"severity": "warning", "cluster": "a", "device": "naa.plain"},
+                                "exp_annotations": {
+                                    "summary": "Hosts sharing a LUN keep more commands active than the array's per-LUN queue takes.",
+                                    "description": "2 hosts together keep 300 commands active on LUN naa.plain, above the array's "
+                                    "per-LUN queue limit n = 256. The array queues the rest itself: throughput stays "
+                                    "flat while latency rises on every host. Lower the hosts' queue depths so that "
+                                    "their sum stays within n, or spread the VMs over more LUNs.",
+                                    "runbook_url": config["runbook_url"] + "#esxiarraylunqueueoversubscribed",
+                                },
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
     }
     test_file = tmp_path / "override.test.yml"
     test_file.write_text(yaml.safe_dump(test))

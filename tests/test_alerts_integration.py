@@ -9,6 +9,7 @@ keep through the generator's scope_labels (the same knob a multi-site user sets 
 rules are generated from the same source with every window and `for:` shortened (FAST) and the
 simulator paced at one sample per second, so the run takes about a minute.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,11 +33,22 @@ DEPLOY = ROOT / "deploy"
 # Production windows divided by about 60 (5m -> 5s); the rate window stays at 15 samples so the
 # simulator's 3% jitter cannot tip a 52 ms mean under 50 ms.
 FAST = {
-    "rate_window": "15s", "capacity_window": "60s", "interval_estimate_window": "30s", "interval_memory": "1h",
-    "for_queue_overrun": "5s", "for_latency_critical": "5s", "for_latency_warning": "10s",
-    "for_array_oversubscribed": "10s", "for_reservation_conflicts": "10s", "for_link_saturation": "10s",
-    "for_configuration": "15s", "for_capacity": "30s", "for_stale": "10s", "for_vsphere_down": "5s",
-    "for_parse_errors": "15s", "for_collector_failing": "10s",
+    "rate_window": "15s",
+    "capacity_window": "60s",
+    "interval_estimate_window": "30s",
+    "interval_memory": "1h",
+    "for_queue_overrun": "5s",
+    "for_latency_critical": "5s",
+    "for_latency_warning": "10s",
+    "for_array_oversubscribed": "10s",
+    "for_reservation_conflicts": "10s",
+    "for_link_saturation": "10s",
+    "for_configuration": "15s",
+    "for_capacity": "30s",
+    "for_stale": "10s",
+    "for_vsphere_down": "5s",
+    "for_parse_errors": "15s",
+    "for_collector_failing": "10s",
 }
 # Watch this long after the first scrape: the longest `for:` (30s) after its window fills, and the
 # stale stream's 3 intervals + 10s after its feed stops, plus margin, so a late alert is seen too.
@@ -58,37 +70,55 @@ SCENARIOS = {
     "queue-ok": ("queue-ok", []),
     # Figure 2, queue exceeded: 4 x 16 OIO on DQLEN 32 -> ACTV 32, QUED 32; a = 16 so m = 2 < 4 VMs.
     # Guest latency doubles to about 10 ms: below both latency levels.
-    "queue-overrun": ("queue-overrun", [
-        {"alertname": "EsxiLunQueueDepthOverrun", "host": esx(1), "device": FIG2_LUN},
-        {"alertname": "EsxiLunVmsBeyondHostCapacity", "host": esx(1), "device": FIG2_LUN},
-    ]),
+    "queue-overrun": (
+        "queue-overrun",
+        [
+            {"alertname": "EsxiLunQueueDepthOverrun", "host": esx(1), "device": FIG2_LUN},
+            {"alertname": "EsxiLunVmsBeyondHostCapacity", "host": esx(1), "device": FIG2_LUN},
+        ],
+    ),
     # Figure 4 past 8 hosts: 9 x 32 = 288 commands > n = 256 and 9 VMs > n/a = 8; device latency
     # 5.8 ms x 288/32 = 52 ms on every host (the 20 ms warnings are inhibited by the pages).
-    "shared-lun-9-hosts": ("shared-lun-9-hosts", [
-        *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": SHARED_LUN} for i in range(1, 10)),
-        {"alertname": "EsxiArrayLunQueueOversubscribed", "device": SHARED_LUN},
-        {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": SHARED_LUN},
-    ]),
+    "shared-lun-9-hosts": (
+        "shared-lun-9-hosts",
+        [
+            *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": SHARED_LUN} for i in range(1, 10)),
+            {"alertname": "EsxiArrayLunQueueOversubscribed", "device": SHARED_LUN},
+            {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": SHARED_LUN},
+        ],
+    ),
     # Table 3, the phase where esx02 creates and deletes VMs on the LUN esx01's VM is busy on.
-    "reservations": ("phase:reservations:operations-from-other-host", [
-        {"alertname": "EsxiLunReservationConflicts", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0030"},
-    ]),
+    "reservations": (
+        "phase:reservations:operations-from-other-host",
+        [
+            {"alertname": "EsxiLunReservationConflicts", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0030"},
+        ],
+    ),
     # Figure 5's last point: all eight ~45 MB/s readers on one 2 Gb/s link, which carries ~180 MB/s.
-    "link-saturation": ("all-vms-started:link-saturation", [
-        {"alertname": "EsxiAdapterLinkSaturated", "host": esx(1), "adapter": "vmhba1", "direction": "read"},
-    ]),
+    "link-saturation": (
+        "all-vms-started:link-saturation",
+        [
+            {"alertname": "EsxiAdapterLinkSaturated", "host": esx(1), "adapter": "vmhba1", "direction": "read"},
+        ],
+    ),
     # DQLEN raised to 64, DSNRO left at 32, four busy VMs: ACTV stops at 32 and 32 queue.
-    "dsnro-mismatch": ("dsnro-mismatch", [
-        {"alertname": "EsxiLunDsnroMismatch", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0040"},
-    ]),
+    "dsnro-mismatch": (
+        "dsnro-mismatch",
+        [
+            {"alertname": "EsxiLunDsnroMismatch", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0040"},
+        ],
+    ),
     # Four hosts at queue depth 128 on one LUN: 512 commands > n = 256, 8 VMs with a = 64 > n/a = 4,
     # device latency 5 ms x 512/48 = 53 ms on every host.
-    "shared-qdepth-128": ("shared-qdepth-128", [
-        *({"alertname": "EsxiSharedLunQueueDepthTooHigh", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
-        *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
-        {"alertname": "EsxiArrayLunQueueOversubscribed", "device": QDEPTH_LUN},
-        {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
-    ]),
+    "shared-qdepth-128": (
+        "shared-qdepth-128",
+        [
+            *({"alertname": "EsxiSharedLunQueueDepthTooHigh", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
+            *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
+            {"alertname": "EsxiArrayLunQueueOversubscribed", "device": QDEPTH_LUN},
+            {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
+        ],
+    ),
 }
 # The pipeline itself: an esxtop stream on stdin that sends a malformed line with every sample, then
 # falls silent (the SSH session dies) while the exporter keeps running.
@@ -185,8 +215,9 @@ def prometheus_dir(tmp: Path, exporters: dict[str, Exporter], alertmanager_port:
     rules["values"] = {name: {**entry, "value": FAST.get(name, entry["value"])} for name, entry in rules["values"].items()}
     rules["scope_labels"] = ["scenario"]
     (tmp / "rules" / "esxi-storage.rules.yml").write_text(generate.rule_file(generate.render_groups(rules)))
-    (tmp / "targets" / "scenarios.yml").write_text(yaml.safe_dump(
-        [{"targets": [f"127.0.0.1:{e.port}"], "labels": {"scenario": name}} for name, e in exporters.items()]))
+    (tmp / "targets" / "scenarios.yml").write_text(
+        yaml.safe_dump([{"targets": [f"127.0.0.1:{e.port}"], "labels": {"scenario": name}} for name, e in exporters.items()])
+    )
     (tmp / "alertmanagers" / "test.yml").write_text(yaml.safe_dump([{"targets": [f"127.0.0.1:{alertmanager_port}"]}]))
     return yaml.safe_dump(config, sort_keys=False)
 
@@ -205,11 +236,13 @@ def feed_stdin_stream(exporter: Exporter, seconds: float) -> None:
 
 
 def test_deploy_configs_pass_promtool_and_amtool():
-    result = subprocess.run(["promtool", "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["promtool", "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")], capture_output=True, text=True
+    )
     assert result.returncode == 0 and "1 rule files found" in result.stdout, result.stdout + result.stderr
-    result = subprocess.run(["amtool", "check-config", str(DEPLOY / "alertmanager" / "alertmanager.yml")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["amtool", "check-config", str(DEPLOY / "alertmanager" / "alertmanager.yml")], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -221,13 +254,15 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
     try:
         alertmanager = Alertmanager(tmp_path / "alertmanager", alertmanager_config(webhook.port))
         for name, (spec, _) in SCENARIOS.items():
-            exporters[name] = Exporter("--simulate", scenario_file(spec, tmp_path), "--simulate.interval=1s",
-                                       log_path=tmp_path / f"exporter-{name}.log")
+            exporters[name] = Exporter(
+                "--simulate", scenario_file(spec, tmp_path), "--simulate.interval=1s", log_path=tmp_path / f"exporter-{name}.log"
+            )
         exporters["pipeline"] = Exporter("--esxtop-stdin", stdin=subprocess.PIPE, log_path=tmp_path / "exporter-pipeline.log")
         config = prometheus_dir(tmp_path / "prometheus", exporters, alertmanager.port)
         prometheus = Prometheus(tmp_path / "prometheus", [], config_text=config)
-        prometheus.wait_for('count(up{job="esxi-storage"} == 1)',
-                            lambda r: r and r[0]["value"][1] == str(len(exporters)), timeout=30)
+        prometheus.wait_for(
+            'count(up{job="esxi-storage"} == 1)', lambda r: r and r[0]["value"][1] == str(len(exporters)), timeout=30
+        )
         feeder = threading.Thread(target=feed_stdin_stream, args=(exporters["pipeline"], FEED_SECONDS), daemon=True)
         feeder.start()
         time.sleep(OBSERVE_SECONDS)
@@ -250,12 +285,14 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
     for name, predicted in EXPECTED.items():
         expected = {identity(labels) for labels in predicted}
         received = {identity(alert["labels"]) for alert in notified.get(name, [])}
-        assert received == expected, (
-            f"{name}: unexpected {sorted(received - expected)}, missing {sorted(expected - received)}")
+        assert received == expected, f"{name}: unexpected {sorted(received - expected)}, missing {sorted(expected - received)}"
         # At the end Prometheus fires the same set, plus the 20 ms warnings that Alertmanager
         # inhibits, minus what has resolved (and was notified as resolved).
-        inhibited = {identity({**labels, "alertname": "EsxiLunLatencyHigh"}) for labels in predicted
-                     if labels["alertname"] == "EsxiLunLatencyCritical"}
+        inhibited = {
+            identity({**labels, "alertname": "EsxiLunLatencyHigh"})
+            for labels in predicted
+            if labels["alertname"] == "EsxiLunLatencyCritical"
+        }
         gone = {identity(labels) for labels in RESOLVED_BY_THE_END.get(name, [])}
         assert in_prometheus.get(name, set()) == (expected | inhibited) - gone, name
         assert {identity(alert["labels"]) for alert in resolved.get(name, [])} == gone, name
@@ -264,5 +301,6 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
             assert alert["receiver"] == RECEIVER_OF_SEVERITY[severity], alert["labels"]
             annotations = alert["annotations"]
             assert annotations["summary"] and annotations["runbook_url"].endswith("#" + alert["labels"]["alertname"].lower())
-            assert "<no value>" not in annotations["description"] and "unknown" not in annotations["description"], \
-                annotations["description"]
+            assert "<no value>" not in annotations["description"] and "unknown" not in annotations["description"], annotations[
+                "description"
+            ]

@@ -1,5 +1,6 @@
 """backfill: a capture becomes TSDB blocks that a real Prometheus loads, with the live exporter's
 metric names, labels and values, and a run label telling captures apart."""
+
 from __future__ import annotations
 
 import time
@@ -41,8 +42,7 @@ def test_blocks_load_into_prometheus_with_the_live_exporters_series(tmp_path):
         assert prom.query(depth % "after", at=end_before) == []  # runs do not mix
 
         # PromQL over the backfilled counters gives the capture's command-weighted mean GAVG
-        expr = ('rate(esxi_lun_guest_latency_seconds_total{run="before"}[5m])'
-                ' / rate(esxi_lun_commands_total{run="before"}[5m])')
+        expr = 'rate(esxi_lun_guest_latency_seconds_total{run="before"}[5m]) / rate(esxi_lun_commands_total{run="before"}[5m])'
         got = float(prom.query(expr, at=end_before)[0]["value"][1])
         capture = load(before)
         last = slice(-60, None)  # the 5 minutes before end_before: 60 intervals of 5 s
@@ -82,6 +82,7 @@ def test_backfill_of_a_non_capture_fails_with_one_line(tmp_path):
 def test_a_truncated_last_line_is_reported_and_the_rest_backfilled(tmp_path):
     from tests.support.analysis_captures import Setup as S
     from tests.support.analysis_captures import write as w
+
     cut = w(tmp_path / "cut.csv", S(), seed=1, samples=30, truncate_last=True)
     done = run_cli("backfill", cut, "--tsdb", tmp_path / "data", "--keep-openmetrics", tmp_path / "cut.om")
     assert done.returncode == 0, done.stderr
@@ -94,6 +95,7 @@ def test_a_truncated_last_line_is_reported_and_the_rest_backfilled(tmp_path):
 def test_a_bad_line_in_the_middle_stops_the_backfill(tmp_path):
     from tests.support.analysis_captures import Setup as S
     from tests.support.analysis_captures import write as w
+
     lines = w(tmp_path / "ok.csv", S(), seed=1, samples=10).read_text().splitlines()
     lines[4] = lines[4][:100]
     bad = tmp_path / "mid.csv"

@@ -1,5 +1,6 @@
 """capacity: the paper's Table 2 formula, and a measured from per-world Active + Queued Commands
 in ESXi and ESX 3.x captures."""
+
 from __future__ import annotations
 
 import csv
@@ -14,13 +15,16 @@ from tests.support.captures import header, row
 from tests.test_compare import run_cli
 
 
-@pytest.mark.parametrize("n, a, d, m, v", [
-    (256, 4, 32, 8, 64),  # m = d/a, v = n/a
-    (256, 32, 32, 1, 8),
-    (1024, 4, 64, 16, 256),
-    (256, 3, 32, 10, 85),  # whole VMs: rounded down
-    (256, 32 / 3, 32, 3, 24),  # a float product that lands a hair under a whole number still counts it
-])
+@pytest.mark.parametrize(
+    "n, a, d, m, v",
+    [
+        (256, 4, 32, 8, 64),  # m = d/a, v = n/a
+        (256, 32, 32, 1, 8),
+        (1024, 4, 64, 16, 256),
+        (256, 3, 32, 10, 85),  # whole VMs: rounded down
+        (256, 32 / 3, 32, 3, 24),  # a float product that lands a hair under a whole number still counts it
+    ],
+)
 def test_plan_is_d_over_a_per_host_and_n_over_a_per_lun(n, a, d, m, v):
     p = capacity.plan(n, a, d)
     assert (p.max_vms_per_host, p.max_vms_per_lun) == (m, v)
@@ -78,12 +82,19 @@ def test_a_from_an_esxi_capture_per_device_per_world(tmp_path):
 def test_a_from_esx3_names_both_forms(tmp_path):
     # ESX 3.x: LUNs are Physical Disk(vmhbaA:C:T:L) or (vmhbaA:T:L); per-world columns are
     # Physical Disk(vmhbaA:C:T:L:W) or Physical Disk(WD-vmhbaA:T:L-W).
-    cols = [("Physical Disk", "vmhba1:0:0:0", "Device Q Depth"), ("Physical Disk", "vmhba1:0:0:0", "Active Commands"),
-            ("Physical Disk", "vmhba1:0:0:0:1234", "Active Commands"), ("Physical Disk", "vmhba1:0:0:0:1234", "Queued Commands"),
-            ("Physical Disk", "vmhba1:0:0:0:1240", "Active Commands"), ("Physical Disk", "vmhba1:0:0:0:1240", "Queued Commands"),
-            ("Physical Disk", "vmhba2:0:5", "Device Q Depth"),
-            ("Physical Disk", "WD-vmhba2:0:5-2001", "Active Commands"), ("Physical Disk", "WD-vmhba2:0:5-2001", "Queued Commands"),
-            ("Physical Disk", "WD-vmhba2:0:5-2002", "Active Commands"), ("Physical Disk", "WD-vmhba2:0:5-2002", "Queued Commands")]
+    cols = [
+        ("Physical Disk", "vmhba1:0:0:0", "Device Q Depth"),
+        ("Physical Disk", "vmhba1:0:0:0", "Active Commands"),
+        ("Physical Disk", "vmhba1:0:0:0:1234", "Active Commands"),
+        ("Physical Disk", "vmhba1:0:0:0:1234", "Queued Commands"),
+        ("Physical Disk", "vmhba1:0:0:0:1240", "Active Commands"),
+        ("Physical Disk", "vmhba1:0:0:0:1240", "Queued Commands"),
+        ("Physical Disk", "vmhba2:0:5", "Device Q Depth"),
+        ("Physical Disk", "WD-vmhba2:0:5-2001", "Active Commands"),
+        ("Physical Disk", "WD-vmhba2:0:5-2001", "Queued Commands"),
+        ("Physical Disk", "WD-vmhba2:0:5-2002", "Active Commands"),
+        ("Physical Disk", "WD-vmhba2:0:5-2002", "Queued Commands"),
+    ]
     lines = [header("esx35", cols)]
     for i in range(6):
         # world 1234: 3+1, world 1240: 1+1 -> a = 3 on the first LUN; 2001: 8, 2002: 0+... -> 6 and 2
@@ -102,6 +113,7 @@ def test_a_from_esx3_names_both_forms(tmp_path):
 
 def test_real_capture_lists_every_lun():
     from tests.test_compare import REAL
+
     done = run_cli("capacity", REAL, "-n", "256")
     assert done.returncode == 0
     assert sum(line.startswith("LUN ") for line in done.stdout.splitlines()) == 4

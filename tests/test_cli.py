@@ -1,4 +1,5 @@
 """The command line as a user meets it: dump, errors, config file, environment, follow."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,8 +17,15 @@ DEV = "naa.600a0b80002a"
 
 
 def run(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "exporter", *args], capture_output=True, text=True,
-                          env=exporter_env(), cwd=ROOT, input=stdin, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", *args],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        input=stdin,
+        timeout=60,
+    )
 
 
 def test_dump_prints_the_exposition():
@@ -33,11 +41,17 @@ def test_per_world_series_can_be_switched_off():
     assert "esxi_lun_world_" not in result.stdout and "esxi_lun_queue_depth" in result.stdout
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "empty.csv: empty file, no esxtop header"),
-    ('"01/01/2024 00:00:00","1.00"\n', "empty.csv:1: no esxtop header"),
-    (header("h", device_columns(DEV, ["Device Q Depth"])) + "\n" + row(0, [32, 1]) + "\n", "empty.csv:2: 4 cells, the header has 3"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "empty.csv: empty file, no esxtop header"),
+        ('"01/01/2024 00:00:00","1.00"\n', "empty.csv:1: no esxtop header"),
+        (
+            header("h", device_columns(DEV, ["Device Q Depth"])) + "\n" + row(0, [32, 1]) + "\n",
+            "empty.csv:2: 4 cells, the header has 3",
+        ),
+    ],
+)
 def test_dump_bad_input_is_one_line_nonzero_no_traceback(tmp_path, content, message):
     path = tmp_path / "empty.csv"
     path.write_text(content)
@@ -130,17 +144,30 @@ def test_analysis_commands_without_the_analysis_extra_say_what_to_install(tmp_pa
         "import sys\nclass _Block:\n    def find_spec(self, name, path=None, target=None):\n"
         "        if name.split('.')[0] in ('pandas', 'pyarrow', 'numpy'):\n"
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name.split('.')[0])\n"
-        "sys.meta_path.insert(0, _Block())\n")
+        "sys.meta_path.insert(0, _Block())\n"
+    )
     env = exporter_env()
     env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"
-    result = subprocess.run([sys.executable, "-m", "exporter", "compare", str(RS), str(RS)], capture_output=True,
-                            text=True, env=env, cwd=ROOT, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "exporter", "compare", str(RS), str(RS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert lines[0].startswith("esxi-storage-exporter: compare needs the analysis extra (")
     assert lines[0].endswith("is not installed): pip install 'esxi-storage-exporter[analysis]'")
     # The exporter itself needs none of it.
-    served = subprocess.run([sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(RS)], capture_output=True,
-                            text=True, env=env, cwd=ROOT, timeout=60)
+    served = subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(RS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert served.returncode == 0 and "esxi_lun_queue_depth" in served.stdout

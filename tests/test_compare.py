@@ -1,5 +1,6 @@
 """compare: capture loading (needed columns only), known differences found, nothing spurious,
 clear errors, exit status."""
+
 from __future__ import annotations
 
 import subprocess
@@ -19,8 +20,9 @@ REAL = CAPTURES / "esxi65-default-3samples.csv"
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "exporter", *map(str, args)], capture_output=True, text=True,
-                          env=exporter_env(), cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", *map(str, args)], capture_output=True, text=True, env=exporter_env(), cwd=ROOT
+    )
 
 
 def assert_same_as_reader(path):
@@ -48,8 +50,7 @@ def test_loader_matches_the_core_reader_on_the_real_esxi65_capture():
 
 
 def test_loader_matches_the_core_reader_on_the_real_esxi60_header_and_row(tmp_path):
-    cells = [(CAPTURES / f"esxi60-default-{part}-one-cell-per-line.txt").read_text().splitlines()
-             for part in ("header", "row")]
+    cells = [(CAPTURES / f"esxi60-default-{part}-one-cell-per-line.txt").read_text().splitlines() for part in ("header", "row")]
     path = tmp_path / "esxi60.csv"
     path.write_text(",".join(cells[0]) + "\n" + ",".join(cells[1]) + "\n")
     capture = assert_same_as_reader(path)
@@ -59,8 +60,13 @@ def test_loader_matches_the_core_reader_on_the_real_esxi60_header_and_row(tmp_pa
 def test_malformed_pcpu_power_state_cells_of_a_cap_a_capture_are_survived(tmp_path):
     # Real `-a` captures glue an unquoted token onto the next cell, in the header and in every row.
     cols = device_columns("naa.1", ["Device Q Depth", "Active Commands", "Queued Commands", "Commands/sec"])
-    head = header("h", cols, trailing_comma=False) + ',"\\\\h\\PCPU Power State(PCPU 0)\\%T-State T7",   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0"'
-    rows = [row(1_700_000_000 + 5 * i, [32, 3 + i, 0, 100 * i], trailing_comma=False) + ',"0.00",    73.1"8.93"' for i in range(3)]
+    head = (
+        header("h", cols, trailing_comma=False)
+        + ',"\\\\h\\PCPU Power State(PCPU 0)\\%T-State T7",   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0"'
+    )
+    rows = [
+        row(1_700_000_000 + 5 * i, [32, 3 + i, 0, 100 * i], trailing_comma=False) + ',"0.00",    73.1"8.93"' for i in range(3)
+    ]
     path = tmp_path / "dash-a.csv"
     path.write_text("\n".join([head, *rows]) + "\n")
     capture = load(path)
@@ -77,10 +83,13 @@ def test_a_truncated_last_line_is_reported_and_the_rest_used(tmp_path):
     assert done.returncode == 0 and "truncated last line" in done.stdout
 
 
-@pytest.mark.parametrize("text, message", [
-    ("hello,world\n1,2\n", "not an esxtop capture"),
-    ("", "empty file"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("hello,world\n1,2\n", "not an esxtop capture"),
+        ("", "empty file"),
+    ],
+)
 def test_a_file_that_is_not_a_capture_gets_one_clear_line(tmp_path, text, message):
     path = tmp_path / "x.csv"
     path.write_text(text)
@@ -118,12 +127,22 @@ def test_raising_dqlen_to_64_resolves_the_queue_overrun_and_nothing_else(tmp_pat
     result = cmp.compare(before, after)
     assert [(f.rule, f.name, f.state) for f in result.findings] == [("queue overrun (QUED > 0)", DEVICE, "resolved")]
     lun = {(key, verdict) for family, name, key, verdict in significant(result) if family == "luns"}
-    assert lun == {("dqlen", "changed"), ("actv", "changed"), ("qued", "better"), ("qued_share", "better"),
-                   ("gavg", "better"), ("kavg", "better"), ("qavg", "better"), ("iops", "better"), ("mbps", "better")}
+    assert lun == {
+        ("dqlen", "changed"),
+        ("actv", "changed"),
+        ("qued", "better"),
+        ("qued_share", "better"),
+        ("gavg", "better"),
+        ("kavg", "better"),
+        ("qavg", "better"),
+        ("iops", "better"),
+        ("mbps", "better"),
+    }
     others = {(family, key, verdict) for family, name, key, verdict in significant(result) if family != "luns"}
     # the adapter and path carry the same commands; worlds keep 16 outstanding each; CPU unchanged
-    assert others == {(f, k, v) for f in ("adapters", "paths") for k, v in (("gavg", "better"), ("iops", "changed"), ("mbps", "changed"))} | {
-        ("adapters", "kavg", "better"), ("adapters", "qavg", "better")}
+    assert others == {
+        (f, k, v) for f in ("adapters", "paths") for k, v in (("gavg", "better"), ("iops", "changed"), ("mbps", "changed"))
+    } | {("adapters", "kavg", "better"), ("adapters", "qavg", "better")}
     assert result.worse == []
     assert all(not names for side in result.only.values() for names in side.values())
 
@@ -134,8 +153,11 @@ def test_a_second_link_ends_the_saturation(tmp_path):
     after = load(write(tmp_path / "two.csv", Setup(links=2, **setup), seed=22))
     result = cmp.compare(before, after, link_speeds={"*": 150 * 2**20})
     states = {(f.rule, f.name, f.state) for f in result.findings}
-    assert states == {("paths carrying I/O", DEVICE, "changed"), ("adapters carrying I/O", "esx01.lab.local", "changed"),
-                      ("link saturation", "vmhba1", "resolved")}
+    assert states == {
+        ("paths carrying I/O", DEVICE, "changed"),
+        ("adapters carrying I/O", "esx01.lab.local", "changed"),
+        ("link saturation", "vmhba1", "resolved"),
+    }
     (spread,) = [f for f in result.findings if f.rule == "adapters carrying I/O"]
     assert (spread.detail_before, spread.detail_after) == ("1 (vmhba1)", "2 (vmhba1, vmhba2)")
     assert result.only["after"]["adapters"] == ["vmhba2"] and result.only["after"]["paths"] == ["vmhba2:C0:T0:L1"]
@@ -218,21 +240,32 @@ def test_fifty_ms_and_reservation_conflicts_are_found_and_their_end_reported(tmp
     assert states == {("guest latency above 50 ms", "resolved"), ("SCSI reservation conflicts", "resolved")}
     worse = cmp.compare(fast, slow)
     assert {(f.rule, f.state, f.verdict) for f in worse.findings} == {
-        ("guest latency above 50 ms", "new", "worse"), ("SCSI reservation conflicts", "new", "worse")}
+        ("guest latency above 50 ms", "new", "worse"),
+        ("SCSI reservation conflicts", "new", "worse"),
+    }
     assert {(r.metric.key, r.verdict) for r in worse.rows if r.family == "luns" and r.verdict == "worse"} >= {
-        ("gavg", "worse"), ("davg", "worse"), ("cons", "worse")}
+        ("gavg", "worse"),
+        ("davg", "worse"),
+        ("cons", "worse"),
+    }
 
 
 def test_progress_bar_on_a_terminal_only(tmp_path):
     import os
     import pty
+
     capture = write(tmp_path / "c.csv", Setup(), seed=1, samples=50)
     piped = run_cli("compare", capture, capture)
     assert "[" not in piped.stderr and piped.stderr == ""
     # stderr on a pseudo-terminal: the bar is drawn, then wiped
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "exporter", "compare", str(capture), str(capture)],
-                            stdout=subprocess.DEVNULL, stderr=follower, env=exporter_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter", "compare", str(capture), str(capture)],
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env=exporter_env(),
+        cwd=ROOT,
+    )
     os.close(follower)
     out = b""
     while True:

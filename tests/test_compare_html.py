@@ -1,4 +1,5 @@
 """The HTML report: one self-contained file that headless Chromium renders without errors."""
+
 from __future__ import annotations
 
 import re
@@ -38,9 +39,22 @@ def test_chromium_renders_the_report_without_errors(report, tmp_path):
         pytest.fail("chromium is not installed: run .ci/install")
     shot = tmp_path / "report.png"
     done = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1360,2400",
-         "--enable-logging=stderr", "--v=0", f"--screenshot={shot}", report.as_uri()],
-        capture_output=True, text=True, timeout=120)
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1360,2400",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--screenshot={shot}",
+            report.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "CONSOLE" not in done.stderr and "Uncaught" not in done.stderr
     data = shot.read_bytes()

@@ -1,4 +1,5 @@
 """The vectorized number parser of the column picker agrees with float() to the last bit."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,8 @@ decimal_text = st.builds(
     lambda sign, whole, frac: f"{sign}{whole}{frac}",
     st.sampled_from(["", "-"]),
     st.integers(0, 10**9).map(str),
-    st.one_of(st.just(""), st.just("."), st.integers(0, 99).map(lambda n: f".{n:02d}"), st.integers(0, 9).map(lambda n: f".{n}")))
+    st.one_of(st.just(""), st.just("."), st.integers(0, 99).map(lambda n: f".{n:02d}"), st.integers(0, 9).map(lambda n: f".{n}")),
+)
 
 
 def parse(cells: list[str]):
@@ -42,6 +44,7 @@ def test_welch_p_is_scipys_welch_test():
     from scipy import stats as sst
 
     from exporter.analysis.significance import welch_p
+
     rng = np.random.default_rng(7)
     for _ in range(50):
         a, b = rng.normal(0, 1, rng.integers(4, 30)), rng.normal(0.5, 2, rng.integers(4, 30))
@@ -52,6 +55,7 @@ def test_block_means_keep_noise_from_looking_significant():
     """Autocorrelated noise (AR(1), phi 0.9) with the same mean on both sides: Welch on the raw
     samples calls far more pairs different than the 5% it promises; on block means it keeps near it."""
     from exporter.analysis.significance import welch_blocks, welch_p
+
     rng = np.random.default_rng(3)
 
     def ar1(n):

@@ -1,4 +1,5 @@
 """compare on simulator captures (the real esxtop format written by `simulate`) with a known difference."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,8 +40,17 @@ def test_queue_overrun_then_dqlen_64(tmp_path, dqlen64):
     result = cmp.compare(before, after)
     assert [(f.rule, f.name, f.state) for f in result.findings] == [("queue overrun (QUED > 0)", LUN, "resolved")]
     lun = {(k, v) for fam, name, k, v in significant(result) if fam == "luns"}
-    assert lun == {("dqlen", "changed"), ("actv", "changed"), ("qued", "better"), ("qued_share", "better"),
-                   ("gavg", "better"), ("kavg", "better"), ("qavg", "better"), ("iops", "better"), ("mbps", "better")}
+    assert lun == {
+        ("dqlen", "changed"),
+        ("actv", "changed"),
+        ("qued", "better"),
+        ("qued_share", "better"),
+        ("gavg", "better"),
+        ("kavg", "better"),
+        ("qavg", "better"),
+        ("iops", "better"),
+        ("mbps", "better"),
+    }
     assert not any(fam in ("worlds", "cpus") for fam, *_ in significant(result))
     assert result.worse == []
 
@@ -63,8 +73,11 @@ def test_one_link_then_two(tmp_path):
     states = {(f.rule, f.name, f.state) for f in result.findings}
     moved = {("paths carrying I/O", f"naa.600601601e3021001a2b3c4d5e6f020{i}", "changed") for i in (2, 4, 6, 8)}
     # eight VMs at ~45 MB/s fill two 2 Gb/s links too: the rule says so for both
-    assert states == moved | {("link saturation", "vmhba1", "persists"), ("link saturation", "vmhba2", "new"),
-                              ("adapters carrying I/O", "esx01.lab.local", "changed")}
+    assert states == moved | {
+        ("link saturation", "vmhba1", "persists"),
+        ("link saturation", "vmhba2", "new"),
+        ("adapters carrying I/O", "esx01.lab.local", "changed"),
+    }
     (spread,) = [f for f in result.findings if f.rule == "adapters carrying I/O"]
     assert (spread.detail_before, spread.detail_after) == ("1 (vmhba1)", "2 (vmhba1, vmhba2)")
     luns = before.objects("luns")

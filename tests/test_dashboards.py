@@ -8,6 +8,7 @@
    query, units and descriptions, metric names from the README's metrics reference;
 3. the committed JSON is exactly what the generator makes.
 """
+
 from __future__ import annotations
 
 import copy
@@ -72,7 +73,7 @@ def contract_metrics() -> set[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Metrics reference", 1)[1].split("\n<!-- section:", 1)[0]
     names = set(re.findall(r"`(esxi_[a-z_]+)`", section))
-    lun_family = {n[len("esxi_lun_"):] for n in names if n.startswith("esxi_lun_")}
+    lun_family = {n[len("esxi_lun_") :] for n in names if n.startswith("esxi_lun_")}
     for family in ("adapter", "path"):
         names |= {f"esxi_{family}_{suffix}" for suffix in lun_family}
     return names
@@ -83,8 +84,7 @@ def contract_metrics() -> set[str]:
 def test_dashboard_matches_grafana_schema(rel):
     model = load(rel)
     model.pop("__inputs", None), model.pop("__requires", None)  # export-only keys, not in the model
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
-              for e in validator().iter_errors(model)]
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in validator().iter_errors(model)]
     assert errors == []
 
 
@@ -92,14 +92,18 @@ def test_dashboard_matches_grafana_schema(rel):
 def test_panel_options_match_grafana_panel_schemas(rel):
     checked, errors = 0, []
     for panel in all_panels(load(rel)):
-        for part, value in (("options", panel.get("options")),
-                            ("fieldconfig", panel.get("fieldConfig", {}).get("defaults", {}).get("custom"))):
+        for part, value in (
+            ("options", panel.get("options")),
+            ("fieldconfig", panel.get("fieldConfig", {}).get("defaults", {}).get("custom")),
+        ):
             path = SCHEMA_DIR / "json" / f"panel-{panel['type']}-{part}.json"
             if value is None or not path.exists():
                 continue
             checked += 1
-            errors += [f"{panel['title']} {part}: {e.message[:200]}"
-                       for e in jsonschema.Draft7Validator(schema(path.name)).iter_errors(value)]
+            errors += [
+                f"{panel['title']} {part}: {e.message[:200]}"
+                for e in jsonschema.Draft7Validator(schema(path.name)).iter_errors(value)
+            ]
     assert errors == []
     assert checked > 0
 
@@ -122,8 +126,7 @@ def test_committed_schema_is_what_the_pinned_packages_generate(tmp_path):
     assert [n for n in fresh if fresh[n] != committed[n]] == []
 
 
-@pytest.mark.parametrize("breakage", ["gridPos.w = 'wide'", "unknown panel key", "variable without name",
-                                      "graphTooltip = 'yes'"])
+@pytest.mark.parametrize("breakage", ["gridPos.w = 'wide'", "unknown panel key", "variable without name", "graphTooltip = 'yes'"])
 def test_schema_rejects_what_grafana_would_reject(breakage):
     """The schema is not vacuous: each of these breaks validation of an otherwise valid dashboard."""
     broken = load("provisioned/" + BOARDS[0].FILE)
@@ -168,7 +171,7 @@ def test_panels_fit_the_grid_without_overlap(rel):
     for title, g in grid:
         assert g["x"] >= 0 and g["y"] >= 0 and g["w"] >= 1 and g["h"] >= 1, title
         assert g["x"] + g["w"] <= GRID_COLUMNS, title
-    clashes = [(a, b) for i, (a, ga) in enumerate(grid) for b, gb in grid[i + 1:] if overlaps(ga, gb)]
+    clashes = [(a, b) for i, (a, ga) in enumerate(grid) for b, gb in grid[i + 1 :] if overlaps(ga, gb)]
     assert clashes == []
 
 
@@ -226,8 +229,7 @@ def test_queries_use_only_contract_metrics_and_defined_variables(rel):
     model = load(rel)
     known = contract_metrics()
     variables = {v["name"] for v in model["templating"]["list"]}
-    exprs = [t["expr"] for _, t in targets(model)] + [v["query"] for v in model["templating"]["list"]
-                                                       if v["type"] == "query"]
+    exprs = [t["expr"] for _, t in targets(model)] + [v["query"] for v in model["templating"]["list"] if v["type"] == "query"]
     exprs += [a["expr"] for a in model["annotations"].get("list", []) if "expr" in a]
     for expr in exprs:
         unknown = set(re.findall(r"\besxi_[a-z_]+", expr)) - known
@@ -263,13 +265,13 @@ def test_provisioning_files_are_grafana_provisioning_files():
 
 # --- 3. regenerating changes nothing ------------------------------------------------------------
 def test_committed_json_is_what_the_generator_makes():
-    stale = [rel for rel, text in generate().items()
-             if (ROOT / "dashboards" / rel).read_text(encoding="utf-8") != text]
+    stale = [rel for rel, text in generate().items() if (ROOT / "dashboards" / rel).read_text(encoding="utf-8") != text]
     assert stale == [], "run: python -m dashboards"
 
 
 def test_check_flag_fails_on_a_hand_edit(tmp_path, capsys):
     from dashboards.__main__ import main
+
     assert main(["--out", str(tmp_path)]) == 0
     assert main(["--check", "--out", str(tmp_path)]) == 0
     edited = tmp_path / "provisioned" / BOARDS[0].FILE
@@ -287,6 +289,7 @@ def test_link_use_counts_nfs_datastores_on_their_vmknic(tmp_path):
     two NFS datastores on one 10 Gb vmknic (vSphere source) adding up on it; a VMFS datastore is
     never put on a vmknic."""
     from dashboards.promql import link_use
+
     if not shutil.which("promtool"):
         pytest.fail("promtool is not installed: run .ci/install")
     job = 'instance="vc",job="esxi-vsphere"'
@@ -307,16 +310,31 @@ def test_link_use_counts_nfs_datastores_on_their_vmknic(tmp_path):
     }
     every = link_use('host=~"esx01"', 'adapter=~".*"', window="5m")
     only_vmk = link_use('host=~"esx01"', 'adapter=~"vmk1"', window="5m")
-    tests = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in series.items()],
-        "promql_expr_test": [
-            {"expr": every, "eval_time": "10m", "exp_samples": [
-                {"labels": f'{{{job},host="esx01",adapter="vmhba1"}}', "value": 0.2},
-                {"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58}]},
-            {"expr": only_vmk, "eval_time": "10m", "exp_samples": [
-                {"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58}]},
-        ]}]}
+    tests = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series.items()],
+                "promql_expr_test": [
+                    {
+                        "expr": every,
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": f'{{{job},host="esx01",adapter="vmhba1"}}', "value": 0.2},
+                            {"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58},
+                        ],
+                    },
+                    {
+                        "expr": only_vmk,
+                        "eval_time": "10m",
+                        "exp_samples": [{"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58}],
+                    },
+                ],
+            }
+        ],
+    }
     path = tmp_path / "link_use.test.yml"
     path.write_text(yaml.safe_dump(tests, sort_keys=False))
     result = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=60)

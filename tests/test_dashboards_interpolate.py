@@ -1,5 +1,6 @@
 """Grafana's variable and interval-macro substitution, as the live dashboard test relies on it.
 Expected values are the ones Grafana 11 produces (see dashboards/interpolate.py for the sources)."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,10 @@ import pytest
 from dashboards import interpolate as gi
 
 
-@pytest.mark.parametrize("seconds, nice", [(0.009, 0.001), (3.6, 5), (7.4, 5), (7.6, 10), (13, 15), (40, 30),
-                                           (89, 60), (100, 120), (3000, 3600), (86000, 86400)])
+@pytest.mark.parametrize(
+    "seconds, nice",
+    [(0.009, 0.001), (3.6, 5), (7.4, 5), (7.6, 10), (13, 15), (40, 30), (89, 60), (100, 120), (3000, 3600), (86000, 86400)],
+)
 def test_interval_is_rounded_to_grafana_steps(seconds, nice):
     assert gi.round_interval(seconds) == nice
 
@@ -17,8 +20,10 @@ def test_one_hour_at_default_scrape_interval():
     # 1 h over 1000 points = 3.6 s -> 5 s, raised to the 15 s scrape interval; rate interval 4 x 15 s.
     t = gi.timing(0, 3600, 1000)
     assert (t.interval, t.rate_interval) == (15, 60)
-    assert gi.macros("rate(x[$__rate_interval]) [$__interval] [$__range] $__range_s $__interval_ms", t) == \
-        "rate(x[1m0s]) [15s] [3600s] 3600 15000"
+    assert (
+        gi.macros("rate(x[$__rate_interval]) [$__interval] [$__range] $__range_s $__interval_ms", t)
+        == "rate(x[1m0s]) [15s] [3600s] 3600 15000"
+    )
 
 
 def test_long_range_rate_interval_is_interval_plus_scrape():
@@ -67,14 +72,24 @@ def test_longer_names_are_not_eaten_by_shorter_ones():
 from dashboards.evaluate import has_data  # noqa: E402
 
 
-@pytest.mark.parametrize("answer, ok", [
-    ({"status": "error", "errorType": "bad_data", "error": "parse error"}, False),
-    ({"status": "success", "data": {"resultType": "vector", "result": []}}, False),
-    ({"status": "success", "data": {"resultType": "matrix", "result": [
-        {"metric": {}, "values": [[1, "NaN"], [2, "+Inf"]]}]}}, False),
-    ({"status": "success", "data": {"resultType": "matrix", "result": [
-        {"metric": {}, "values": [[1, "NaN"], [2, "0"]]}]}}, True),
-    ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "0.004"]}]}}, True),
-])
+@pytest.mark.parametrize(
+    "answer, ok",
+    [
+        ({"status": "error", "errorType": "bad_data", "error": "parse error"}, False),
+        ({"status": "success", "data": {"resultType": "vector", "result": []}}, False),
+        (
+            {
+                "status": "success",
+                "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "NaN"], [2, "+Inf"]]}]},
+            },
+            False,
+        ),
+        (
+            {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "NaN"], [2, "0"]]}]}},
+            True,
+        ),
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "0.004"]}]}}, True),
+    ],
+)
 def test_a_query_passes_only_with_a_finite_value(answer, ok):
     assert has_data(answer)[0] is ok

@@ -7,6 +7,7 @@ variable at its default (All), the before/after dashboard's shift set to RANGE s
 panels show the RANGE seconds before that. The datasource's scrape interval is Prometheus' (1 s),
 which is what Grafana builds $__rate_interval from.
 """
+
 from __future__ import annotations
 
 import html
@@ -44,8 +45,9 @@ groups:
 
 pytestmark = pytest.mark.integration
 
-needs_simulator = pytest.mark.skipif(importlib.util.find_spec("exporter.simulator") is None,
-                                     reason="exporter.simulator (issue 3) is not merged yet")
+needs_simulator = pytest.mark.skipif(
+    importlib.util.find_spec("exporter.simulator") is None, reason="exporter.simulator (issue 3) is not merged yet"
+)
 
 
 def dashboard_files() -> list[Path]:
@@ -57,25 +59,29 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
     exporters, prometheus = [], None
     try:
         for scenario in SCENARIOS:
-            exporters.append(Exporter("--simulate", scenario, "--simulate.interval", "1s",
-                                      log_path=tmp_path / f"exporter-{scenario}.log"))
+            exporters.append(
+                Exporter("--simulate", scenario, "--simulate.interval", "1s", log_path=tmp_path / f"exporter-{scenario}.log")
+            )
         rules = tmp_path / "fixture-rules.yml"
         rules.write_text(FIXTURE_RULES)
-        prometheus = Prometheus(tmp_path / "prom", [f"127.0.0.1:{e.port}" for e in exporters],
-                                scrape_interval=f"{SCRAPE:g}s",
-                                rule_files=[rules, *sorted((ROOT / "alerts").glob("*.rules.yml"))])
+        prometheus = Prometheus(
+            tmp_path / "prom",
+            [f"127.0.0.1:{e.port}" for e in exporters],
+            scrape_interval=f"{SCRAPE:g}s",
+            rule_files=[rules, *sorted((ROOT / "alerts").glob("*.rules.yml"))],
+        )
         prometheus.wait_for('count(up{job="esxi"} == 1)', lambda r: r and r[0]["value"][1] == str(len(SCENARIOS)))
         first = time.time()
         # The before/after panels look 2 x RANGE back, plus their rate window: wait until that is data.
         time.sleep(2 * RANGE + 8 * SCRAPE)
         end = time.time()
-        panels, annotations, problems = evaluate(dashboard_files(), PromAPI(prometheus.url), end - RANGE, end, SCRAPE,
-                                                 overrides={"shift": f"{RANGE:g}s"})
+        panels, annotations, problems = evaluate(
+            dashboard_files(), PromAPI(prometheus.url), end - RANGE, end, SCRAPE, overrides={"shift": f"{RANGE:g}s"}
+        )
         with capsys.disabled():
             print(f"\n[dashboards live, data since {end - first:.0f}s]")
             report(panels, annotations, problems, out=sys.stdout)
-        expected = sum(len(p.get("targets", [])) for f in dashboard_files()
-                       for p in all_panels(json.loads(f.read_text())))
+        expected = sum(len(p.get("targets", [])) for f in dashboard_files() for p in all_panels(json.loads(f.read_text())))
         assert len(panels) == expected > 0
         assert problems == []
         assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}: {r.expr}" for r in panels if not r.ok] == []

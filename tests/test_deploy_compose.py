@@ -2,6 +2,7 @@
 `docker compose config` resolves it, every file it mounts is in the repository, the Prometheus and
 Alertmanager configs it mounts pass promtool/amtool as the containers see them, and the exporter
 service's own command and config file, run directly, serve the simulator."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,13 @@ def compose_command() -> list[str]:
 def resolve(**variables: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
     env.update(variables)
-    result = subprocess.run([*compose_command(), "-f", str(COMPOSE_FILE), "config", "--format", "json"],
-                            capture_output=True, text=True, env=env, cwd=ROOT)
+    result = subprocess.run(
+        [*compose_command(), "-f", str(COMPOSE_FILE), "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -181,7 +187,9 @@ def discovered(base: Path, sections: list[dict]) -> list[str]:
 
 
 def test_alertmanager_config_passes_amtool(stack, tmp_path):
-    owned_elsewhere(DEPLOY / "alertmanager" / "alertmanager.yml", DEPLOY / "alertmanager", "the Alertmanager config the stack mounts")
+    owned_elsewhere(
+        DEPLOY / "alertmanager" / "alertmanager.yml", DEPLOY / "alertmanager", "the Alertmanager config the stack mounts"
+    )
     amtool = tool("amtool")
     root = container_root(tmp_path, stack, "alertmanager")
     config = root / "etc/alertmanager/alertmanager.yml"

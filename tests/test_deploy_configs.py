@@ -1,5 +1,6 @@
 """Every example config the deployments ship (deploy/config/*.yml, the Kubernetes ConfigMap) is
 accepted by the exporter's own config loader: no unknown setting, no bad value."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -3,6 +3,7 @@
 There is no Docker engine on the test machines, so the image is not built here; instead the
 final stage's ENV, ENTRYPOINT, CMD and HEALTHCHECK are read from the Dockerfile and run directly.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,8 +69,7 @@ def stage():
 
 def test_dockerfile_passes_hadolint():
     hadolint = tool("hadolint")
-    result = subprocess.run([hadolint, "--failure-threshold", "info", str(DOCKERFILE)],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run([hadolint, "--failure-threshold", "info", str(DOCKERFILE)], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -105,7 +105,7 @@ def test_image_command_serves_the_simulator_and_its_healthcheck_tells_up_from_do
     env.pop("PATH")  # the image's virtualenv; here the package runs from the source tree
     argv = exec_form(stage, "ENTRYPOINT") + exec_form(stage, "CMD")
     healthcheck = [a for k, a in stage if k == "HEALTHCHECK"][0]
-    probe = json.loads(healthcheck[healthcheck.index("CMD") + 3:].strip())
+    probe = json.loads(healthcheck[healthcheck.index("CMD") + 3 :].strip())
     assert probe[0] == "python"
     with Served(argv, env) as exporter:
         status, _ = exporter.get("/-/healthy")
@@ -121,8 +121,14 @@ def test_image_command_serves_the_simulator_and_its_healthcheck_tells_up_from_do
 def test_entrypoint_is_the_installed_script(stage):
     # as_python() maps exactly this program; anything else would make the process test meaningless.
     assert as_python(exec_form(stage, "ENTRYPOINT"))[:3] == [sys.executable, "-m", "exporter"]
-    help_text = subprocess.run(as_python(exec_form(stage, "ENTRYPOINT") + ["--help"]), env=exporter_env(),
-                               capture_output=True, text=True, cwd=ROOT, timeout=60)
+    help_text = subprocess.run(
+        as_python(exec_form(stage, "ENTRYPOINT") + ["--help"]),
+        env=exporter_env(),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert help_text.returncode == 0 and "serve" in help_text.stdout
 
 
@@ -148,8 +154,20 @@ def test_package_installed_as_the_image_installs_it_serves_outside_the_tree(stag
     # and every module must have been packaged.
     env_dir = tmp_path / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=True)
-    install = subprocess.run([str(env_dir / "bin" / "pip"), "install", "--quiet", "--no-deps", "--disable-pip-version-check",
-                              str(build_context(tmp_path))], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    install = subprocess.run(
+        [
+            str(env_dir / "bin" / "pip"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--disable-pip-version-check",
+            str(build_context(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     program = env_dir / "bin" / exec_form(stage, "ENTRYPOINT")[0]
     env = env_of(stage)
@@ -158,6 +176,11 @@ def test_package_installed_as_the_image_installs_it_serves_outside_the_tree(stag
     outside.mkdir()
     with Served([str(program), *exec_form(stage, "CMD")], env, cwd=outside, installed=True) as exporter:
         exporter.wait_for_metric("esxi_lun_queue_depth")
-    where = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import exporter; print(exporter.__file__)"],
-                           capture_output=True, text=True, cwd=outside, env={k: v for k, v in exporter.env.items()})
+    where = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", "import exporter; print(exporter.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        env={k: v for k, v in exporter.env.items()},
+    )
     assert where.stdout.startswith(str(env_dir)), f"ran {where.stdout.strip()}, not the installed package"

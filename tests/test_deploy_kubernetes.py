@@ -7,6 +7,7 @@
 - the PrometheusRule carries exactly the rules in alerts/; the Deployment's command, config and
   probes, run directly, serve the simulator.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,10 @@ from tests.support.servers import ROOT
 K8S = DEPLOY / "kubernetes"
 KUBERNETES_VERSIONS = ("1.29.0", "1.34.0")  # the oldest and newest minor we claim to run on
 PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
-CRD_FILES = {"ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
-             "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml"}
+CRD_FILES = {
+    "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
+    "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
+}
 
 
 def kustomization() -> dict:
@@ -74,8 +77,11 @@ def strict(schema: dict) -> dict:
         if isinstance(schema.get("pattern"), str) and "(?i)" in schema["pattern"]:
             # Go's RE2 takes (?i) anywhere; Python only at the start, where it means the same here.
             schema["pattern"] = "(?i)" + schema["pattern"].replace("(?i)", "")
-        if "properties" in schema and "additionalProperties" not in schema \
-                and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        if (
+            "properties" in schema
+            and "additionalProperties" not in schema
+            and not schema.get("x-kubernetes-preserve-unknown-fields")
+        ):
             schema["additionalProperties"] = False
     elif isinstance(schema, list):
         schema = [strict(v) for v in schema]

@@ -1,6 +1,7 @@
 """The systemd unit (deploy/systemd/): `systemd-analyze verify` and `security` on it, inside a
 scratch root that has the unit, the systemd units it depends on and its ExecStart program; and
 its ExecStart with the shipped environment file, run directly, serves the simulator."""
+
 from __future__ import annotations
 
 import re
@@ -48,14 +49,15 @@ def root(tmp_path) -> Path:
     shutil.copy(UNIT, root / "etc/systemd/system" / UNIT.name)
     program = root / exec_start()[0].lstrip("/")
     program.parent.mkdir(parents=True)
-    program.write_text("#!/bin/sh\nexec python3 -m exporter \"$@\"\n")
+    program.write_text('#!/bin/sh\nexec python3 -m exporter "$@"\n')
     program.chmod(0o755)
     return root
 
 
 def analyze(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([tool("systemd-analyze"), *args, f"--root={root}", UNIT.name],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [tool("systemd-analyze"), *args, f"--root={root}", UNIT.name], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_unit_passes_systemd_analyze_verify(root):

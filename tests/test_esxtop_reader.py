@@ -1,4 +1,5 @@
 """Every quirk of real esxtop output (esxtop-format.md §6), and the reader's errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -69,15 +70,26 @@ def test_header_over_one_megabyte():
     assert feed_all(lines)[-1].luns[DEV]["active_commands"] == 32
 
 
-@pytest.mark.parametrize("cell, expected", [
-    (r"\\esx\Group Cpu(2928526:Ubuntu 14.04-LTS Server (20160602)_10.62.59.186)\% Used",
-     ("esx", "Group Cpu", "2928526:Ubuntu 14.04-LTS Server (20160602)_10.62.59.186", "% Used")),
-    (r"\\esx\Vcpu(1:system:65976:TcpipPktComp#0)\% Run", ("esx", "Vcpu", "1:system:65976:TcpipPktComp#0", "% Run")),
-    (r"\\esx\Virtual Disk(SQL02 (df09cdf2-1e74):scsi0:0)\Reads/sec", ("esx", "Virtual Disk", "SQL02 (df09cdf2-1e74):scsi0:0", "Reads/sec")),
-    (r"\\esx.example.org\Memory\Memory Overcommit (1 Minute Avg)", ("esx.example.org", "Memory", None, "Memory Overcommit (1 Minute Avg)")),
-    (r"\\esx\VSAN\Enabled?", ("esx", "VSAN", None, "Enabled?")),
-    ('   -"\\\\esx\\PCPU Power State(PCPU 1)\\%C-State C0"', None),
-])
+@pytest.mark.parametrize(
+    "cell, expected",
+    [
+        (
+            r"\\esx\Group Cpu(2928526:Ubuntu 14.04-LTS Server (20160602)_10.62.59.186)\% Used",
+            ("esx", "Group Cpu", "2928526:Ubuntu 14.04-LTS Server (20160602)_10.62.59.186", "% Used"),
+        ),
+        (r"\\esx\Vcpu(1:system:65976:TcpipPktComp#0)\% Run", ("esx", "Vcpu", "1:system:65976:TcpipPktComp#0", "% Run")),
+        (
+            r"\\esx\Virtual Disk(SQL02 (df09cdf2-1e74):scsi0:0)\Reads/sec",
+            ("esx", "Virtual Disk", "SQL02 (df09cdf2-1e74):scsi0:0", "Reads/sec"),
+        ),
+        (
+            r"\\esx.example.org\Memory\Memory Overcommit (1 Minute Avg)",
+            ("esx.example.org", "Memory", None, "Memory Overcommit (1 Minute Avg)"),
+        ),
+        (r"\\esx\VSAN\Enabled?", ("esx", "VSAN", None, "Enabled?")),
+        ('   -"\\\\esx\\PCPU Power State(PCPU 1)\\%C-State C0"', None),
+    ],
+)
 def test_header_cells_split_on_first_parenthesis_and_last_backslash(cell, expected):
     assert parse_column(cell) == expected
 
@@ -91,15 +103,19 @@ def test_t10_names_are_opaque_and_suffixes_split_on_the_last_dash():
     ]
     sample = feed_all([header("h", cols), row(T0, [31, 0, 2, 1, 0])])[0]
     assert list(sample.luns) == [t10]  # the partition is not a device
-    assert sample.worlds == {("mpx.vmhba0:C0:T5:L0", "444767"): {"active_commands": 2.0},
-                             (t10, "65544"): {"queued_commands": 1.0}}
+    assert sample.worlds == {
+        ("mpx.vmhba0:C0:T5:L0", "444767"): {"active_commands": 2.0},
+        (t10, "65544"): {"queued_commands": 1.0},
+    }
 
 
 def test_object_names_match_exactly():
-    cols = [("Physical Disk", "vmhba0:vmhba0:C0:T2:L0", "Commands/sec"),
-            ("Physical Disk Path", "vmhba0:C0:T2:L0", "Commands/sec"),
-            ("Physical Disk SCSI Device Extra", "x", "Commands/sec"),
-            ("Physical Disk", "vmhba0", "Adapter Q Depth")]
+    cols = [
+        ("Physical Disk", "vmhba0:vmhba0:C0:T2:L0", "Commands/sec"),
+        ("Physical Disk Path", "vmhba0:C0:T2:L0", "Commands/sec"),
+        ("Physical Disk SCSI Device Extra", "x", "Commands/sec"),
+        ("Physical Disk", "vmhba0", "Adapter Q Depth"),
+    ]
     sample = feed_all([header("h", cols), row(T0, [7, 9, 11, 64])])[0]
     # The ESXi 6 legacy path columns are ignored when `Physical Disk Path` exists.
     assert sample.paths == {"vmhba0:C0:T2:L0": {"commands_per_second": 9.0}}
@@ -108,29 +124,38 @@ def test_object_names_match_exactly():
 
 
 def test_legacy_adapter_path_object_is_used_when_there_is_no_path_object():
-    cols = [("Physical Disk", "vmhba1:vmhba1:C0:T0:L4", "Adapter Q Depth"),
-            ("Physical Disk", "vmhba1:vmhba1:C0:T0:L4", "Commands/sec")]
+    cols = [
+        ("Physical Disk", "vmhba1:vmhba1:C0:T0:L4", "Adapter Q Depth"),
+        ("Physical Disk", "vmhba1:vmhba1:C0:T0:L4", "Commands/sec"),
+    ]
     sample = feed_all([header("h", cols), row(T0, [1024, 42])])[0]
     assert sample.paths == {"vmhba1:C0:T0:L4": {"commands_per_second": 42.0}}
     assert sample.adapters == {"vmhba1": {"queue_depth": 1024.0}}
 
 
 def test_esx3_per_world_names_from_the_paper():
-    cols = [("Physical Disk", "vmhba1:0:3:0:1234", "Active Commands"),
-            ("Physical Disk", "vmhba1:0:3:0:1234", "Queued Commands"),
-            ("Physical Disk", "WD-vmhba1:3:0-1235", "Active Commands"),
-            ("Physical Disk", "WD-vmhba1:3:0-1235", "Queued Commands"),
-            ("Physical Disk", "vmhba1:0:3:0", "Active Commands")]
+    cols = [
+        ("Physical Disk", "vmhba1:0:3:0:1234", "Active Commands"),
+        ("Physical Disk", "vmhba1:0:3:0:1234", "Queued Commands"),
+        ("Physical Disk", "WD-vmhba1:3:0-1235", "Active Commands"),
+        ("Physical Disk", "WD-vmhba1:3:0-1235", "Queued Commands"),
+        ("Physical Disk", "vmhba1:0:3:0", "Active Commands"),
+    ]
     sample = feed_all([header("esx35", cols), row(T0, [16, 4, 12, 0, 28])])[0]
-    assert sample.worlds == {("vmhba1:0:3:0", "1234"): {"active_commands": 16.0, "queued_commands": 4.0},
-                             ("vmhba1:3:0", "1235"): {"active_commands": 12.0, "queued_commands": 0.0}}
+    assert sample.worlds == {
+        ("vmhba1:0:3:0", "1234"): {"active_commands": 16.0, "queued_commands": 4.0},
+        ("vmhba1:3:0", "1235"): {"active_commands": 12.0, "queued_commands": 0.0},
+    }
     assert sample.luns == {"vmhba1:0:3:0": {"active_commands": 28.0}}
 
 
 def test_malformed_pcpu_power_state_cells_do_not_shift_columns():
     # Real -a output: an unquoted, comma-less token fused to the next cell in header and rows.
     head = header("h", device_columns(DEV, ["Active Commands"]) + [("PCPU Power State", "PCPU 0", "%T-State T7")], False)
-    head += ',   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0",' + header("h", device_columns(DEV, ["Queued Commands"])).split(",", 1)[1]
+    head += (
+        ',   -"\\\\h\\PCPU Power State(PCPU 1)\\%C-State C0",'
+        + header("h", device_columns(DEV, ["Queued Commands"])).split(",", 1)[1]
+    )
     data = '"11/14/2023 22:13:20","5","0.00",    73.1"8.93","7",'
     sample = feed_all([head, data])[0]
     assert sample.luns[DEV] == {"active_commands": 5.0, "queued_commands": 7.0}
@@ -149,16 +174,23 @@ def test_cr_and_crlf_line_endings_and_spreadsheet_resaves(tmp_path):
     assert samples[-1].luns[DEV]["device_latency_seconds"] == 0.02
     assert samples[1].interval == 60.0
     # Time-only stamps, and rows sharing a stamp: the clock steps by the last real interval.
-    timeonly = [unquoted[0], "22:42:26," + unquoted[1].split(",", 1)[1], "22:42:31," + unquoted[2].split(",", 1)[1],
-                "22:42:31," + unquoted[3].split(",", 1)[1]]
+    timeonly = [
+        unquoted[0],
+        "22:42:26," + unquoted[1].split(",", 1)[1],
+        "22:42:31," + unquoted[2].split(",", 1)[1],
+        "22:42:31," + unquoted[3].split(",", 1)[1],
+    ]
     assert [s.interval for s in feed_all(timeonly)] == [None, 5.0, 5.0]
 
 
 def test_vm_names_come_from_the_captures_vcpu_columns():
-    cols = [("Vcpu", "1302698:styx:444767:vmx", "% Used"), ("Vcpu", "1302698:styx:444769:NetWorld-VM-444768", "% Used"),
-            ("Vcpu", "1:system:65976:TcpipPktComp#0", "% Used"),
-            ("Physical Disk Per-Device-Per-World", f"{DEV}-444768", "Active Commands"),
-            ("Physical Disk Per-Device-Per-World", f"{DEV}-65976", "Active Commands")]
+    cols = [
+        ("Vcpu", "1302698:styx:444767:vmx", "% Used"),
+        ("Vcpu", "1302698:styx:444769:NetWorld-VM-444768", "% Used"),
+        ("Vcpu", "1:system:65976:TcpipPktComp#0", "% Used"),
+        ("Physical Disk Per-Device-Per-World", f"{DEV}-444768", "Active Commands"),
+        ("Physical Disk Per-Device-Per-World", f"{DEV}-65976", "Active Commands"),
+    ]
     sample = feed_all([header("h", cols), row(T0, [1, 1, 1, 3, 1])])[0]
     assert sample.world_vms["444768"] == "styx" and sample.world_vms["444767"] == "styx"
     assert "65976" not in sample.world_vms  # a system world, not a VM
@@ -175,12 +207,27 @@ def test_a_new_header_restarts_the_stream():
     assert [s.interval for s in samples] == [None, 5.0, 5.0, None, 5.0, 5.0]
 
 
-@pytest.mark.parametrize("lines, reason, text", [
-    (['"01/01/2024 00:00:00","1.00"'], "no_header", "test:1: no esxtop header"),
-    ([header("h", device_columns(DEV, ["Device Q Depth"])), row(T0, [32, 1])], "cell_count", "test:2: 4 cells, the header has 3"),
-    ([header("h", device_columns(DEV, ["Device Q Depth"])), row(T0, ["n/a"])], "bad_value", "test:2: column 2 (\\\\h\\Physical Disk SCSI Device"),
-    ([header("h", device_columns(DEV, ["Device Q Depth"])), '"yesterday","32",'], "bad_timestamp", "test:2: timestamp 'yesterday'"),
-])
+@pytest.mark.parametrize(
+    "lines, reason, text",
+    [
+        (['"01/01/2024 00:00:00","1.00"'], "no_header", "test:1: no esxtop header"),
+        (
+            [header("h", device_columns(DEV, ["Device Q Depth"])), row(T0, [32, 1])],
+            "cell_count",
+            "test:2: 4 cells, the header has 3",
+        ),
+        (
+            [header("h", device_columns(DEV, ["Device Q Depth"])), row(T0, ["n/a"])],
+            "bad_value",
+            "test:2: column 2 (\\\\h\\Physical Disk SCSI Device",
+        ),
+        (
+            [header("h", device_columns(DEV, ["Device Q Depth"])), '"yesterday","32",'],
+            "bad_timestamp",
+            "test:2: timestamp 'yesterday'",
+        ),
+    ],
+)
 def test_bad_lines_raise_one_line_errors_naming_stream_and_line(lines, reason, text):
     with pytest.raises(EsxtopError) as caught:
         feed_all(lines)

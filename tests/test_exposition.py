@@ -1,5 +1,6 @@
 """The exposition is rendered once per change and shared by every scraper; a failing collector
 is isolated and reported."""
+
 from __future__ import annotations
 
 import threading
@@ -52,6 +53,7 @@ def test_one_render_per_change_shared_by_concurrent_scrapers(monkeypatch):
 
 def test_gzip_is_served_when_asked():
     import gzip
+
     exposition = Exposition(loaded_store())
     server = MetricsServer(exposition, "127.0.0.1:0")
     server.serve_in_thread()

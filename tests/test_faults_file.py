@@ -1,5 +1,6 @@
 """A growing esxtop capture followed like `tail -F` (`serve --esxtop-follow FILE`), while the
 test truncates it, rotates it, deletes and re-creates it, and writes a row in two halves."""
+
 from __future__ import annotations
 
 import os
@@ -138,8 +139,10 @@ def test_whole_capture_appended_to_a_file_without_header_yields_every_sample(tmp
         time.sleep(1.2)  # two polls of the empty or missing file
         with open(path, "ab") as handle:
             handle.write(REAL_CAPTURE.read_bytes())
-        eventually(lambda: value(exporter.metrics(), "esxi_esxtop_samples_total", host=REAL_HOST) == 3,
-                   what="all three samples of the capture")
+        eventually(
+            lambda: value(exporter.metrics(), "esxi_esxtop_samples_total", host=REAL_HOST) == 3,
+            what="all three samples of the capture",
+        )
         assert "esxi_esxtop_parse_errors_total{" not in exporter.metrics()
     finally:
         exporter.stop()

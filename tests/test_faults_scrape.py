@@ -1,5 +1,6 @@
 """100 concurrent scrapes while collection runs: every answer is one complete snapshot, and the
 scrapers share renders instead of piling up one render each."""
+
 from __future__ import annotations
 
 import threading

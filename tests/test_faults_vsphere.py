@@ -2,6 +2,7 @@
 connection attempts (memory, threads and sockets stay flat), one that accepts and then never
 answers (the call times out, nothing hangs), and stock vcsim stopped and started again (the
 session is re-established, and only one session is left open on the server)."""
+
 from __future__ import annotations
 
 import gc
@@ -29,8 +30,9 @@ def password_file(tmp_path):
 
 
 def target(url: str, password_file, timeout: float = 2.0, name: str = "vc") -> VsphereTarget:
-    return VsphereTarget(TargetConfig(name=name, url=url, user=USER, password_file=str(password_file), timeout=timeout,
-                                      insecure=True))
+    return VsphereTarget(
+        TargetConfig(name=name, url=url, user=USER, password_file=str(password_file), timeout=timeout, insecure=True)
+    )
 
 
 def open_fds() -> int:
@@ -89,8 +91,10 @@ def test_rss_threads_and_sockets_flat_across_1000_failed_connections(password_fi
     for name in ("refused", "reset"):  # said once per change, not 550 times
         lines = [r for r in caplog.records if r.levelname == "ERROR" and f"target {name}:" in r.getMessage()]
         assert 1 <= len(lines) <= 2, [r.getMessage() for r in lines]
-    print(f"\nRSS {before[0] / 2**20:.1f} -> {after[0] / 2**20:.1f} MiB over 1,000 failed connections; "
-          f"threads {before[1]} -> {after[1]}; open fds {before[2]} -> {after[2]}")
+    print(
+        f"\nRSS {before[0] / 2**20:.1f} -> {after[0] / 2**20:.1f} MiB over 1,000 failed connections; "
+        f"threads {before[1]} -> {after[1]}; open fds {before[2]} -> {after[2]}"
+    )
     assert after[1] == before[1] and after[2] <= before[2]
     assert after[0] - before[0] < 2 * 2**20
 
@@ -114,6 +118,7 @@ def test_a_server_that_never_answers_times_out(password_file):
 def session_count(url_port: int) -> int:
     """Sessions open on the simulator, seen from a separate admin login (not counted)."""
     import ssl
+
     context = ssl._create_unverified_context()
     si = SmartConnect(host="127.0.0.1", port=url_port, user=USER, pwd=PASSWORD, sslContext=context)
     try:

@@ -5,6 +5,7 @@ errors (EsxtopError, ConfigError): no other exception, no hang.
 FUZZ_EXAMPLES sets the inputs per target (default 100, a few seconds each); the count tried is
 printed (`pytest -s`) and the README quotes a longer run.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,19 +27,28 @@ from tests.support import captures
 from tests.support.servers import CAPTURES
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 TRIED: dict[str, int] = {}
 # Objects the exporter reads; the rest of the real header is cut away to keep each input small.
-KEEP = {"Physical Disk SCSI Device", "Physical Disk Adapter", "Physical Disk Path", "Physical Disk Per-Device-Per-World",
-        "Physical Cpu", "Vcpu"}
+KEEP = {
+    "Physical Disk SCSI Device",
+    "Physical Disk Adapter",
+    "Physical Disk Path",
+    "Physical Disk Per-Device-Per-World",
+    "Physical Cpu",
+    "Vcpu",
+}
 
 
 @contextmanager
 def time_limit(seconds: float):
     """A hang fails the test instead of stalling CI."""
+
     def expired(*_):
         raise TimeoutError(f"no answer within {seconds}s: a hang")
+
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -65,6 +75,7 @@ def base_capture() -> list[str]:
         columns = [c for d in ("naa.1", "naa.2") for c in captures.device_columns(d)]
         return [captures.header("esx", columns)] + [captures.row(1_700_000_000 + 5 * n, [1] * len(columns)) for n in range(3)]
     from exporter.esxtop.reader import parse_column
+
     csv.field_size_limit(sys.maxsize)
     with open(path, newline="") as handle:
         rows = list(csv.reader(handle))
@@ -73,8 +84,29 @@ def base_capture() -> list[str]:
 
 
 BASE = base_capture()
-TOKENS = ['"', ",", "(PDH-CSV 4.0) (UTC)(0)", "\\\\", "\\", "(", ")", "nan", "inf", "-1", "1e308", "",
-          "99/99/9999 99:99:99", "11/14/2023 22:13:25", "00:00:60", "\x00", "\ufeff", "\r", "é", "NaN", ",,,,"]
+TOKENS = [
+    '"',
+    ",",
+    "(PDH-CSV 4.0) (UTC)(0)",
+    "\\\\",
+    "\\",
+    "(",
+    ")",
+    "nan",
+    "inf",
+    "-1",
+    "1e308",
+    "",
+    "99/99/9999 99:99:99",
+    "11/14/2023 22:13:25",
+    "00:00:60",
+    "\x00",
+    "\ufeff",
+    "\r",
+    "é",
+    "NaN",
+    ",,,,",
+]
 
 
 @st.composite
@@ -90,7 +122,7 @@ def mutated_capture(draw) -> list[str]:
         elif op == "insert":
             lines[index] = line[:pos] + draw(st.sampled_from(TOKENS) | st.text(max_size=20)) + line[pos:]
         elif op == "delete":
-            lines[index] = line[:pos] + line[pos + draw(st.integers(1, 200)):]
+            lines[index] = line[:pos] + line[pos + draw(st.integers(1, 200)) :]
         elif op == "duplicate":
             lines.insert(index, line)
         elif op == "header_again":
@@ -102,7 +134,7 @@ def mutated_capture(draw) -> list[str]:
         elif op == "drop" and len(lines) > 1:
             del lines[index]
         elif op == "join" and index + 1 < len(lines):
-            lines[index:index + 2] = [line + lines[index + 1]]
+            lines[index : index + 2] = [line + lines[index + 1]]
     return lines
 
 
@@ -133,16 +165,25 @@ line_text = st.lists(st.sampled_from(TOKENS) | st.text(max_size=8), max_size=40)
 @given(st.lists(line_text, max_size=12))
 def test_reader_on_random_lines(lines):
     tried("reader-random")
-    feed_all(["\"(PDH-CSV 4.0) (UTC)(0)\"," + lines[0]] + lines[1:] if lines else lines)
+    feed_all(['"(PDH-CSV 4.0) (UTC)(0)",' + lines[0]] + lines[1:] if lines else lines)
 
 
 # -- config ------------------------------------------------------------------------------------
 OPTIONS = serve_options()
 KEYS = [o.key for o in OPTIONS] + ["esxtop.ssh_targets", "inventory", "vsphere.targets"]
-scalars = st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats() | st.text(max_size=20) | st.sampled_from(
-    ["5s", "1h30m", "-1s", "0", "nan", "inf", ":10114", "127.0.0.1:99999", "root@esx01", "[::1]:22", "true", "TLS13"])
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                      max_leaves=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats()
+    | st.text(max_size=20)
+    | st.sampled_from(
+        ["5s", "1h30m", "-1s", "0", "nan", "inf", ":10114", "127.0.0.1:99999", "root@esx01", "[::1]:22", "true", "TLS13"]
+    )
+)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12
+)
 
 
 def nest(flat: dict) -> dict:
@@ -178,9 +219,11 @@ def load_config(tmp_path, text: str, environ: dict, flags: dict) -> None:
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=12), values, max_size=8),
-       st.dictionaries(st.sampled_from([o.env for o in OPTIONS]), st.text(max_size=12), max_size=3),
-       st.dictionaries(st.sampled_from([o.dest for o in OPTIONS]), st.text(max_size=12), max_size=3))
+@given(
+    st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=12), values, max_size=8),
+    st.dictionaries(st.sampled_from([o.env for o in OPTIONS]), st.text(max_size=12), max_size=3),
+    st.dictionaries(st.sampled_from([o.dest for o in OPTIONS]), st.text(max_size=12), max_size=3),
+)
 def test_config_loader_on_random_settings(tmp_path_factory, flat, environ, flags):
     tried("config-structured")
     load_config(scratch(tmp_path_factory), yaml.safe_dump(nest(flat), allow_unicode=True), environ, flags)
@@ -194,13 +237,37 @@ def test_config_loader_on_random_yaml_text(tmp_path_factory, text):
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["tls_server_config", "http_server_config", "basic_auth_users"]) | st.text(max_size=8),
-                       st.recursive(scalars | st.sampled_from(["server.crt", "$2y$10$" + "a" * 53]),
-                                    lambda inner: st.dictionaries(
-                                        st.sampled_from(["cert_file", "key_file", "min_version", "max_version",
-                                                         "client_auth_type", "client_ca_file", "headers", "alice",
-                                                         "X-Frame-Options"]) | st.text(max_size=8), inner, max_size=4)
-                                    | st.lists(inner, max_size=3), max_leaves=10), max_size=4))
+@given(
+    st.dictionaries(
+        st.sampled_from(["tls_server_config", "http_server_config", "basic_auth_users"]) | st.text(max_size=8),
+        st.recursive(
+            scalars | st.sampled_from(["server.crt", "$2y$10$" + "a" * 53]),
+            lambda inner: (
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "cert_file",
+                            "key_file",
+                            "min_version",
+                            "max_version",
+                            "client_auth_type",
+                            "client_ca_file",
+                            "headers",
+                            "alice",
+                            "X-Frame-Options",
+                        ]
+                    )
+                    | st.text(max_size=8),
+                    inner,
+                    max_size=4,
+                )
+                | st.lists(inner, max_size=3)
+            ),
+            max_leaves=10,
+        ),
+        max_size=4,
+    )
+)
 def test_web_config_on_random_files(tmp_path_factory, data):
     tried("web-config")
     path = scratch(tmp_path_factory) / "web.yml"

@@ -1,5 +1,6 @@
 """exporter.gcpause: the collector is off inside a pause, back on when the last one ends,
 whichever thread ends first, and left off if it was off before."""
+
 from __future__ import annotations
 
 import gc

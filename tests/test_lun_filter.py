@@ -1,5 +1,6 @@
 """LUN include/exclude filters (`--lun.include`, `--lun.exclude`): a filtered LUN loses its
 device, path and per-world series and nothing else changes."""
+
 from __future__ import annotations
 
 import re
@@ -22,12 +23,15 @@ CDROM_PATH = "vmhba0:C0:T5:L0"
 def sample() -> m.Sample:
     stats = {m.ACTIVE: 1.0}
     return m.Sample(
-        host="esx01", timestamp=10.0, interval=5.0,
+        host="esx01",
+        timestamp=10.0,
+        interval=5.0,
         luns={"naa.1": stats, "naa.2": stats, "mpx.vmhba32:C0:T0:L0": stats},
         paths={"vmhba1:C0:T0:L1": stats, "vmhba1:C0:T0:L2": stats, "vmhba32:C0:T0:L0": stats, "vmhba9:C0:T0:L9": stats},
         worlds={("naa.1", "1001"): stats, ("naa.2", "1002"): stats},
         path_devices={"vmhba1:C0:T0:L1": "naa.1", "vmhba1:C0:T0:L2": "naa.2", "vmhba32:C0:T0:L0": "mpx.vmhba32:C0:T0:L0"},
-        adapters={"vmhba1": stats})
+        adapters={"vmhba1": stats},
+    )
 
 
 def test_exclude_drops_the_lun_its_paths_and_worlds():
@@ -52,20 +56,31 @@ def test_no_pattern_is_no_filter():
 
 def test_inventory_is_filtered_the_same_way():
     inventory = m.Inventory(
-        host="esx01", luns={"naa.1": m.LunConfig(), "mpx.vmhba32:C0:T0:L0": m.LunConfig()},
-        paths={"vmhba1:C0:T0:L1": m.PathConfig(device="naa.1"), "vmhba32:C0:T0:L0": m.PathConfig(device="mpx.vmhba32:C0:T0:L0")})
+        host="esx01",
+        luns={"naa.1": m.LunConfig(), "mpx.vmhba32:C0:T0:L0": m.LunConfig()},
+        paths={"vmhba1:C0:T0:L1": m.PathConfig(device="naa.1"), "vmhba32:C0:T0:L0": m.PathConfig(device="mpx.vmhba32:C0:T0:L0")},
+    )
     kept = LunFilter(exclude=r"^mpx\.").inventory(inventory)
     assert set(kept.luns) == {"naa.1"} and set(kept.paths) == {"vmhba1:C0:T0:L1"}
 
 
 def dump(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(CAPTURE), *args],
-                          capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(CAPTURE), *args],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def series(exposition: str) -> set[str]:
-    return {line for line in exposition.splitlines() if line and not line.startswith("#")
-            and not line.startswith("esxi_scrape_collector_duration_seconds")}
+    return {
+        line
+        for line in exposition.splitlines()
+        if line and not line.startswith("#") and not line.startswith("esxi_scrape_collector_duration_seconds")
+    }
 
 
 def test_dump_of_a_real_capture_loses_exactly_the_excluded_lun():
@@ -87,7 +102,6 @@ def test_a_bad_pattern_is_one_clear_line_and_exit_2():
     assert "Traceback" not in result.stderr
 
 
-
 def test_a_posix_class_is_refused_not_matched_as_a_plain_set():
     """Prometheus users write RE2's [[:alnum:]]; Python reads it as a set of ':alnum[' and a ']'."""
     result = dump("--lun.exclude=naa[[:alnum:]]+")
@@ -96,26 +110,38 @@ def test_a_posix_class_is_refused_not_matched_as_a_plain_set():
     assert "ambiguous regular expression" in result.stderr and "POSIX classes" in result.stderr
     assert "Traceback" not in result.stderr and "FutureWarning" not in result.stderr
 
+
 @pytest.mark.integration
 def test_vsphere_dump_and_probe_leave_the_filtered_lun_out(tmp_path):
     """Against the project's storage simulator (tests/vcsim): the filter applies to the vSphere
     source too, in `dump` and in serve's /metrics and per-target /probe."""
     from tests.support.servers import Exporter
     from tests.vcsim.sims import PASSWORD, USER, StorageSim
+
     shared_lun = "naa.600a098038303053453f463045727a61"  # ds-shared-01 in the fixture, on every host
     exclude = f"--lun.exclude=^{re.escape(shared_lun)}$"
     sim = StorageSim(tmp_path / "vc")
     password_file = tmp_path / "vsphere-password"
     password_file.write_text(PASSWORD + "\n")
     try:
-        flags = ["--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password_file),
-                 "--vsphere.ca-file", str(sim.cert)]
+        flags = [
+            "--vsphere",
+            sim.url,
+            "--vsphere.user",
+            USER,
+            "--vsphere.password-file",
+            str(password_file),
+            "--vsphere.ca-file",
+            str(sim.cert),
+        ]
         full, filtered = dump_vsphere(flags), dump_vsphere([*flags, exclude])
         assert f'device="{shared_lun}"' in full
         assert shared_lun not in filtered and 'device="naa.' in filtered, "only that LUN goes"
         config = tmp_path / "exporter.yml"
-        config.write_text(f"vsphere:\n  user: {USER}\n  password_file: {password_file}\n  interval: 1s\n"
-                          f"  targets:\n    vc: {{url: \"{sim.url}\", ca_file: \"{sim.cert}\"}}\n")
+        config.write_text(
+            f"vsphere:\n  user: {USER}\n  password_file: {password_file}\n  interval: 1s\n"
+            f'  targets:\n    vc: {{url: "{sim.url}", ca_file: "{sim.cert}"}}\n'
+        )
         exporter = Exporter("--config.file", str(config), exclude)
         try:
             deadline, metrics, probe = time.monotonic() + 30, "", ""
@@ -134,7 +160,13 @@ def test_vsphere_dump_and_probe_leave_the_filtered_lun_out(tmp_path):
 
 
 def dump_vsphere(flags: list[str]) -> str:
-    result = subprocess.run([sys.executable, "-m", "exporter", "dump", *flags], capture_output=True, text=True,
-                            env=exporter_env(), cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", *flags],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -1,5 +1,6 @@
 """A real Prometheus scrapes `serve` fed live through standard input; PromQL over the latency
 counters gives back the latency that was in the input."""
+
 from __future__ import annotations
 
 import subprocess
@@ -23,8 +24,10 @@ def test_prometheus_reads_back_the_command_weighted_latency(tmp_path):
         feed.write((header("esx01", device_columns(DEV)) + "\n").encode())
         t0 = time.time()
         prometheus = Prometheus(tmp_path / "prom", [f"127.0.0.1:{exporter.port}"], scrape_interval="1s")
-        expr = (f'rate(esxi_lun_device_latency_seconds_total{{device="{DEV}"}}[10s])'
-                f' / rate(esxi_lun_commands_total{{device="{DEV}"}}[10s])')
+        expr = (
+            f'rate(esxi_lun_device_latency_seconds_total{{device="{DEV}"}}[10s])'
+            f' / rate(esxi_lun_commands_total{{device="{DEV}"}}[10s])'
+        )
         deadline = time.monotonic() + 40
         result = []
         i = 0
@@ -43,8 +46,10 @@ def test_prometheus_reads_back_the_command_weighted_latency(tmp_path):
         assert result, "Prometheus never returned the latency ratio"
         assert float(result[0]["value"][1]) == pytest.approx(DAVG_MS / 1000, rel=1e-6)
         assert result[0]["metric"]["host"] == "esx01"
-        kernel = prometheus.query(f'rate(esxi_lun_kernel_latency_seconds_total{{device="{DEV}"}}[10s])'
-                                  f' / rate(esxi_lun_commands_total{{device="{DEV}"}}[10s])')
+        kernel = prometheus.query(
+            f'rate(esxi_lun_kernel_latency_seconds_total{{device="{DEV}"}}[10s])'
+            f' / rate(esxi_lun_commands_total{{device="{DEV}"}}[10s])'
+        )
         assert float(kernel[0]["value"][1]) == pytest.approx(KAVG_MS / 1000, rel=1e-6)
         up = prometheus.query('up{job="esxi"}')
         assert up and up[0]["value"][1] == "1"

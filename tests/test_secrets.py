@@ -6,6 +6,7 @@ Secrets: an SSH key passphrase given through --esxtop.ssh-password-file (the sam
 that answers a password prompt), a wrong one (the failure path), a basic-auth password with its
 bcrypt hash from the web config, and real SSH password logins from a file and an environment variable.
 """
+
 from __future__ import annotations
 
 import base64
@@ -52,11 +53,27 @@ def run(tmp_path, sshd, password_file, name):
     port = free_port()
     log = tmp_path / f"{name}.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{port}", "--log.level=debug",
-         f"--web.config.file={web}", "--esxtop-ssh", sshd.target, f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
-         f"--esxtop.ssh-known-hosts={sshd.known_hosts}", f"--esxtop.ssh-password-file={password_file}",
-         "--esxtop.ssh-interval=1s", "--esxtop.ssh-backoff-max=1s"],
-        stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=exporter_env(), cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "serve",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=debug",
+            f"--web.config.file={web}",
+            "--esxtop-ssh",
+            sshd.target,
+            f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
+            f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
+            f"--esxtop.ssh-password-file={password_file}",
+            "--esxtop.ssh-interval=1s",
+            "--esxtop.ssh-backoff-max=1s",
+        ],
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+        env=exporter_env(),
+        cwd=ROOT,
+    )
     return proc, port, log, web_hash
 
 
@@ -80,8 +97,11 @@ def test_secrets_appear_nowhere(tmp_path, sshd):
     proc, port, log, web_hash = run(tmp_path, sshd, good, "good")
     try:
         seen = []
-        text = eventually(lambda: (lambda t: t if value(t, "esxi_esxtop_up", host="127.0.0.1") == 1 else None)(
-            scrape(port, WEB_PASSWORD)), timeout=30, what="esxtop up with the passphrase from the file")
+        text = eventually(
+            lambda: (lambda t: t if value(t, "esxi_esxtop_up", host="127.0.0.1") == 1 else None)(scrape(port, WEB_PASSWORD)),
+            timeout=30,
+            what="esxtop up with the passphrase from the file",
+        )
         seen += [text, scrape(port, "wrong"), scrape(port, WEB_PASSWORD + "x")]
         seen.append(ps_output())  # while ssh runs with its askpass set up
         assert "ssh" in seen[-1] and "esxtop -b" in seen[-1]
@@ -101,8 +121,11 @@ def test_wrong_secret_fails_without_showing_it(tmp_path, sshd):
     wrong.write_text(WRONG + "\n")
     proc, port, log, _ = run(tmp_path, sshd, wrong, "wrong")
     try:
-        eventually(lambda: (value(scrape(port, WEB_PASSWORD), "esxi_esxtop_restarts_total", host="127.0.0.1", reason="auth")
-                            or 0) >= 2, timeout=30, what="authentication failures counted")
+        eventually(
+            lambda: (value(scrape(port, WEB_PASSWORD), "esxi_esxtop_restarts_total", host="127.0.0.1", reason="auth") or 0) >= 2,
+            timeout=30,
+            what="authentication failures counted",
+        )
         places = [scrape(port, WEB_PASSWORD), ps_output()]
     finally:
         proc.terminate()
@@ -116,10 +139,24 @@ def test_wrong_secret_fails_without_showing_it(tmp_path, sshd):
 def test_config_errors_do_not_echo_secrets(tmp_path):
     web = tmp_path / "web.yml"
     web.write_text(f"basic_auth_users:\n  prometheus: {WEB_PASSWORD}\n")  # a plain password pasted by mistake
-    result = subprocess.run([sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{free_port()}",
-                             f"--web.config.file={web}", "--esxtop-ssh", "root@127.0.0.1",
-                             f"--esxtop.ssh-password-file={tmp_path / 'missing'}"],
-                            capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=30)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "serve",
+            f"--web.listen-address=127.0.0.1:{free_port()}",
+            f"--web.config.file={web}",
+            "--esxtop-ssh",
+            "root@127.0.0.1",
+            f"--esxtop.ssh-password-file={tmp_path / 'missing'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=30,
+    )
     assert result.returncode == 2
     assert "password_file" in result.stderr and "is not readable" in result.stderr
     assert WEB_PASSWORD not in result.stderr + result.stdout and "Traceback" not in result.stderr
@@ -142,13 +179,31 @@ def test_password_auth_from_file_or_environment(tmp_path, how):
         env["ESX_TEST_PASSWORD"] = password
         secret_flag = "--esxtop.ssh-password-env=ESX_TEST_PASSWORD"
     port, log = free_port(), tmp_path / "exporter.log"
-    proc = subprocess.Popen([sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{port}",
-                             "--log.level=debug", "--esxtop-ssh", sshd.target, f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
-                             secret_flag, "--esxtop.ssh-interval=1s"],
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "serve",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=debug",
+            "--esxtop-ssh",
+            sshd.target,
+            f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
+            secret_flag,
+            "--esxtop.ssh-interval=1s",
+        ],
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=ROOT,
+    )
     try:
-        text = eventually(lambda: (lambda t: t if value(t, "esxi_esxtop_up", host="127.0.0.1") == 1 else None)(
-            scrape(port, "")), timeout=30, what="esxtop up with password authentication")
+        text = eventually(
+            lambda: (lambda t: t if value(t, "esxi_esxtop_up", host="127.0.0.1") == 1 else None)(scrape(port, "")),
+            timeout=30,
+            what="esxtop up with password authentication",
+        )
         args = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True, check=True).stdout
         environments = subprocess.run(["ps", "eww", "-e", "-o", "pid,args"], capture_output=True, text=True).stdout
     finally:
@@ -167,6 +222,7 @@ def test_vsphere_password_appears_nowhere(tmp_path):
     (vcsim itself is started with the password in its arguments: its own line is skipped)."""
     pytest.importorskip("tests.vcsim.sims", reason="the vSphere source (issue 4) is not merged yet")
     from tests.vcsim.sims import USER, Vcsim
+
     PASSWORD = "vSphere-Secret-Of-This-Test-77"  # not the fixtures' shared one: other tests' vcsim show that one
     sim = Vcsim(tmp_path / "vcsim", free_port(), False, "-password", PASSWORD)  # the last -password wins
     try:
@@ -174,14 +230,33 @@ def test_vsphere_password_appears_nowhere(tmp_path):
             (tmp_path / name).write_text(secret + "\n")
             port, log = free_port(), tmp_path / f"{name}.log"
             proc = subprocess.Popen(
-                [sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{port}", "--log.level=debug",
-                 f"--vsphere.url={sim.url}", f"--vsphere.user={USER}", f"--vsphere.password-file={tmp_path / name}",
-                 "--vsphere.insecure", "--vsphere.interval=1s"],
-                stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=exporter_env(), cwd=ROOT)
+                [
+                    sys.executable,
+                    "-m",
+                    "exporter",
+                    "serve",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    "--log.level=debug",
+                    f"--vsphere.url={sim.url}",
+                    f"--vsphere.user={USER}",
+                    f"--vsphere.password-file={tmp_path / name}",
+                    "--vsphere.insecure",
+                    "--vsphere.interval=1s",
+                ],
+                stdout=open(log, "wb"),
+                stderr=subprocess.STDOUT,
+                env=exporter_env(),
+                cwd=ROOT,
+            )
             try:
                 expected = 1 if name == "right" else 0
-                text = eventually(lambda: (lambda t: t if value(t, "esxi_vsphere_up") == expected and "esxi_vsphere_up" in t
-                                           else None)(scrape(port, "")), timeout=30, what=f"vsphere up {expected}")
+                text = eventually(
+                    lambda: (lambda t: t if value(t, "esxi_vsphere_up") == expected and "esxi_vsphere_up" in t else None)(
+                        scrape(port, "")
+                    ),
+                    timeout=30,
+                    what=f"vsphere up {expected}",
+                )
                 ps = [line for line in ps_output().splitlines() if str(sim.proc.pid) not in line.split()[:1]]
             finally:
                 proc.terminate()

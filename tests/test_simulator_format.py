@@ -1,5 +1,6 @@
 """The simulator's files are real esxtop batch format (docs/esxtop-format.md), checked on the raw
 text, against a real capture's column shapes, and through the project's esxtop reader."""
+
 from __future__ import annotations
 
 import csv
@@ -18,25 +19,64 @@ from tests.support.servers import CAPTURES
 # The -a counter sets exactly as esxtop-format.md §3 lists them (written out here, not imported
 # from the writer, so the test does not check the writer against itself).
 ADAPTER = [
-    "Commands/sec", "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec",
-    "Reserves/sec", "Conflicts/sec",
-    "Average Driver MilliSec/Command", "Average Kernel MilliSec/Command",
-    "Average Guest MilliSec/Command", "Average Queue MilliSec/Command",
-    "Average Driver MilliSec/Read", "Average Kernel MilliSec/Read", "Average Guest MilliSec/Read",
-    "Average Queue MilliSec/Read", "Average Driver MilliSec/Write", "Average Kernel MilliSec/Write",
-    "Average Guest MilliSec/Write", "Average Queue MilliSec/Write",
-    "Failed Commands/sec", "Failed Reads/sec", "Failed Writes/sec", "Failed Bytes Read/sec",
-    "Failed Bytes Written/sec", "Failed Reserves/sec", "Aborts/sec", "Resets/sec",
-    "PAE Commands/sec", "PAE Copies/sec", "Split Commands/sec", "Split Copies/sec",
+    "Commands/sec",
+    "Reads/sec",
+    "Writes/sec",
+    "MBytes Read/sec",
+    "MBytes Written/sec",
+    "Reserves/sec",
+    "Conflicts/sec",
+    "Average Driver MilliSec/Command",
+    "Average Kernel MilliSec/Command",
+    "Average Guest MilliSec/Command",
+    "Average Queue MilliSec/Command",
+    "Average Driver MilliSec/Read",
+    "Average Kernel MilliSec/Read",
+    "Average Guest MilliSec/Read",
+    "Average Queue MilliSec/Read",
+    "Average Driver MilliSec/Write",
+    "Average Kernel MilliSec/Write",
+    "Average Guest MilliSec/Write",
+    "Average Queue MilliSec/Write",
+    "Failed Commands/sec",
+    "Failed Reads/sec",
+    "Failed Writes/sec",
+    "Failed Bytes Read/sec",
+    "Failed Bytes Written/sec",
+    "Failed Reserves/sec",
+    "Aborts/sec",
+    "Resets/sec",
+    "PAE Commands/sec",
+    "PAE Copies/sec",
+    "Split Commands/sec",
+    "Split Copies/sec",
 ]
 QUEUE = ["Device Q Depth", "World Q Depth", "Active Commands", "Queued Commands", "% Used", "Load"]
-DEVICE = QUEUE + ADAPTER[:27] + [
-    "CReads", "CWrites", "CFailed", "MBytes CReads/sec", "MBytes CWrites/sec", "ATS", "ATS Failed",
-    "Zeros", "Zeros Failed", "MBytes Zeroed/sec", "Delete", "Deletes Failed", "MBytes Deletes/sec",
-    "Average Success Latency ms/Clone", "Average Failure Latency ms/Clone",
-    "Average Success Latency ms/ATS", "Average Failure Latency ms/ATS",
-    "Average Success Latency ms/Zero", "Average Failure Latency ms/Zero",
-]
+DEVICE = (
+    QUEUE
+    + ADAPTER[:27]
+    + [
+        "CReads",
+        "CWrites",
+        "CFailed",
+        "MBytes CReads/sec",
+        "MBytes CWrites/sec",
+        "ATS",
+        "ATS Failed",
+        "Zeros",
+        "Zeros Failed",
+        "MBytes Zeroed/sec",
+        "Delete",
+        "Deletes Failed",
+        "MBytes Deletes/sec",
+        "Average Success Latency ms/Clone",
+        "Average Failure Latency ms/Clone",
+        "Average Success Latency ms/ATS",
+        "Average Failure Latency ms/ATS",
+        "Average Success Latency ms/Zero",
+        "Average Failure Latency ms/Zero",
+    ]
+)
 WORLD = ["Shares"] + QUEUE + ADAPTER[:27]
 EXPECTED_COUNTERS = {
     "Physical Disk Adapter": ADAPTER,
@@ -49,9 +89,24 @@ EXPECTED_COUNTERS = {
 HEADER_CELL = re.compile(r"^\\\\([^\\]+)\\([^\\(]+)(?:\((.+)\))?\\([^\\]+)$")
 QUOTED_LINE = re.compile(r'^"[^"]*"(?:,"[^"]*")*,$')  # every cell quoted, one trailing comma
 TIMESTAMP = re.compile(r"^\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}$")
-INTEGER_COUNTERS = {"Device Q Depth", "World Q Depth", "Active Commands", "Queued Commands",
-                    "Adapter Q Depth", "Shares", "Members", "CReads", "CWrites", "CFailed", "ATS",
-                    "ATS Failed", "Zeros", "Zeros Failed", "Delete", "Deletes Failed"}
+INTEGER_COUNTERS = {
+    "Device Q Depth",
+    "World Q Depth",
+    "Active Commands",
+    "Queued Commands",
+    "Adapter Q Depth",
+    "Shares",
+    "Members",
+    "CReads",
+    "CWrites",
+    "CFailed",
+    "ATS",
+    "ATS Failed",
+    "Zeros",
+    "Zeros Failed",
+    "Delete",
+    "Deletes Failed",
+}
 
 
 def write(tmp_path, scenario: str, *extra: str):
@@ -82,8 +137,7 @@ def by_object(cols) -> dict[str, OrderedDict]:
 
 
 def test_raw_text_is_esxtop_batch_format(tmp_path):
-    path = write(tmp_path, "queue-overrun", "--duration", "1m", "--interval", "5s",
-                 "--start", "2024-03-05T07:08:09Z")
+    path = write(tmp_path, "queue-overrun", "--duration", "1m", "--interval", "5s", "--start", "2024-03-05T07:08:09Z")
     raw = path.read_bytes()
     assert b"\r" not in raw and not raw.startswith(b"\xef\xbb\xbf")  # LF only, no BOM
     lines = raw.decode().splitlines()
@@ -126,8 +180,15 @@ def test_column_shapes_match_a_real_capture():
     sim = Simulation(load_scenario("reservations"))
     ours = by_object(columns(sim.header("esx01.lab.local")))
     shared = set(real) & set(ours)
-    assert shared >= {"Physical Cpu", "Group Cpu", "Vcpu", "Physical Disk Adapter", "Physical Disk Path",
-                      "Physical Disk SCSI Device", "Physical Disk Per-Device-Per-World"}
+    assert shared >= {
+        "Physical Cpu",
+        "Group Cpu",
+        "Vcpu",
+        "Physical Disk Adapter",
+        "Physical Disk Path",
+        "Physical Disk SCSI Device",
+        "Physical Disk Per-Device-Per-World",
+    }
     for obj in shared - {"Physical Disk"}:  # the real file's Physical Disk rows are per path
         real_counters = next(iter(real[obj].values()))
         for counters in ours[obj].values():
@@ -144,8 +205,12 @@ def test_disk_block_order_adapters_then_devices_with_their_paths_and_worlds():
     cols = columns(sim.header("esx02.lab.local"))
     order = list(OrderedDict.fromkeys((obj, inst) for obj, inst, _ in cols if obj.startswith("Physical Disk")))
     dev_a1, dev_a2 = "naa.600601601e3021001a2b3c4d5e6f00a1", "naa.600601601e3021001a2b3c4d5e6f00a2"
-    assert order[:4] == [("Physical Disk", "vmhba1"), ("Physical Disk Adapter", "vmhba1"),
-                         ("Physical Disk", "vmhba2"), ("Physical Disk Adapter", "vmhba2")]
+    assert order[:4] == [
+        ("Physical Disk", "vmhba1"),
+        ("Physical Disk Adapter", "vmhba1"),
+        ("Physical Disk", "vmhba2"),
+        ("Physical Disk Adapter", "vmhba2"),
+    ]
     dev, path, world = "Physical Disk SCSI Device", "Physical Disk Path", "Physical Disk Per-Device-Per-World"
     # vmfs-prod: web02 and hostd (esx02 runs the VMFS operations of the demo); vmfs-backup: backup01
     assert [o for o, _ in order[4:]] == [dev, path, path, world, world, dev, path, path, world]
@@ -160,8 +225,7 @@ def test_first_sample_is_all_zero_rates_like_esxtop(tmp_path):
     for (obj, _, counter), v1, v2 in zip(cols, first, second):
         if not obj.startswith("Physical Disk"):
             continue
-        if counter in ("Device Q Depth", "Adapter Q Depth", "Shares") or \
-                (counter == "World Q Depth" and obj.endswith("World")):
+        if counter in ("Device Q Depth", "Adapter Q Depth", "Shares") or (counter == "World Q Depth" and obj.endswith("World")):
             assert float(v1) > 0 and v1 == v2, (obj, counter)  # configuration: set from the start
         else:
             assert float(v1) == 0, (obj, counter, v1)
@@ -193,8 +257,7 @@ def test_values_are_consistent_as_in_real_captures(tmp_path):
         assert adapter_sum == pytest.approx(device["Commands/sec"], abs=0.02)
         # Little's law: outstanding = throughput x guest latency (within 2%)
         outstanding = device["Active Commands"] + device["Queued Commands"]
-        assert device["Commands/sec"] * device["Average Guest MilliSec/Command"] / 1000 == \
-            pytest.approx(outstanding, rel=0.02)
+        assert device["Commands/sec"] * device["Average Guest MilliSec/Command"] / 1000 == pytest.approx(outstanding, rel=0.02)
 
 
 def test_reader_maps_every_vm_world_to_its_vm(tmp_path):
@@ -240,8 +303,10 @@ def test_same_seed_same_bytes_other_seed_other_values(tmp_path):
 
 def test_generating_uses_no_wall_clock(tmp_path, monkeypatch):
     """An hour of samples is computed, not waited for: sleeping or reading the clock would fail."""
+
     def forbidden(*_):
         raise AssertionError("the simulator used the wall clock")
+
     monkeypatch.setattr(time, "sleep", forbidden)
     monkeypatch.setattr(time, "time", forbidden)
     path = write(tmp_path, "queue-ok", "--duration", "1h")

@@ -1,5 +1,6 @@
 """Properties of the queueing model for any small configuration, checked on what the esxtop reader
 reads from the simulator's lines: the queue rules of the paper and Little's law."""
+
 from __future__ import annotations
 
 import textwrap
@@ -16,9 +17,11 @@ DEVICE = "naa.600000000000000a"
 
 
 def scenario_text(oios: list[int], dqlen: int, dsnro: int, absorbs: int) -> str:
-    vms = "\n".join(f"      - {{name: vm{i}, lun: {DEVICE}, oio: {oio}, block_size: 4KiB, read_ratio: 0.5}}"
-                    for i, oio in enumerate(oios))
-    return textwrap.dedent(f"""\
+    vms = "\n".join(
+        f"      - {{name: vm{i}, lun: {DEVICE}, oio: {oio}, block_size: 4KiB, read_ratio: 0.5}}" for i, oio in enumerate(oios)
+    )
+    return (
+        textwrap.dedent(f"""\
         description: generated
         luns:
           - {{device: {DEVICE}, service_time: 4ms, absorbs: {absorbs}}}
@@ -30,12 +33,20 @@ def scenario_text(oios: list[int], dqlen: int, dsnro: int, absorbs: int) -> str:
             luns:
               - {{device: {DEVICE}, queue_depth: {dqlen}, paths: {{vmhba1:C0:T0:L1: active}}}}
             vms:
-        """) + vms + "\n"
+        """)
+        + vms
+        + "\n"
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(oios=st.lists(st.integers(0, 80), min_size=1, max_size=4), dqlen=st.integers(1, 128),
-       dsnro=st.integers(1, 128), absorbs=st.integers(1, 128), seed=st.integers(0, 2**32))
+@given(
+    oios=st.lists(st.integers(0, 80), min_size=1, max_size=4),
+    dqlen=st.integers(1, 128),
+    dsnro=st.integers(1, 128),
+    absorbs=st.integers(1, 128),
+    seed=st.integers(0, 2**32),
+)
 def test_queue_rules_and_littles_law(oios, dqlen, dsnro, absorbs, seed):
     sim = Simulation(scenario_from_text(scenario_text(oios, dqlen, dsnro, absorbs)), seed=seed)
     reader = EsxtopReader("prop")

@@ -1,4 +1,5 @@
 """Scenarios are data: the built-in list, user files, and one-line errors that name file and field."""
+
 from __future__ import annotations
 
 import subprocess
@@ -35,24 +36,37 @@ GOOD = textwrap.dedent("""\
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "exporter", *args], capture_output=True, text=True,
-                          env=exporter_env(), cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", *args], capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60
+    )
 
 
 def test_builtin_list_has_the_issues_scenarios_each_with_one_line():
     scenarios = list_scenarios()
     names = [n for n, _ in scenarios]
     assert names == sorted(names)
-    assert set(names) >= {"queue-ok", "queue-overrun", "shared-lun-N-hosts", "link-saturation",
-                          "reservations", "dsnro-mismatch", "shared-qdepth-128", "cpu-cost", "demo"}
+    assert set(names) >= {
+        "queue-ok",
+        "queue-overrun",
+        "shared-lun-N-hosts",
+        "link-saturation",
+        "reservations",
+        "dsnro-mismatch",
+        "shared-qdepth-128",
+        "cpu-cost",
+        "demo",
+    }
     for name, description in scenarios:
         assert description and "\n" not in description, name
         assert load_scenario(name).description == description
 
 
 def test_the_shared_lun_template_takes_n_from_the_name():
-    assert [h.name for h in load_scenario("shared-lun-3-hosts").hosts] == \
-        ["esx01.lab.local", "esx02.lab.local", "esx03.lab.local"]
+    assert [h.name for h in load_scenario("shared-lun-3-hosts").hosts] == [
+        "esx01.lab.local",
+        "esx02.lab.local",
+        "esx03.lab.local",
+    ]
     assert len(load_scenario("shared-lun-N-hosts").hosts) == 8  # the default
     with pytest.raises(ScenarioError, match=r"shared-lun-N-hosts\.yaml: parameter N=65 is outside 1\.\.64"):
         load_scenario("shared-lun-65-hosts")
@@ -81,23 +95,40 @@ BROKEN = [
     ("service_time: 2ms", "service_time: 2 parsecs", "luns[0].service_time: expected a duration"),
     ("block_size: 8KiB", "block_size: 8 kilo", "hosts[0].vms[0].block_size: expected a size"),
     ("read_ratio: 0.5", "read_ratio: 50", "hosts[0].vms[0].read_ratio: must be in 0..1, got 50"),
-    ("{name: db, lun: naa.6000000000000001", "{name: db, lun: naa.6000000000000002",
-     "hosts[0].vms[0].lun: not one of this host's luns, got 'naa.6000000000000002'"),
-    ("vmhba1:C0:T0:L1: active", "vmhba9:C0:T0:L1: active",
-     "hosts[0].luns[0].paths.vmhba9:C0:T0:L1: adapter vmhba9 is not one of this host's adapters"),
+    (
+        "{name: db, lun: naa.6000000000000001",
+        "{name: db, lun: naa.6000000000000002",
+        "hosts[0].vms[0].lun: not one of this host's luns, got 'naa.6000000000000002'",
+    ),
+    (
+        "vmhba1:C0:T0:L1: active",
+        "vmhba9:C0:T0:L1: active",
+        "hosts[0].luns[0].paths.vmhba9:C0:T0:L1: adapter vmhba9 is not one of this host's adapters",
+    ),
     ("vmhba1:C0:T0:L1: active", "vmhba1:C0:T0:L1: standby", "hosts[0].luns[0].paths: at least one path must be active"),
     ("vmhba1:C0:T0:L1: active", "vmhba1:C0:T0:L1: sleepy", "hosts[0].luns[0].paths.vmhba1:C0:T0:L1: state must be one of"),
     ("{name: vmhba1,", "{name: hba1,", "hosts[0].adapters[0].name: not a valid adapter name (vmhbaN): 'hba1'"),
     ("device: naa.6000000000000001, datastore", "device: disk1, datastore", "luns[0].device: not a valid device name"),
     ("name: lab01", "name: lab:01", "hosts[0].name: not a valid name: 'lab:01'"),
     ("vms: {db: {oio: 2}}", "vms: {dbx: {oio: 2}}", "phases[0].vms.dbx: no VM of that name in the scenario"),
-    ("{name: busy, duration: 1m}", "{name: busy, duration: 1m, vmfs_ops: [{host: lab01, lun: naa.6000000000000001, "
-     "reservations_per_second: 50, hold: 20ms}]}", "phases[1].vmfs_ops: reservations would hold naa.6000000000000001 100%"),
-    ("{name: busy, duration: 1m}", "{name: busy, duration: 1m, vmfs_ops: [{host: lab02, lun: naa.6000000000000001, "
-     "reservations_per_second: 1, hold: 20ms}]}", "phases[1].vmfs_ops[0].host: no host of that name, got 'lab02'"),
+    (
+        "{name: busy, duration: 1m}",
+        "{name: busy, duration: 1m, vmfs_ops: [{host: lab01, lun: naa.6000000000000001, "
+        "reservations_per_second: 50, hold: 20ms}]}",
+        "phases[1].vmfs_ops: reservations would hold naa.6000000000000001 100%",
+    ),
+    (
+        "{name: busy, duration: 1m}",
+        "{name: busy, duration: 1m, vmfs_ops: [{host: lab02, lun: naa.6000000000000001, "
+        "reservations_per_second: 1, hold: 20ms}]}",
+        "phases[1].vmfs_ops[0].host: no host of that name, got 'lab02'",
+    ),
     ("{name: busy, duration: 1m}", "{name: busy, duration: 0s}", "phases[1].duration: must be above zero, got '0s'"),
-    ("adapters:\n      - {name: vmhba1, type: fc, link_speed: 400MB/s}", "adapters: vmhba1",
-     "hosts[0].adapters: expected a list, got a string"),
+    (
+        "adapters:\n      - {name: vmhba1, type: fc, link_speed: 400MB/s}",
+        "adapters: vmhba1",
+        "hosts[0].adapters: expected a list, got a string",
+    ),
     ("luns:\n  - {device", "luns:\n  - [device", "line 3: invalid YAML"),
 ]
 
@@ -124,8 +155,10 @@ def test_the_command_line_reports_errors_in_one_line_without_traceback(tmp_path)
         (["simulate", str(tmp_path / "missing.yaml")], "missing.yaml: cannot read scenario file"),
         (["simulate", "reservations"], "the scenario has 2 hosts: give --out DIRECTORY"),
         (["simulate", "reservations", "--host", "esx09"], "scenario reservations has no host 'esx09'"),
-        (["simulate", "reservations", "--out", str(tmp_path / "both.csv")],
-         "both.csv: the scenario has 2 hosts, so --out must be a directory"),
+        (
+            ["simulate", "reservations", "--out", str(tmp_path / "both.csv")],
+            "both.csv: the scenario has 2 hosts, so --out must be a directory",
+        ),
         (["simulate", "queue-ok", "--duration", "soon"], "argument --duration: expected a duration"),
     ]:
         result = run(*args)
@@ -149,8 +182,13 @@ def test_no_command_serves_the_demo():
     demo = Simulation(load_scenario("demo"))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "exporter", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=exporter_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter", f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=exporter_env(),
+        cwd=ROOT,
+    )
     try:
         wait_http(url + "/-/healthy", proc=proc)
         body = ""
@@ -159,8 +197,11 @@ def test_no_command_serves_the_demo():
             time.sleep(0.2)
             with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
                 body = response.read().decode()
-        series = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                  for family in text_string_to_metric_families(body) for s in family.samples}
+        series = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body)
+            for s in family.samples
+        }
         for host in demo.hosts:
             key = (("device", "naa.600601601e3021001a2b3c4d5e6f00a1"), ("host", host))
             assert series[("esxi_lun_queue_depth", key)] == 32

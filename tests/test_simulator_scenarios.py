@@ -5,6 +5,7 @@ are checked on the Samples (base units: seconds, bytes/s, commands/s).
 Paper: VMware, "Scalable Storage Performance" (ESX 3.5, 2008). Each test names the figure and
 states its tolerance.
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,8 +26,9 @@ MS = 1e-3
 MB = 1e6  # link speeds and the paper's MB/s are decimal
 
 
-def capture(tmp_path, scenario: str, duration: str = "2m", interval: str = "5s", seed: int = 0,
-            host: str | None = None) -> dict[str, list[m.Sample]]:
+def capture(
+    tmp_path, scenario: str, duration: str = "2m", interval: str = "5s", seed: int = 0, host: str | None = None
+) -> dict[str, list[m.Sample]]:
     """simulate -> file(s) -> esxtop reader; host -> its measured Samples (esxtop's first dropped)."""
     out = tmp_path / scenario
     args = ["simulate", scenario, "--duration", duration, "--interval", interval, "--seed", str(seed)]
@@ -171,8 +173,9 @@ def test_table3_reservations_from_another_host_cost_about_7_percent(tmp_path):
     assert lun_mean(phases["other host"], m.CONFLICTS) > 0
     # the reservations themselves show on the host that takes them
     times = {s.timestamp for s in phases["other host"]}
-    assert mean(next(iter(s.luns.values()))[m.RESERVATIONS] for s in esx02 if s.timestamp in times) \
-        == pytest.approx(7.0, rel=0.01)
+    assert mean(next(iter(s.luns.values()))[m.RESERVATIONS] for s in esx02 if s.timestamp in times) == pytest.approx(
+        7.0, rel=0.01
+    )
 
     # the same operations from this host barely touch it: under 2% either way
     assert abs(1 - lun_mean(phases["same host"], m.COMMANDS) / base_x) < 0.02
@@ -184,8 +187,10 @@ def test_table3_reservations_from_another_host_cost_about_7_percent(tmp_path):
     # must land within 2 percentage points of the published one.
     paper = _table3()
     base = paper["no creation or deletion"]
-    for case, phase in (("creation/deletion from another host (Host2)", "other host"),
-                        ("creation/deletion from the same host (Host1)", "same host")):
+    for case, phase in (
+        ("creation/deletion from another host (Host2)", "other host"),
+        ("creation/deletion from the same host (Host1)", "same host"),
+    ):
         published_x = paper[case]["throughput_mbps"] / base["throughput_mbps"] - 1
         published_lat = paper[case]["avg_latency_ms"] / base["avg_latency_ms"] - 1
         simulated_x = lun_mean(phases[phase], m.COMMANDS) / base_x - 1
@@ -236,8 +241,9 @@ def test_cpu_cost_same_iops_different_mhz_per_iops(tmp_path):
         cpus, mhz = sim.host_cpu(host)
         iops[host] = lun_mean(samples, m.COMMANDS)
         util = mean(s.cpus["_Total"][m.CPU_UTIL] for s in samples)
-        assert util == pytest.approx(mean(mean(st[m.CPU_UTIL] for c, st in s.cpus.items() if c != "_Total")
-                                          for s in samples), abs=0.001)  # _Total is the mean PCPU
+        assert util == pytest.approx(
+            mean(mean(st[m.CPU_UTIL] for c, st in s.cpus.items() if c != "_Total") for s in samples), abs=0.001
+        )  # _Total is the mean PCPU
         mhz_per_iops[host] = util * cpus * mhz / iops[host]
     fc, iscsi = "esx-fc.lab.local", "esx-iscsi.lab.local"
     assert iops[iscsi] == pytest.approx(iops[fc], rel=0.02)  # the same I/O rate (within 2%)
@@ -291,11 +297,21 @@ def test_figure2_in_the_exported_metrics(tmp_path):
     for name in ("queue-ok", "queue-overrun"):
         path = tmp_path / f"{name}.csv"
         assert cli.main(["simulate", name, "--duration", "10m", "--out", str(path)]) == 0
-        result = subprocess.run([sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(path)],
-                                capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(path)],
+            capture_output=True,
+            text=True,
+            env=exporter_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
-        series = {s.name: s.value for family in text_string_to_metric_families(result.stdout)
-                  for s in family.samples if s.labels.get("device")}
+        series = {
+            s.name: s.value
+            for family in text_string_to_metric_families(result.stdout)
+            for s in family.samples
+            if s.labels.get("device")
+        }
         # command-weighted mean GAVG over the whole capture, as rate(..._total) / rate(commands) gives
         latency[name] = series["esxi_lun_guest_latency_seconds_total"] / series["esxi_lun_commands_total"]
         queued[name] = series["esxi_lun_queued_commands"]

@@ -2,6 +2,7 @@
 come and go (a new esxtop run every 10 rows, 30 of 100 LUNs replaced each run). With stale
 series dropped after stale_after, the state, the exposition and the RSS stay flat.
 The long version with the never-forgetting counterfactual beside it is bench/soak.py."""
+
 from __future__ import annotations
 
 import gc

@@ -4,6 +4,7 @@ Each test runs the exporter as a process (`serve --esxtop-ssh ...`), injects one
 exits, the connection drops mid-row, the host reboots, its host key changes, nothing listens,
 the stream stalls) and asserts what the user sees: metrics, log lines, and recovery.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,16 @@ def sshd(tmp_path):
 
 
 def start_exporter(sshd: Sshd, *extra: str, target: str | None = None) -> Exporter:
-    return Exporter("--esxtop-ssh", target or sshd.target, f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
-                    f"--esxtop.ssh-known-hosts={sshd.known_hosts}", "--esxtop.ssh-interval=1s",
-                    "--esxtop.ssh-backoff-max=1s", *extra, log_path=sshd.tmp / "exporter.log")
+    return Exporter(
+        "--esxtop-ssh",
+        target or sshd.target,
+        f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
+        f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
+        "--esxtop.ssh-interval=1s",
+        "--esxtop.ssh-backoff-max=1s",
+        *extra,
+        log_path=sshd.tmp / "exporter.log",
+    )
 
 
 @pytest.fixture
@@ -39,6 +47,7 @@ def exporter_for(sshd):
     def start(*extra, target=None):
         started.append(start_exporter(sshd, *extra, target=target))
         return started[-1]
+
     yield start
     for exporter in started:
         exporter.stop()
@@ -108,6 +117,7 @@ def test_connection_dropped_mid_row(sshd, exporter_for):
     eventually(lambda: samples_total(exporter) >= 2, what="two rows")
     eventually(lambda: len(sshd.runs()) == 1 and sshd.sessions(), what="session running")
     import time
+
     time.sleep(1.5)  # the half row is out
     sshd.set_control(devices=[DEVICE_A])
     sshd.kill_sessions()

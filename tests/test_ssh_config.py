@@ -1,6 +1,7 @@
 """SSH targets from flags and the esxtop.ssh_targets config section: parsing, validation, the ssh
 and esxtop command lines, and why a session ended. Plus several hosts from one config file
 against the real sshd: each host is supervised on its own."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,13 +14,16 @@ from tests.support.servers import Exporter, free_port
 from tests.support.sshd import Sshd
 
 
-@pytest.mark.parametrize("text, host, user, port", [
-    ("root@esx01", "esx01", "root", None),
-    ("esx01.example.com", "esx01.example.com", None, None),
-    ("root@esx01:2222", "esx01", "root", 2222),
-    ("root@[fe80::1]:22", "fe80::1", "root", 22),
-    ("fe80::1", "fe80::1", None, None),
-])
+@pytest.mark.parametrize(
+    "text, host, user, port",
+    [
+        ("root@esx01", "esx01", "root", None),
+        ("esx01.example.com", "esx01.example.com", None, None),
+        ("root@esx01:2222", "esx01", "root", 2222),
+        ("root@[fe80::1]:22", "fe80::1", "root", 22),
+        ("fe80::1", "fe80::1", None, None),
+    ],
+)
 def test_parse_target(text, host, user, port):
     target = parse_target(text)
     assert (target.host, target.user, target.port) == (host, user, port)
@@ -43,17 +47,24 @@ def test_command_lines():
     assert not any("/pw" in arg for arg in with_rc.ssh_argv())  # the password file is not an argument either
 
 
-@pytest.mark.parametrize("code, stderr, delivered, reason", [
-    (255, "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.", False, "host_key"),
-    (255, "No ED25519 host key is known for x and you have requested strict checking.\nHost key verification failed.",
-     False, "host_key"),
-    (255, "root@x: Permission denied (publickey,password).", False, "auth"),
-    (255, "ssh: connect to host x port 22: Connection refused", False, "refused"),
-    (255, "ssh: Could not resolve hostname nope: Name or service not known", False, "unreachable"),
-    (255, "Connection to x closed by remote host.", True, "dropped"),
-    (1, "", True, "esxtop_exited"),
-    (127, "sh: esxtop: not found", False, "esxtop_exited"),
-])
+@pytest.mark.parametrize(
+    "code, stderr, delivered, reason",
+    [
+        (255, "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.", False, "host_key"),
+        (
+            255,
+            "No ED25519 host key is known for x and you have requested strict checking.\nHost key verification failed.",
+            False,
+            "host_key",
+        ),
+        (255, "root@x: Permission denied (publickey,password).", False, "auth"),
+        (255, "ssh: connect to host x port 22: Connection refused", False, "refused"),
+        (255, "ssh: Could not resolve hostname nope: Name or service not known", False, "unreachable"),
+        (255, "Connection to x closed by remote host.", True, "dropped"),
+        (1, "", True, "esxtop_exited"),
+        (127, "sh: esxtop: not found", False, "esxtop_exited"),
+    ],
+)
 def test_classify(code, stderr, delivered, reason):
     assert classify(code, stderr, delivered)[0] == reason
 
@@ -66,16 +77,20 @@ def settings_from(tmp_path, text: str, **flags):
 
 def test_config_section_with_overrides(tmp_path):
     (tmp_path / "pw").write_text("x\n")
-    settings = settings_from(tmp_path, f"""
+    settings = settings_from(
+        tmp_path,
+        f"""
 esxtop:
   ssh_interval: 10s
   ssh_targets:
     - esx01
     - host: root@esx02:2222
       interval: 20s
-      password_file: {tmp_path / 'pw'}
+      password_file: {tmp_path / "pw"}
       rc_file: /etc/esxtop-storage.rc
-""", esxtop__ssh=["admin@esx03"])
+""",
+        esxtop__ssh=["admin@esx03"],
+    )
     targets = {t.host: t for t in targets_from_settings(settings)}
     assert set(targets) == {"esx01", "esx02", "esx03"}
     assert targets["esx01"].interval == 10.0 and targets["esx03"].user == "admin"
@@ -84,7 +99,9 @@ esxtop:
 
 
 def test_config_section_reports_every_bad_entry(tmp_path):
-    settings = settings_from(tmp_path, """
+    settings = settings_from(
+        tmp_path,
+        """
 esxtop:
   ssh_targets:
     - host: esx01
@@ -95,7 +112,8 @@ esxtop:
     - host: esx03
       password_file: /nonexistent/pw
     - esx03
-""")
+""",
+    )
     with pytest.raises(config.ConfigError) as err:
         targets_from_settings(settings)
     problems = err.value.problems
@@ -115,7 +133,7 @@ def test_several_hosts_from_the_config_file(tmp_path):
 esxtop:
   ssh_interval: 1s
   ssh_backoff_max: 1s
-  ssh_identity_file: {tmp_path / 'client_key'}
+  ssh_identity_file: {tmp_path / "client_key"}
   ssh_known_hosts: {sshd.known_hosts}
   ssh_targets:
     - host: {sshd.user}@127.0.0.1:{sshd.port}
@@ -125,8 +143,12 @@ esxtop:
     exporter = Exporter(f"--config.file={tmp_path / 'config.yml'}", log_path=tmp_path / "exporter.log")
     try:
         eventually(lambda: value(exporter.metrics(), "esxi_esxtop_up", host="127.0.0.1") == 1, what="first host up")
-        text = eventually(lambda: (lambda t: t if (value(t, "esxi_esxtop_restarts_total", host="localhost", reason="refused")
-                                                   or 0) >= 1 else None)(exporter.metrics()), what="second host refused")
+        text = eventually(
+            lambda: (
+                lambda t: t if (value(t, "esxi_esxtop_restarts_total", host="localhost", reason="refused") or 0) >= 1 else None
+            )(exporter.metrics()),
+            what="second host refused",
+        )
         assert value(text, "esxi_esxtop_up", host="localhost") == 0
         assert value(text, "esxi_esxtop_up", host="127.0.0.1") == 1
         assert sshd.runs()[0]["argv"] == ["-b", "-c", "/etc/esxtop-storage.rc", "-d", "1", "-n", "0"]

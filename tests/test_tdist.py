@@ -1,4 +1,5 @@
 """Student's t distribution function against closed forms and printed tables."""
+
 import math
 
 import pytest
@@ -12,8 +13,9 @@ def test_closed_forms(t):
     assert t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-12)
 
 
-@pytest.mark.parametrize("df, t, p", [(5, 2.571, 0.975), (10, 2.228, 0.975), (30, 1.697, 0.95), (20, 2.845, 0.995),
-                                      (120, 1.980, 0.975)])
+@pytest.mark.parametrize(
+    "df, t, p", [(5, 2.571, 0.975), (10, 2.228, 0.975), (30, 1.697, 0.95), (20, 2.845, 0.995), (120, 1.980, 0.975)]
+)
 def test_table_quantiles(df, t, p):
     assert t_cdf(t, df) == pytest.approx(p, abs=5e-4)  # tables print three decimals of t
 

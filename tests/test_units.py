@@ -1,4 +1,5 @@
 """The one place human units are parsed: durations and link speeds."""
+
 import pytest
 
 from exporter.commands.compare import parse_link_speed
@@ -10,8 +11,9 @@ def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text, bytes_per_second", [("200MB/s", 200e6), ("2Gb/s", 250e6), ("8Gbit/s", 1e9),
-                                                     ("100MiB/s", 100 * 1048576.0)])
+@pytest.mark.parametrize(
+    "text, bytes_per_second", [("200MB/s", 200e6), ("2Gb/s", 250e6), ("8Gbit/s", 1e9), ("100MiB/s", 100 * 1048576.0)]
+)
 def test_rates(text, bytes_per_second):
     assert parse_rate(text) == bytes_per_second
 

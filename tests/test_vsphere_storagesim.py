@@ -7,6 +7,7 @@ HBA running at its link speed, dead paths and reservation conflicts. esx02 and e
 NFS datastores over their own vmkernel networks. Expected values below are worked out by hand
 from the fixture's raw counters (ms, KiB/s, hundredths of a percent) and network.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,9 @@ def password_file(tmp_path_factory):
 
 def parse(text: str) -> dict:
     """{(sample name, frozenset of label pairs): value}"""
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value for family in text_string_to_metric_families(text) for s in family.samples
+    }
 
 
 def value(samples: dict, name: str, **labels) -> float:
@@ -63,9 +65,28 @@ def value(samples: dict, name: str, **labels) -> float:
 
 
 def dump(sim, password_file, *extra) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER,
-                           "--vsphere.password-file", str(password_file), "--vsphere.ca-file", str(sim.cert), *extra],
-                          capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "dump",
+            "--vsphere",
+            sim.url,
+            "--vsphere.user",
+            USER,
+            "--vsphere.password-file",
+            str(password_file),
+            "--vsphere.ca-file",
+            str(sim.cert),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -111,19 +132,42 @@ def test_paths_by_runtime_name_with_their_state(vc_dump):
     assert value(vc_dump, "esxi_path_commands_total", **path) == 5800 * 20
     assert value(vc_dump, "esxi_path_info", **path, device=N3) == 1
     dead = {"host": "esx03.lab.local", "device": N1, "path": "vmhba3:C0:T1:L0", "adapter": "vmhba3"}
-    assert {s: value(vc_dump, "esxi_path_state", **dead, state=s) for s in ("active", "standby", "disabled", "dead", "unknown")} == {
-        "active": 0, "standby": 0, "disabled": 0, "dead": 1, "unknown": 0}
-    assert value(vc_dump, "esxi_path_state", host="esx01.lab.local", device=N2, path="vmhba3:C0:T1:L1", adapter="vmhba3", state="standby") == 1
+    assert {
+        s: value(vc_dump, "esxi_path_state", **dead, state=s) for s in ("active", "standby", "disabled", "dead", "unknown")
+    } == {"active": 0, "standby": 0, "disabled": 0, "dead": 1, "unknown": 0}
+    assert (
+        value(
+            vc_dump,
+            "esxi_path_state",
+            host="esx01.lab.local",
+            device=N2,
+            path="vmhba3:C0:T1:L1",
+            adapter="vmhba3",
+            state="standby",
+        )
+        == 1
+    )
 
 
 def test_path_counts_per_lun(vc_dump):
     # (paths, active paths): one dead path on esx03, one standby on esx01, two active elsewhere.
-    expected = {("esx03.lab.local", N1): (2, 1), ("esx03.lab.local", N3): (2, 1), ("esx01.lab.local", N2): (2, 1),
-                ("esx01.lab.local", N1): (2, 2), ("esx01.lab.local", N4): (2, 2), ("esx02.lab.local", N1): (2, 2),
-                ("esx02.lab.local", N2): (2, 2)}
-    got = {(dict(labels)["host"], dict(labels)["device"]): (value(vc_dump, "esxi_lun_paths", **dict(labels)),
-                                                             value(vc_dump, "esxi_lun_active_paths", **dict(labels)))
-           for name, labels in vc_dump if name == "esxi_lun_paths"}
+    expected = {
+        ("esx03.lab.local", N1): (2, 1),
+        ("esx03.lab.local", N3): (2, 1),
+        ("esx01.lab.local", N2): (2, 1),
+        ("esx01.lab.local", N1): (2, 2),
+        ("esx01.lab.local", N4): (2, 2),
+        ("esx02.lab.local", N1): (2, 2),
+        ("esx02.lab.local", N2): (2, 2),
+    }
+    got = {
+        (dict(labels)["host"], dict(labels)["device"]): (
+            value(vc_dump, "esxi_lun_paths", **dict(labels)),
+            value(vc_dump, "esxi_lun_active_paths", **dict(labels)),
+        )
+        for name, labels in vc_dump
+        if name == "esxi_lun_paths"
+    }
     assert got == expected
 
 
@@ -142,28 +186,89 @@ def test_nfs_datastore_link_is_the_first_uplink_with_link_of_its_vmknic(vc_dump)
     vmk1 = {"host": "esx02.lab.local", "adapter": "vmk1"}
     assert value(vc_dump, "esxi_adapter_info", **vmk1, type="nfs", model="vmnic2", driver="ixgben") == 1
     assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", **vmk1) == 10_000e6 / 8
-    assert value(vc_dump, "esxi_datastore_info", host="esx02.lab.local", datastore="nfs-vm-01", type="nfs",
-                 remote_host="192.168.50.20", adapter="vmk1") == 1
+    assert (
+        value(
+            vc_dump,
+            "esxi_datastore_info",
+            host="esx02.lab.local",
+            datastore="nfs-vm-01",
+            type="nfs",
+            remote_host="192.168.50.20",
+            adapter="vmk1",
+        )
+        == 1
+    )
     # 172.16.8.5 is on no vmknic's subnet: the default route, through vmk0, whose port group
     # inherits vSwitch0's order (vmnic0, vmnic1 at 1 Gb).
-    assert value(vc_dump, "esxi_datastore_info", host="esx02.lab.local", datastore="nfs-iso", type="nfs",
-                 remote_host="172.16.8.5", adapter="vmk0") == 1
-    assert value(vc_dump, "esxi_adapter_info", host="esx02.lab.local", adapter="vmk0", type="nfs", model="vmnic0", driver="ntg3") == 1
+    assert (
+        value(
+            vc_dump,
+            "esxi_datastore_info",
+            host="esx02.lab.local",
+            datastore="nfs-iso",
+            type="nfs",
+            remote_host="172.16.8.5",
+            adapter="vmk0",
+        )
+        == 1
+    )
+    assert (
+        value(vc_dump, "esxi_adapter_info", host="esx02.lab.local", adapter="vmk0", type="nfs", model="vmnic0", driver="ntg3")
+        == 1
+    )
     assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", host="esx02.lab.local", adapter="vmk0") == 1_000e6 / 8
     # esx03: vmk1 is on a distributed switch whose first uplink (vmnic4) has no link: vmnic5, 25 Gb.
-    assert value(vc_dump, "esxi_adapter_info", host="esx03.lab.local", adapter="vmk1", type="nfs", model="vmnic5", driver="i40en") == 1
+    assert (
+        value(vc_dump, "esxi_adapter_info", host="esx03.lab.local", adapter="vmk1", type="nfs", model="vmnic5", driver="i40en")
+        == 1
+    )
     assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", host="esx03.lab.local", adapter="vmk1") == 25_000e6 / 8
-    assert value(vc_dump, "esxi_datastore_info", host="esx03.lab.local", datastore="nfs-vm-01", type="nfs",
-                 remote_host="192.168.50.20", adapter="vmk1") == 1
+    assert (
+        value(
+            vc_dump,
+            "esxi_datastore_info",
+            host="esx03.lab.local",
+            datastore="nfs-vm-01",
+            type="nfs",
+            remote_host="192.168.50.20",
+            adapter="vmk1",
+        )
+        == 1
+    )
     # An NFS 4.1 server given by name is not resolved by the exporter: the default route, vmk0.
-    assert value(vc_dump, "esxi_datastore_info", host="esx03.lab.local", datastore="nfs41-backup", type="nfs41",
-                 remote_host="filer01.lab.local", adapter="vmk0") == 1
+    assert (
+        value(
+            vc_dump,
+            "esxi_datastore_info",
+            host="esx03.lab.local",
+            datastore="nfs41-backup",
+            type="nfs41",
+            remote_host="filer01.lab.local",
+            adapter="vmk0",
+        )
+        == 1
+    )
     assert value(vc_dump, "esxi_adapter_link_speed_bytes_per_second", host="esx03.lab.local", adapter="vmk0") == 1_000e6 / 8
     # VMFS datastores have no NFS server nor vmknic; a host with no NFS mount has no nfs adapter.
-    assert value(vc_dump, "esxi_datastore_info", host="esx01.lab.local", datastore="ds-iscsi-01", type="vmfs",
-                 remote_host="", adapter="") == 1
-    assert {dict(k[1])["adapter"] for k in vc_dump if k[0] == "esxi_adapter_info" and dict(k[1])["type"] == "nfs"} == {"vmk0", "vmk1"}
-    assert not [k for k in vc_dump if k[0] == "esxi_adapter_info" and ("host", "esx01.lab.local") in k[1] and ("type", "nfs") in k[1]]
+    assert (
+        value(
+            vc_dump,
+            "esxi_datastore_info",
+            host="esx01.lab.local",
+            datastore="ds-iscsi-01",
+            type="vmfs",
+            remote_host="",
+            adapter="",
+        )
+        == 1
+    )
+    assert {dict(k[1])["adapter"] for k in vc_dump if k[0] == "esxi_adapter_info" and dict(k[1])["type"] == "nfs"} == {
+        "vmk0",
+        "vmk1",
+    }
+    assert not [
+        k for k in vc_dump if k[0] == "esxi_adapter_info" and ("host", "esx01.lab.local") in k[1] and ("type", "nfs") in k[1]
+    ]
 
 
 def test_nfs_datastore_throughput_is_collected(vc_dump):
@@ -174,14 +279,31 @@ def test_nfs_datastore_throughput_is_collected(vc_dump):
 
 
 def test_storage_configuration(vc_dump):
-    assert value(vc_dump, "esxi_lun_info", host="esx03.lab.local", device=N3, display_name=f"PURE Fibre Channel Disk ({N3})",
-                 vendor="PURE", model="FlashArray", datastore="ds-local-03") == 1
+    assert (
+        value(
+            vc_dump,
+            "esxi_lun_info",
+            host="esx03.lab.local",
+            device=N3,
+            display_name=f"PURE Fibre Channel Disk ({N3})",
+            vendor="PURE",
+            model="FlashArray",
+            datastore="ds-local-03",
+        )
+        == 1
+    )
     assert value(vc_dump, "esxi_lun_configured_queue_depth", host="esx01.lab.local", device=N2) == 32
     assert value(vc_dump, "esxi_lun_configured_queue_depth", host="esx03.lab.local", device=N3) == 128
     assert {h: value(vc_dump, "esxi_host_dsnro", host=h) for h in ("esx01.lab.local", "esx02.lab.local", "esx03.lab.local")} == {
-        "esx01.lab.local": 32, "esx02.lab.local": 64, "esx03.lab.local": 32}
+        "esx01.lab.local": 32,
+        "esx02.lab.local": 64,
+        "esx03.lab.local": 32,
+    }
     assert {d: value(vc_dump, "esxi_datastore_hosts", datastore=d) for d in ("ds-shared-01", "ds-shared-02", "ds-local-03")} == {
-        "ds-shared-01": 3, "ds-shared-02": 2, "ds-local-03": 1}
+        "ds-shared-01": 3,
+        "ds-shared-02": 2,
+        "ds-local-03": 1,
+    }
 
 
 def test_reservation_conflicts_cpu_and_datastores(vc_dump):
@@ -197,8 +319,9 @@ def test_reservation_conflicts_cpu_and_datastores(vc_dump):
 def test_self_metrics(vc_dump):
     target = "127.0.0.1"
     assert value(vc_dump, "esxi_vsphere_up", target=target) == 1
-    assert {k: value(vc_dump, "esxi_vsphere_objects", target=target, kind=k) for k in ("host", "lun", "adapter", "path", "datastore")} == {
-        "host": 3, "lun": 7, "adapter": 11, "path": 14, "datastore": 7}  # adapters: 7 HBAs, 4 NFS vmknics
+    assert {
+        k: value(vc_dump, "esxi_vsphere_objects", target=target, kind=k) for k in ("host", "lun", "adapter", "path", "datastore")
+    } == {"host": 3, "lun": 7, "adapter": 11, "path": 14, "datastore": 7}  # adapters: 7 HBAs, 4 NFS vmknics
     assert value(vc_dump, "esxi_vsphere_errors_total", target=target, phase="collection") == 0
     assert value(vc_dump, "esxi_vsphere_samples_total", host="esx01.lab.local") == 1
     assert value(vc_dump, "esxi_vsphere_collection_duration_seconds", target=target, phase="collection") > 0
@@ -247,13 +370,17 @@ vsphere:
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not all(
-                "esxi_vsphere_samples_total{" in _get(f"{exporter.url}/probe?target={t}")[1] for t in ("vc", "esx")):
+            "esxi_vsphere_samples_total{" in _get(f"{exporter.url}/probe?target={t}")[1] for t in ("vc", "esx")
+        ):
             time.sleep(0.2)
         status, vc_text = _get(exporter.url + "/probe?target=vc")
         assert status == 200
         vc_samples = parse(vc_text)
         assert {dict(k[1]).get("host") for k in vc_samples if k[0] == "esxi_lun_commands_total"} == {
-            "esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}
+            "esx01.lab.local",
+            "esx02.lab.local",
+            "esx03.lab.local",
+        }
         assert value(vc_samples, "esxi_vsphere_up", target="vc") == 1
         assert ("esxi_vsphere_up", frozenset({("target", "esx")})) not in vc_samples  # only this target
         status, body = _get(exporter.url + "/probe?target=nope")
@@ -268,7 +395,10 @@ vsphere:
         assert 1 <= seen <= 2
         assert value(vc_samples, "esxi_lun_commands_total", host="esx02.lab.local", device=N1) == seen * 1600 * 20
 
-        prometheus = Prometheus(tmp_path / "prom", [], config_text=f"""
+        prometheus = Prometheus(
+            tmp_path / "prom",
+            [],
+            config_text=f"""
 global: {{scrape_interval: 1s, evaluation_interval: 1s}}
 scrape_configs:
   - job_name: esxi-vsphere
@@ -282,20 +412,29 @@ scrape_configs:
         target_label: instance
       - target_label: __address__
         replacement: 127.0.0.1:{exporter.port}
-""")
+""",
+        )
         slow = prometheus.wait_for("esxi_lun_device_latency_seconds > 0.05")
         assert [(r["metric"]["instance"], r["metric"]["host"], r["metric"]["device"], float(r["value"][1])) for r in slow] == [
-            ("vc", "esx02.lab.local", N1, 0.062)]
+            ("vc", "esx02.lab.local", N1, 0.062)
+        ]
         up = prometheus.wait_for("esxi_vsphere_up", lambda r: len(r) == 3)
         assert {r["metric"]["instance"]: r["value"][1] for r in up} == {"vc": "1", "esx": "1", "down": "0"}
         dead = prometheus.query('esxi_path_state{state="dead"} == 1')
         assert sorted(r["metric"]["path"] for r in dead) == ["vmhba3:C0:T1:L0", "vmhba3:C0:T3:L1"]
         # Each NFS datastore joined to the link speed of the vmknic carrying it.
-        links = prometheus.query('esxi_adapter_link_speed_bytes_per_second * on (instance, host, adapter) group_right '
-                                 'esxi_datastore_info{instance="vc", adapter!=""}')
-        assert sorted((r["metric"]["host"], r["metric"]["datastore"], r["metric"]["adapter"], float(r["value"][1])) for r in links) == [
-            ("esx02.lab.local", "nfs-iso", "vmk0", 1.25e8), ("esx02.lab.local", "nfs-vm-01", "vmk1", 1.25e9),
-            ("esx03.lab.local", "nfs-vm-01", "vmk1", 3.125e9), ("esx03.lab.local", "nfs41-backup", "vmk0", 1.25e8)]
+        links = prometheus.query(
+            "esxi_adapter_link_speed_bytes_per_second * on (instance, host, adapter) group_right "
+            'esxi_datastore_info{instance="vc", adapter!=""}'
+        )
+        assert sorted(
+            (r["metric"]["host"], r["metric"]["datastore"], r["metric"]["adapter"], float(r["value"][1])) for r in links
+        ) == [
+            ("esx02.lab.local", "nfs-iso", "vmk0", 1.25e8),
+            ("esx02.lab.local", "nfs-vm-01", "vmk1", 1.25e9),
+            ("esx03.lab.local", "nfs-vm-01", "vmk1", 3.125e9),
+            ("esx03.lab.local", "nfs41-backup", "vmk0", 1.25e8),
+        ]
     finally:
         if prometheus:
             prometheus.stop()
@@ -307,8 +446,16 @@ scrape_configs:
 
 
 def test_password_is_never_in_process_arguments(vc, password_file, tmp_path):
-    exporter = Exporter("--vsphere", vc.url, "--vsphere.user", USER, "--vsphere.password-file", str(password_file),
-                        "--vsphere.ca-file", str(vc.cert))
+    exporter = Exporter(
+        "--vsphere",
+        vc.url,
+        "--vsphere.user",
+        USER,
+        "--vsphere.password-file",
+        str(password_file),
+        "--vsphere.ca-file",
+        str(vc.cert),
+    )
     try:
         with open(f"/proc/{exporter.proc.pid}/cmdline", "rb") as handle:
             argv = handle.read().decode()
@@ -321,11 +468,13 @@ def test_password_is_never_in_process_arguments(vc, password_file, tmp_path):
 
 def test_a_target_that_goes_away_and_comes_back(password_file, tmp_path, caplog):
     from exporter.vsphere import TargetConfig, VsphereTarget
+
     caplog.set_level("INFO")
     port = free_port()
     sim = StorageSim(tmp_path, "-l", f"127.0.0.1:{port}")
-    target = VsphereTarget(TargetConfig(name="flaky", url=sim.url, user=USER, password_file=str(password_file),
-                                        ca_file=str(sim.cert), timeout=5.0))
+    target = VsphereTarget(
+        TargetConfig(name="flaky", url=sim.url, user=USER, password_file=str(password_file), ca_file=str(sim.cert), timeout=5.0)
+    )
     try:
         assert target.run_once(), target.error
         sim.stop()
@@ -348,10 +497,13 @@ def test_a_target_that_goes_away_and_comes_back(password_file, tmp_path, caplog)
 def test_one_bad_host_does_not_cost_the_others_their_sample(vc, password_file):
     from exporter import model as m
     from exporter.vsphere import TargetConfig, VsphereTarget, discovery
+
     target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
     try:
         assert target.discover(), target.error
-        gone = discovery.HostTopology(ref=discovery.vim.HostSystem("host-gone"), name="gone.lab.local", inventory=m.Inventory("gone"))
+        gone = discovery.HostTopology(
+            ref=discovery.vim.HostSystem("host-gone"), name="gone.lab.local", inventory=m.Inventory("gone")
+        )
         target.topology = discovery.Topology(hosts=target.topology.hosts + [gone])  # removed after the last discovery
         assert target.collect(), target.error  # the server faults the call that names it...
         assert set(target.samples) == {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}  # ...the others are asked again
@@ -362,12 +514,17 @@ def test_one_bad_host_does_not_cost_the_others_their_sample(vc, password_file):
 
 def test_vcenter_max_query_metrics_is_respected(password_file, tmp_path):
     from exporter.vsphere import TargetConfig, VsphereTarget, perf
+
     sim = StorageSim(tmp_path, "-max-query-metrics", "20")
-    target = VsphereTarget(TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password_file), ca_file=str(sim.cert)))
+    target = VsphereTarget(
+        TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password_file), ca_file=str(sim.cert))
+    )
     try:
         assert target.discover(), target.error
         assert target.max_query_metrics == 20  # read from the server, below the configured 256
-        calls = perf.chunk(perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0), target.max_query_metrics)
+        calls = perf.chunk(
+            perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0), target.max_query_metrics
+        )
         assert max(sum(len(s.counters) for s in call) for call in calls) <= 20
         assert target.collect(), target.error
         assert len(target.samples) == 3 and target.errors["collection"] == 0
@@ -380,6 +537,7 @@ def test_series_expected_per_call_bound_what_the_server_answers(vc, password_fil
     """Calls are also cut by the series their answers will hold, estimated from each host's
     discovered instances; on a real answer that estimate must not be below what comes back."""
     from exporter.vsphere import TargetConfig, VsphereTarget, perf
+
     target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
     try:
         assert target.discover(), target.error

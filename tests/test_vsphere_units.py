@@ -1,5 +1,6 @@
 """The vSphere source's pure parts: settings, unit conversion, counter resolution by name,
 chunking under maxQueryMetrics, CSV parsing, and ingesting each 20 s sample once."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,10 +23,16 @@ def _settings(**overrides):
 
 # --- settings --------------------------------------------------------------------------------
 def test_one_url_target_is_named_after_its_host():
-    [target] = settings.targets(_settings(**{"vsphere.url": "vc.example.com", "vsphere.user": "ro",
-                                             "vsphere.password_file": "/run/secrets/vc"}))
+    [target] = settings.targets(
+        _settings(**{"vsphere.url": "vc.example.com", "vsphere.user": "ro", "vsphere.password_file": "/run/secrets/vc"})
+    )
     assert (target.name, target.url, target.host, target.port, target.path) == (
-        "vc.example.com", "https://vc.example.com", "vc.example.com", 443, "/sdk")
+        "vc.example.com",
+        "https://vc.example.com",
+        "vc.example.com",
+        443,
+        "/sdk",
+    )
     assert target.insecure is False  # TLS verification is on unless asked otherwise
 
 
@@ -49,36 +56,55 @@ def test_every_bad_target_entry_is_reported_at_once():
 
 def test_named_targets_inherit_the_top_level_defaults():
     section = {"esx": {"url": "https://esx01", "insecure": "true"}}
-    [target] = settings.targets(_settings(**{"vsphere.targets": section, "vsphere.user": "ro", "vsphere.password_file": "/p",
-                                             "vsphere.timeout": 5.0}))
+    [target] = settings.targets(
+        _settings(**{"vsphere.targets": section, "vsphere.user": "ro", "vsphere.password_file": "/p", "vsphere.timeout": 5.0})
+    )
     assert (target.name, target.user, target.password_file, target.insecure, target.timeout) == ("esx", "ro", "/p", True, 5.0)
 
 
 # --- units -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, raw, interval, expected", [
-    ("disk.deviceLatency.average", 62, 20, 0.062),  # ms -> s
-    ("disk.read.average", 1000, 20, 1024000.0),  # KiB/s -> B/s
-    ("disk.commandsAveraged.average", 1500, 20, 1500.0),  # already per second
-    ("disk.scsiReservationConflicts.summation", 40, 20, 2.0),  # a count over 20 s -> per second
-    ("cpu.usage.average", 2350, 20, 0.235),  # hundredths of a percent -> ratio
-    ("cpu.usagemhz.average", 5640, 20, 5.64e9),  # MHz -> Hz
-    ("storageAdapter.outstandingIOs.average", 12, 20, 12.0),
-])
+@pytest.mark.parametrize(
+    "name, raw, interval, expected",
+    [
+        ("disk.deviceLatency.average", 62, 20, 0.062),  # ms -> s
+        ("disk.read.average", 1000, 20, 1024000.0),  # KiB/s -> B/s
+        ("disk.commandsAveraged.average", 1500, 20, 1500.0),  # already per second
+        ("disk.scsiReservationConflicts.summation", 40, 20, 2.0),  # a count over 20 s -> per second
+        ("cpu.usage.average", 2350, 20, 0.235),  # hundredths of a percent -> ratio
+        ("cpu.usagemhz.average", 5640, 20, 5.64e9),  # MHz -> Hz
+        ("storageAdapter.outstandingIOs.average", 12, 20, 12.0),
+    ],
+)
 def test_units_are_converted_once_here(name, raw, interval, expected):
     assert mapping.convert(mapping.COUNTERS[name], raw, interval) == pytest.approx(expected)
 
 
 def test_every_counter_lands_on_a_model_field():
-    fields = set(m.RATE_FIELDS) | set(m.LATENCY_FIELDS) | set(m.DIRECTIONAL_LATENCY_WEIGHT) | {
-        m.QUEUE_DEPTH, m.ACTIVE, m.QUEUED, m.CPU_UTIL, mapping.CPU_HERTZ}
+    fields = (
+        set(m.RATE_FIELDS)
+        | set(m.LATENCY_FIELDS)
+        | set(m.DIRECTIONAL_LATENCY_WEIGHT)
+        | {m.QUEUE_DEPTH, m.ACTIVE, m.QUEUED, m.CPU_UTIL, mapping.CPU_HERTZ}
+    )
     assert {c.field for c in mapping.COUNTERS.values()} <= fields
-    assert {c.family for c in mapping.COUNTERS.values()} == {"luns", "adapters", "paths", "cpus", mapping.DATASTORES, mapping.HOST}
+    assert {c.family for c in mapping.COUNTERS.values()} == {
+        "luns",
+        "adapters",
+        "paths",
+        "cpus",
+        mapping.DATASTORES,
+        mapping.HOST,
+    }
 
 
 # --- counter resolution -------------------------------------------------------------------------
 def test_counters_are_resolved_by_name_whatever_their_keys():
-    server = [(901, "disk.deviceLatency.average"), (7, "disk.deviceLatency.maximum"),
-              (55, "cpu.usage.average"), (56, "cpu.usage.none")]
+    server = [
+        (901, "disk.deviceLatency.average"),
+        (7, "disk.deviceLatency.maximum"),
+        (55, "cpu.usage.average"),
+        (56, "cpu.usage.none"),
+    ]
     resolved = perf.resolve(server)
     assert {k: n for k, (n, _) in resolved.by_key.items()} == {901: "disk.deviceLatency.average", 55: "cpu.usage.average"}
     assert "disk.scsiReservationConflicts.summation" in resolved.missing
@@ -127,11 +153,16 @@ def test_queries_are_chunked_under_the_series_their_answers_hold():
 def test_each_spec_expects_the_hosts_discovered_instances():
     from exporter import model as m
     from exporter.vsphere import discovery
-    inv = m.Inventory(host="esx01", luns={"naa.1": m.LunConfig(), "naa.2": m.LunConfig()},
-                      adapters={"vmhba1": m.AdapterConfig(type="fc"), "vmk1": m.AdapterConfig(type="nfs")},
-                      paths={f"vmhba1:C0:T{t}:L{lun}": m.PathConfig() for t in range(2) for lun in range(2)})
-    topo = discovery.HostTopology(ref=vim.HostSystem("host-1"), name="esx01", inventory=inv,
-                                  datastores=["uuid-a"], cpu_threads=48)
+
+    inv = m.Inventory(
+        host="esx01",
+        luns={"naa.1": m.LunConfig(), "naa.2": m.LunConfig()},
+        adapters={"vmhba1": m.AdapterConfig(type="fc"), "vmk1": m.AdapterConfig(type="nfs")},
+        paths={f"vmhba1:C0:T{t}:L{lun}": m.PathConfig() for t in range(2) for lun in range(2)},
+    )
+    topo = discovery.HostTopology(
+        ref=vim.HostSystem("host-1"), name="esx01", inventory=inv, datastores=["uuid-a"], cpu_threads=48
+    )
     keys = [1, 2, 3, 4, 5, 6]
     families = {1: "luns", 2: "adapters", 3: "paths", 4: "datastores", 5: "cpus", 6: "host"}
     (spec,) = perf.query_specs([topo], keys, {}, now=1e9, families=families)
@@ -141,11 +172,12 @@ def test_each_spec_expects_the_hosts_discovered_instances():
 
 def test_a_known_host_asks_only_for_samples_after_its_newest():
     since = 1_700_000_000.0
-    new, known, stale = perf.query_specs([_Host("a"), _Host("b"), _Host("c")], [1], {"b": since, "c": since - 3600}, now=since + 20)
+    new, known, stale = perf.query_specs(
+        [_Host("a"), _Host("b"), _Host("c")], [1], {"b": since, "c": since - 3600}, now=since + 20
+    )
     assert (new.max_sample, new.start) == (1, None)
     assert (known.start, known.max_sample) == (since, None)
     assert (stale.max_sample, stale.start) == (1, None)  # too far behind: the newest sample only
-
 
 
 def test_the_hand_written_query_perf_request_is_what_pyvmomi_would_send():
@@ -154,25 +186,37 @@ def test_the_hand_written_query_perf_request_is_what_pyvmomi_would_send():
     from pyVmomi import SoapStubAdapter
 
     from exporter.vsphere import soap
+
     stub = SoapStubAdapter(host="127.0.0.1", port=1, version="vim.version.version13")  # never connects
     manager = vim.PerformanceManager("PerfMgr", stub)
     hosts = [vim.HostSystem("host-7", stub), vim.HostSystem("host-9", stub)]
     since = 1_700_000_000.25
     ours = [perf.QuerySpec(hosts[0], (2, 6, 131091), start=since), perf.QuerySpec(hosts[1], (2,), max_sample=1)]
-    theirs = [vim.PerformanceManager.QuerySpec(
-        entity=spec.entity, intervalId=20, format="csv", maxSample=spec.max_sample,
-        startTime=dt.datetime.fromtimestamp(spec.start, dt.timezone.utc) if spec.start else None,
-        metricId=[vim.PerformanceManager.MetricId(counterId=k, instance="*") for k in spec.counters]) for spec in ours]
+    theirs = [
+        vim.PerformanceManager.QuerySpec(
+            entity=spec.entity,
+            intervalId=20,
+            format="csv",
+            maxSample=spec.max_sample,
+            startTime=dt.datetime.fromtimestamp(spec.start, dt.timezone.utc) if spec.start else None,
+            metricId=[vim.PerformanceManager.MetricId(counterId=k, instance="*") for k in spec.counters],
+        )
+        for spec in ours
+    ]
     expected = stub.SerializeRequest(manager, soap._QUERY_PERF, [theirs])
     written = soap.query_perf_request(manager, ours, 20)
     assert ET.canonicalize(written.decode()) == ET.canonicalize(expected.decode())
     assert b"<startTime>2023-11-14T22:13:20.25Z</startTime>" in written
 
+
 # --- CSV parsing -------------------------------------------------------------------------------
 def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():
     result = perf.HostSeries()
-    perf.merge_csv(result, "20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
-                   [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")])
+    perf.merge_csv(
+        result,
+        "20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
+        [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")],
+    )
     t20 = dt.datetime(2026, 1, 1, 0, 0, 20, tzinfo=dt.timezone.utc).timestamp()
     assert result.stamps == [(t20, 20), (t20 + 20, 20)]
     assert result.values == {(1, "naa.1"): [3.0, 5.0], (2, "naa.1"): [7.0, None]}  # -1 is "no value"
@@ -206,6 +250,7 @@ def test_fc_speed_is_bits_per_second_and_small_values_are_gbit():
 
 def test_query_perf_response_is_read_by_the_fast_parser():
     from exporter.vsphere import soap
+
     body = b"""<?xml version="1.0" encoding="UTF-8"?>
 <soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <soapenv:Body><QueryPerfResponse xmlns="urn:vim25"><returnval xsi:type="PerfEntityMetricCSV">

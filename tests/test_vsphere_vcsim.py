@@ -6,6 +6,7 @@ instance "*", so exact values are tested against tests/vcsim's storage simulator
 (test_vsphere_storagesim.py); here the samples must arrive, and the wildcard echoes must be
 counted rather than exported.
 """
+
 from __future__ import annotations
 
 import socket
@@ -62,7 +63,9 @@ def test_counters_are_resolved_by_name_on_each_server(vcsim, password_file):
     counters = target.client.call(lambda content: content.perfManager.perfCounter)  # pyVmomi's own reading
     server_keys = {f"{c.groupInfo.key}.{c.nameInfo.key}.{c.rollupType}": c.key for c in counters}
     resolved = perf.resolve(target.client.call(perf_counters))
-    assert {name: server_keys[name] for _, (name, _) in resolved.by_key.items()} == {n: k for k, (n, _) in resolved.by_key.items()}
+    assert {name: server_keys[name] for _, (name, _) in resolved.by_key.items()} == {
+        n: k for k, (n, _) in resolved.by_key.items()
+    }
     expected_key = {"vcenter": 455, "esx": 131091}[vcsim.mode]  # the same counter, different keys
     assert server_keys["disk.deviceLatency.average"] == expected_key
     assert resolved.by_key[expected_key][0] == "disk.deviceLatency.average"
@@ -115,8 +118,9 @@ def test_unreachable_target_fails_fast(password_file, tmp_path):
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    target = VsphereTarget(TargetConfig(name="gone", url=f"https://127.0.0.1:{port}/sdk", user=USER,
-                                        password_file=str(password_file), timeout=2.0))
+    target = VsphereTarget(
+        TargetConfig(name="gone", url=f"https://127.0.0.1:{port}/sdk", user=USER, password_file=str(password_file), timeout=2.0)
+    )
     assert not target.run_once()
     assert target.up == 0 and target.error.endswith("connection refused")
 
@@ -124,9 +128,26 @@ def test_unreachable_target_fails_fast(password_file, tmp_path):
 def test_dump_with_a_wrong_password_exits_1_without_leaking_it(vcsim, tmp_path):
     bad = tmp_path / "bad"
     bad.write_text("hunter2-not-the-password\n")
-    proc = subprocess.run([sys.executable, "-m", "exporter", "dump", "--vsphere", vcsim.url, "--vsphere.user", USER,
-                           "--vsphere.password-file", str(bad), "--vsphere.insecure"],
-                          capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "dump",
+            "--vsphere",
+            vcsim.url,
+            "--vsphere.user",
+            USER,
+            "--vsphere.password-file",
+            str(bad),
+            "--vsphere.insecure",
+        ],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "login refused: wrong user or password" in proc.stderr
     assert "TLS certificate verification is OFF" in proc.stderr  # turning it off is logged
@@ -147,6 +168,7 @@ def test_a_disconnected_host_leaves_the_inventory(vcsim, password_file):
         pytest.skip("a standalone host cannot disconnect itself")
     from pyVim.task import WaitForTask
     from pyVmomi import vim
+
     target = _target(vcsim, password_file)
     assert target.run_once(), target.error
     first = target.topology.hosts[0]

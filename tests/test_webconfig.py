@@ -1,5 +1,6 @@
 """The metrics endpoint locked down with an exporter-toolkit web config: real certificates made
 with openssl, the exporter as a process, urllib as a real TLS client."""
+
 from __future__ import annotations
 
 import base64
@@ -23,10 +24,30 @@ USER, PASSWORD = "prometheus", "correct horse battery staple"
 @pytest.fixture(scope="module")
 def cert(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(folder / "server.key"), "-out", str(folder / "server.crt"), "-days", "2",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(folder / "server.key"),
+            "-out",
+            str(folder / "server.crt"),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return folder
 
 
@@ -49,9 +70,13 @@ class Serve:
         self.log = tmp / f"exporter-{self.port}.log"
         # A followed file that does not exist yet: a live source that needs nothing else.
         source = f"--esxtop-follow={tmp / 'esxtop.csv'}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "exporter", "serve", f"--web.listen-address={listen}:{self.port}",
-                                      source, *args],
-                                     stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, env=exporter_env(), cwd=ROOT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "exporter", "serve", f"--web.listen-address={listen}:{self.port}", source, *args],
+            stdout=open(self.log, "wb"),
+            stderr=subprocess.STDOUT,
+            env=exporter_env(),
+            cwd=ROOT,
+        )
         deadline = time.monotonic() + 20
         while "serving metrics on" not in self.log.read_text():
             assert self.proc.poll() is None, self.log.read_text()
@@ -76,6 +101,7 @@ def serve(tmp_path):
     def start(*args, **kwargs):
         started.append(Serve(tmp_path, *args, **kwargs))
         return started[-1]
+
     yield start
     for server in started:
         server.stop()
@@ -89,8 +115,10 @@ def client(cert: Path, maximum=None) -> ssl.SSLContext:
 
 
 def test_tls_and_basic_auth(serve, cert, password_hash, tmp_path):
-    config = web_config(cert, f"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-                              f"basic_auth_users:\n  {USER}: {password_hash}\n")
+    config = web_config(
+        cert,
+        f"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  {USER}: {password_hash}\n",
+    )
     server = serve(f"--web.config.file={config}")
     status, body = server.get(auth=(USER, PASSWORD), context=client(cert))
     assert status == 200 and "esxi_exporter_build_info" in body
@@ -138,14 +166,23 @@ def test_warning_when_plain_http_beyond_localhost(serve, cert):
 
 
 def run_exporter(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{free_port()}", *args],
-                          capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{free_port()}", *args],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=30,
+    )
 
 
 def test_bad_web_config_is_one_clear_line_and_exit_2(tmp_path):
     secret = "hunter2-plain-password"
-    config = web_config(tmp_path, f"tls_server_config:\n  cert_file: nope.crt\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n"
-                                  f"basic_auth_users:\n  alice: {secret}\nextra: 1\n")
+    config = web_config(
+        tmp_path,
+        f"tls_server_config:\n  cert_file: nope.crt\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n"
+        f"basic_auth_users:\n  alice: {secret}\nextra: 1\n",
+    )
     result = run_exporter(f"--web.config.file={config}")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and secret not in result.stderr
@@ -157,15 +194,18 @@ def test_bad_web_config_is_one_clear_line_and_exit_2(tmp_path):
     assert any(f"{config}: extra: unknown setting" in line for line in lines)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n", "min_version: 'SSL3' is not one of"),
-    ("tls_server_config: [1]\n", "tls_server_config: must be a mapping"),
-    ("tls_server_config:\n  client_auth_type: RequireAnyClientCert\n", "client_auth_type: 'RequireAnyClientCert'"),
-    ("http_server_config:\n  headers:\n    Set-Cookie: x\n", "headers.Set-Cookie: not one of"),
-    ("basic_auth_users: [a, b]\n", "basic_auth_users: must be a mapping"),
-    ("- a\n", "the top level must be a mapping"),
-    ("a: [\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n", "min_version: 'SSL3' is not one of"),
+        ("tls_server_config: [1]\n", "tls_server_config: must be a mapping"),
+        ("tls_server_config:\n  client_auth_type: RequireAnyClientCert\n", "client_auth_type: 'RequireAnyClientCert'"),
+        ("http_server_config:\n  headers:\n    Set-Cookie: x\n", "headers.Set-Cookie: not one of"),
+        ("basic_auth_users: [a, b]\n", "basic_auth_users: must be a mapping"),
+        ("- a\n", "the top level must be a mapping"),
+        ("a: [\n", "not valid YAML"),
+    ],
+)
 def test_bad_web_config_messages(tmp_path, text, expected):
     with pytest.raises(webconfig.WebConfigError if "YAML" not in expected else webconfig.ConfigError) as err:
         webconfig.load(str(web_config(tmp_path, text)))
@@ -176,6 +216,13 @@ def test_auth_header_parsing(password_hash):
     config = webconfig.WebConfig(users={USER: password_hash.encode()})
     good = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     assert config.authorized(good) and config.authorized(good)  # the second from the cache
-    for header in (None, "", "Bearer x", "Basic !!!", "Basic " + base64.b64encode(b"no-colon").decode(),
-                   "Basic " + base64.b64encode(b"\xff\xfe:x").decode(), good[:-2]):
+    for header in (
+        None,
+        "",
+        "Bearer x",
+        "Basic !!!",
+        "Basic " + base64.b64encode(b"no-colon").decode(),
+        "Basic " + base64.b64encode(b"\xff\xfe:x").decode(),
+        good[:-2],
+    ):
         assert not config.authorized(header)

@@ -1,5 +1,6 @@
 """Adapters and links: throughput against link capacity, per-path share, latency per adapter,
 path states."""
+
 from __future__ import annotations
 
 from .. import variables as v
@@ -20,62 +21,104 @@ def with_identity(expr: str) -> str:
 
 
 def build():
-    d = new_dashboard(UID, "ESXi adapters and links",
-                      "Which link is full: adapter throughput against link speed, how I/O spreads over "
-                      "paths, latency per adapter and path states.",
-                      [v.datasource(), v.host(), v.adapter()])
+    d = new_dashboard(
+        UID,
+        "ESXi adapters and links",
+        "Which link is full: adapter throughput against link speed, how I/O spreads over "
+        "paths, latency per adapter and path states.",
+        [v.datasource(), v.host(), v.adapter()],
+    )
     d = d.with_row(row("Link capacity"))
-    d = d.with_panel(timeseries_panel(
-        "Link use",
-        "Read plus written bytes per second as a share of the adapter's link speed. Near 100% the link "
-        "is the bottleneck: throughput flattens while latency climbs (the paper's Figure 5). Add a "
-        "second link and spread the paths. A vmkN adapter is the vmkernel NIC of NFS datastores "
-        "(vSphere source): its share is their bytes over its uplink's speed.",
-        "percentunit", [Q(link_use(HOST, ADAPTER), WHO)],
-        line_at=((None, "transparent"), (0.9, "red"))))
-    d = d.with_panel(timeseries_panel(
-        "Throughput against link speed",
-        "Bytes per second read and written per adapter, with the link speed dashed. Read plus written "
-        "reaching the dashed line means the link is full.",
-        "Bps", [Q(rate("esxi_adapter_read_bytes_total", HOST, ADAPTER), f"read {WHO}"),
+    d = d.with_panel(
+        timeseries_panel(
+            "Link use",
+            "Read plus written bytes per second as a share of the adapter's link speed. Near 100% the link "
+            "is the bottleneck: throughput flattens while latency climbs (the paper's Figure 5). Add a "
+            "second link and spread the paths. A vmkN adapter is the vmkernel NIC of NFS datastores "
+            "(vSphere source): its share is their bytes over its uplink's speed.",
+            "percentunit",
+            [Q(link_use(HOST, ADAPTER), WHO)],
+            line_at=((None, "transparent"), (0.9, "red")),
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Throughput against link speed",
+            "Bytes per second read and written per adapter, with the link speed dashed. Read plus written "
+            "reaching the dashed line means the link is full.",
+            "Bps",
+            [
+                Q(rate("esxi_adapter_read_bytes_total", HOST, ADAPTER), f"read {WHO}"),
                 Q(rate("esxi_adapter_written_bytes_total", HOST, ADAPTER), f"written {WHO}"),
-                Q(gauge("esxi_adapter_link_speed_bytes_per_second", HOST, ADAPTER, fn="max"), f"link speed {WHO}")],
-        dashed=("^link speed .*",)))
+                Q(gauge("esxi_adapter_link_speed_bytes_per_second", HOST, ADAPTER, fn="max"), f"link speed {WHO}"),
+            ],
+            dashed=("^link speed .*",),
+        )
+    )
     d = d.with_row(row("Paths"))
     path_cmds = path_to_device(rate("esxi_path_commands_total", HOST, ADAPTER), HOST)
-    d = d.with_panel(timeseries_panel(
-        "Share of each LUN's commands per path",
-        "Each path's share of its LUN's commands. Round-robin over N active paths gives about 1/N each; "
-        "one path at 100% while others on healthy links carry nothing means a fixed or MRU path policy "
-        "is funnelling the LUN through one link.",
-        "percentunit",
-        [Q(f"{path_cmds} / on (host, device) group_left () "
-           f"sum by (host, device) ({path_to_device(rate('esxi_path_commands_total', HOST), HOST)})",
-           "{{device}} via {{path}}")], maximum=1))
-    d = d.with_panel(table_panel(
-        "Path states",
-        "Every path through the selected adapters and its state now. Dead paths mean lost redundancy; "
-        "a path stuck in standby on an active/active array wastes a link.",
-        ("host", "adapter", "path", "device", "state"),
-        [Column("up", f"{sel('esxi_path_state', HOST, ADAPTER)} == 1")], w=12, h=8))
+    d = d.with_panel(
+        timeseries_panel(
+            "Share of each LUN's commands per path",
+            "Each path's share of its LUN's commands. Round-robin over N active paths gives about 1/N each; "
+            "one path at 100% while others on healthy links carry nothing means a fixed or MRU path policy "
+            "is funnelling the LUN through one link.",
+            "percentunit",
+            [
+                Q(
+                    f"{path_cmds} / on (host, device) group_left () "
+                    f"sum by (host, device) ({path_to_device(rate('esxi_path_commands_total', HOST), HOST)})",
+                    "{{device}} via {{path}}",
+                )
+            ],
+            maximum=1,
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Path states",
+            "Every path through the selected adapters and its state now. Dead paths mean lost redundancy; "
+            "a path stuck in standby on an active/active array wastes a link.",
+            ("host", "adapter", "path", "device", "state"),
+            [Column("up", f"{sel('esxi_path_state', HOST, ADAPTER)} == 1")],
+            w=12,
+            h=8,
+        )
+    )
     d = d.with_row(row("Latency and load per adapter"))
-    d = d.with_panel(timeseries_panel(
-        "Latency per adapter",
-        "Command-weighted mean DAVG, KAVG, QAVG and GAVG over all LUNs behind each adapter. One adapter "
-        "with much higher DAVG than the others points at its link, switch port or array port.",
-        "s", [Q(mean_latency("adapter", stem, HOST, ADAPTER), f"{name} {WHO}") for stem, name in LATENCIES.items()],
-        line_at=((None, "transparent"), (0.05, "red"))))
-    d = d.with_panel(timeseries_panel(
-        "IOPS per adapter",
-        "Commands per second per adapter, read and write. Compare adapters: an idle HBA next to a busy "
-        "one means paths are not spread.",
-        "iops", [Q(rate("esxi_adapter_reads_total", HOST, ADAPTER), f"read {WHO}"),
-                 Q(rate("esxi_adapter_writes_total", HOST, ADAPTER), f"write {WHO}")]))
-    d = d.with_panel(table_panel(
-        "Adapters",
-        "Identity, link speed and queue depth (AQLEN) of each adapter. A small AQLEN caps the sum of "
-        "the LUN queues behind it.",
-        ("host", "adapter", "type", "model", "driver"),
-        [Column("link speed", with_identity(LINK_SPEED), "Bps"),
-         Column("AQLEN", with_identity(sel("esxi_adapter_queue_depth", HOST, ADAPTER)))], h=6))
+    d = d.with_panel(
+        timeseries_panel(
+            "Latency per adapter",
+            "Command-weighted mean DAVG, KAVG, QAVG and GAVG over all LUNs behind each adapter. One adapter "
+            "with much higher DAVG than the others points at its link, switch port or array port.",
+            "s",
+            [Q(mean_latency("adapter", stem, HOST, ADAPTER), f"{name} {WHO}") for stem, name in LATENCIES.items()],
+            line_at=((None, "transparent"), (0.05, "red")),
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "IOPS per adapter",
+            "Commands per second per adapter, read and write. Compare adapters: an idle HBA next to a busy "
+            "one means paths are not spread.",
+            "iops",
+            [
+                Q(rate("esxi_adapter_reads_total", HOST, ADAPTER), f"read {WHO}"),
+                Q(rate("esxi_adapter_writes_total", HOST, ADAPTER), f"write {WHO}"),
+            ],
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Adapters",
+            "Identity, link speed and queue depth (AQLEN) of each adapter. A small AQLEN caps the sum of "
+            "the LUN queues behind it.",
+            ("host", "adapter", "type", "model", "driver"),
+            [
+                Column("link speed", with_identity(LINK_SPEED), "Bps"),
+                Column("AQLEN", with_identity(sel("esxi_adapter_queue_depth", HOST, ADAPTER))),
+            ],
+            h=6,
+        )
+    )
     return d

@@ -1,6 +1,7 @@
 """Capacity: the paper's Table 2 live. a = average active SCSI commands per VM on the LUN,
 d = the host's LUN queue depth, n = what the array sustains per LUN (from the vendor, a variable),
 m = d/a VMs per host, n/a VMs over all hosts, against the VMs actually on the LUN."""
+
 from __future__ import annotations
 
 from .. import variables as v
@@ -43,59 +44,106 @@ hosts overload the array (DAVG). The sum of DQLEN over the hosts sharing a LUN s
 
 
 def build():
-    d = new_dashboard(UID, "ESXi capacity (VMs per LUN)",
-                      "How many more VMs fit on each LUN: the paper's Table 2 from live data.",
-                      [v.datasource(), v.host(), v.lun(),
-                       v.textbox("n", "n (array max outstanding per LUN)", "256",
-                                 "Outstanding I/Os the array sustains per LUN, from the storage vendor")])
+    d = new_dashboard(
+        UID,
+        "ESXi capacity (VMs per LUN)",
+        "How many more VMs fit on each LUN: the paper's Table 2 from live data.",
+        [
+            v.datasource(),
+            v.host(),
+            v.lun(),
+            v.textbox(
+                "n",
+                "n (array max outstanding per LUN)",
+                "256",
+                "Outstanding I/Os the array sustains per LUN, from the storage vendor",
+            ),
+        ],
+    )
     d = d.with_panel(text_panel("How to read this dashboard", TABLE2, h=9))
     d = d.with_row(row("Per host and LUN (over the selected time range)"))
-    d = d.with_panel(table_panel(
-        "m = d/a: VMs per host on each LUN",
-        "d, a and m = d/a per host and LUN, against the VMs the host actually runs on the LUN. More VMs "
-        "than m (red headroom) means this host's queue for the LUN overflows: raise d or move VMs.",
-        ("host", "device"),
-        [Column("d (DQLEN)", d_queue_depth(RANGE)),
-         Column("a (per VM)", a_per_vm("host, device", RANGE)),
-         Column("m = d/a", f"{d_queue_depth(RANGE)} / {a_per_vm('host, device', RANGE)}"),
-         Column("VMs on LUN", vms_on_lun("host, device", RANGE)),
-         Column("headroom (VMs)", f"floor({d_queue_depth(RANGE)} / {a_per_vm('host, device', RANGE)}) - "
-                                  f"{vms_on_lun('host, device', RANGE)}", "short",
-                ((None, "red"), (0, "yellow"), (1, "green")))],
-        sort_by="headroom (VMs)", w=24, h=7))
+    d = d.with_panel(
+        table_panel(
+            "m = d/a: VMs per host on each LUN",
+            "d, a and m = d/a per host and LUN, against the VMs the host actually runs on the LUN. More VMs "
+            "than m (red headroom) means this host's queue for the LUN overflows: raise d or move VMs.",
+            ("host", "device"),
+            [
+                Column("d (DQLEN)", d_queue_depth(RANGE)),
+                Column("a (per VM)", a_per_vm("host, device", RANGE)),
+                Column("m = d/a", f"{d_queue_depth(RANGE)} / {a_per_vm('host, device', RANGE)}"),
+                Column("VMs on LUN", vms_on_lun("host, device", RANGE)),
+                Column(
+                    "headroom (VMs)",
+                    f"floor({d_queue_depth(RANGE)} / {a_per_vm('host, device', RANGE)}) - {vms_on_lun('host, device', RANGE)}",
+                    "short",
+                    ((None, "red"), (0, "yellow"), (1, "green")),
+                ),
+            ],
+            sort_by="headroom (VMs)",
+            w=24,
+            h=7,
+        )
+    )
     d = d.with_row(row("Per LUN over all hosts sharing it"))
-    d = d.with_panel(table_panel(
-        "n/a: VMs on each LUN over all hosts",
-        "n/a against the VMs on the LUN over all selected hosts, and the sum of the hosts' queue depths "
-        "against n. Negative headroom: the array is asked for more than it sustains and DAVG grows.",
-        ("device",),
-        [Column("hosts", f"count by (device) ({d_queue_depth(RANGE)})"),
-         Column("a (per VM)", a_per_vm("device", RANGE)),
-         Column("n/a", f"$n / {a_per_vm('device', RANGE)}"),
-         Column("VMs on LUN", vms_on_lun("device", RANGE)),
-         Column("headroom (VMs)", f"floor($n / {a_per_vm('device', RANGE)}) - {vms_on_lun('device', RANGE)}",
-                "short", ((None, "red"), (0, "yellow"), (1, "green"))),
-         Column("sum of DQLEN", f"sum by (device) ({d_queue_depth(RANGE)})", "short"),
-         Column("n - sum of DQLEN", f"$n - sum by (device) ({d_queue_depth(RANGE)})", "short",
-                ((None, "red"), (0, "green")))],
-        sort_by="headroom (VMs)", w=24, h=7))
+    d = d.with_panel(
+        table_panel(
+            "n/a: VMs on each LUN over all hosts",
+            "n/a against the VMs on the LUN over all selected hosts, and the sum of the hosts' queue depths "
+            "against n. Negative headroom: the array is asked for more than it sustains and DAVG grows.",
+            ("device",),
+            [
+                Column("hosts", f"count by (device) ({d_queue_depth(RANGE)})"),
+                Column("a (per VM)", a_per_vm("device", RANGE)),
+                Column("n/a", f"$n / {a_per_vm('device', RANGE)}"),
+                Column("VMs on LUN", vms_on_lun("device", RANGE)),
+                Column(
+                    "headroom (VMs)",
+                    f"floor($n / {a_per_vm('device', RANGE)}) - {vms_on_lun('device', RANGE)}",
+                    "short",
+                    ((None, "red"), (0, "yellow"), (1, "green")),
+                ),
+                Column("sum of DQLEN", f"sum by (device) ({d_queue_depth(RANGE)})", "short"),
+                Column(
+                    "n - sum of DQLEN", f"$n - sum by (device) ({d_queue_depth(RANGE)})", "short", ((None, "red"), (0, "green"))
+                ),
+            ],
+            sort_by="headroom (VMs)",
+            w=24,
+            h=7,
+        )
+    )
     d = d.with_row(row("Over time"))
-    d = d.with_panel(timeseries_panel(
-        "m = d/a against VMs on the LUN (per host)",
-        "When the VM count (solid) rises above m (dashed), this host's queue for the LUN is too small for "
-        "its VMs' outstanding I/O.",
-        "short",
-        [Q(f"{d_queue_depth(RATE)} / {a_per_vm('host, device', RATE)}", "m {{host}} {{device}}"),
-         Q(vms_on_lun("host, device", RATE), "VMs {{host}} {{device}}")], dashed=("^m .*",)))
-    d = d.with_panel(timeseries_panel(
-        "n/a against VMs on the LUN (all hosts)",
-        "When the VM count (solid) rises above n/a (dashed), the hosts together ask the array for more "
-        "outstanding I/O than it sustains.",
-        "short",
-        [Q(f"$n / {a_per_vm('device', RATE)}", "n/a {{device}}"),
-         Q(vms_on_lun("device", RATE), "VMs {{device}}")], dashed=("^n/a .*",)))
-    d = d.with_panel(timeseries_panel(
-        "a: outstanding commands per VM",
-        "The mean outstanding commands per VM on each LUN. A rising a shrinks m and n/a: fewer VMs fit.",
-        "short", [Q(a_per_vm("host, device", RATE), "{{host}} {{device}}")], w=24))
+    d = d.with_panel(
+        timeseries_panel(
+            "m = d/a against VMs on the LUN (per host)",
+            "When the VM count (solid) rises above m (dashed), this host's queue for the LUN is too small for "
+            "its VMs' outstanding I/O.",
+            "short",
+            [
+                Q(f"{d_queue_depth(RATE)} / {a_per_vm('host, device', RATE)}", "m {{host}} {{device}}"),
+                Q(vms_on_lun("host, device", RATE), "VMs {{host}} {{device}}"),
+            ],
+            dashed=("^m .*",),
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "n/a against VMs on the LUN (all hosts)",
+            "When the VM count (solid) rises above n/a (dashed), the hosts together ask the array for more "
+            "outstanding I/O than it sustains.",
+            "short",
+            [Q(f"$n / {a_per_vm('device', RATE)}", "n/a {{device}}"), Q(vms_on_lun("device", RATE), "VMs {{device}}")],
+            dashed=("^n/a .*",),
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "a: outstanding commands per VM",
+            "The mean outstanding commands per VM on each LUN. A rising a shrinks m and n/a: fewer VMs fit.",
+            "short",
+            [Q(a_per_vm("host, device", RATE), "{{host}} {{device}}")],
+            w=24,
+        )
+    )
     return d

@@ -1,5 +1,6 @@
 """LUN detail: queue (ACTV, QUED vs DQLEN, DSNRO), latency split, throughput, reservations,
 which worlds (VMs) drive the queue, and the LUN's paths and adapters."""
+
 from __future__ import annotations
 
 from .. import variables as v
@@ -14,101 +15,182 @@ WHO = "{{host}} {{device}}"
 
 
 def build():
-    d = new_dashboard(UID, "ESXi LUN detail",
-                      "One LUN (or a few): is it queuing, is the latency from the array (DAVG) or the host "
-                      "(KAVG), which VMs drive the queue, and which paths carry it.",
-                      [v.datasource(), v.host(), v.lun()])
+    d = new_dashboard(
+        UID,
+        "ESXi LUN detail",
+        "One LUN (or a few): is it queuing, is the latency from the array (DAVG) or the host "
+        "(KAVG), which VMs drive the queue, and which paths carry it.",
+        [v.datasource(), v.host(), v.lun()],
+    )
     d = d.with_row(row("Queue"))
-    d = d.with_panel(timeseries_panel(
-        "ACTV and QUED against DQLEN and DSNRO",
-        "Active commands (ACTV) are capped by the device queue depth (DQLEN, dashed); when several VMs "
-        "share the LUN, by DSNRO too. ACTV at DQLEN with QUED above zero means the queue is full and "
-        "commands wait in the VMkernel: raise DQLEN (and DSNRO with it) or spread the VMs.",
-        "short",
-        [Q(gauge("esxi_lun_active_commands", HOST, LUN), f"ACTV {WHO}"),
-         Q(gauge("esxi_lun_queued_commands", HOST, LUN), f"QUED {WHO}"),
-         Q(gauge("esxi_lun_queue_depth", HOST, LUN, fn="max"), f"DQLEN {WHO}"),
-         Q(gauge("esxi_lun_dsnro", HOST, LUN, fn="max"), f"DSNRO {WHO}")],
-        dashed=("^DQLEN .*", "^DSNRO .*"), w=16, h=9))
-    d = d.with_panel(timeseries_panel(
-        "Load (ACTV + QUED) / DQLEN",
-        "Outstanding commands relative to the queue depth. Above 1 (red line) commands are queuing in "
-        "the host.", "percentunit", [Q(gauge("esxi_lun_load", HOST, LUN), WHO)],
-        line_at=((None, "transparent"), (1.0, "red")), w=8, h=9))
+    d = d.with_panel(
+        timeseries_panel(
+            "ACTV and QUED against DQLEN and DSNRO",
+            "Active commands (ACTV) are capped by the device queue depth (DQLEN, dashed); when several VMs "
+            "share the LUN, by DSNRO too. ACTV at DQLEN with QUED above zero means the queue is full and "
+            "commands wait in the VMkernel: raise DQLEN (and DSNRO with it) or spread the VMs.",
+            "short",
+            [
+                Q(gauge("esxi_lun_active_commands", HOST, LUN), f"ACTV {WHO}"),
+                Q(gauge("esxi_lun_queued_commands", HOST, LUN), f"QUED {WHO}"),
+                Q(gauge("esxi_lun_queue_depth", HOST, LUN, fn="max"), f"DQLEN {WHO}"),
+                Q(gauge("esxi_lun_dsnro", HOST, LUN, fn="max"), f"DSNRO {WHO}"),
+            ],
+            dashed=("^DQLEN .*", "^DSNRO .*"),
+            w=16,
+            h=9,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Load (ACTV + QUED) / DQLEN",
+            "Outstanding commands relative to the queue depth. Above 1 (red line) commands are queuing in the host.",
+            "percentunit",
+            [Q(gauge("esxi_lun_load", HOST, LUN), WHO)],
+            line_at=((None, "transparent"), (1.0, "red")),
+            w=8,
+            h=9,
+        )
+    )
     d = d.with_row(row("Latency (command-weighted mean over each interval)"))
-    d = d.with_panel(timeseries_panel(
-        "DAVG, KAVG, QAVG and GAVG",
-        "GAVG (what the guest sees) = DAVG (device: HBA, fabric, array) + KAVG (VMkernel, includes QAVG, "
-        "the time queued). Above the 50 ms line: high DAVG means the array or fabric is slow; high "
-        "KAVG/QAVG means the host queue is full.",
-        "s", [Q(mean_latency("lun", stem, HOST, LUN), f"{name} {WHO}") for stem, name in LATENCIES.items()],
-        line_at=LINE_50MS, w=16, h=9))
-    d = d.with_panel(timeseries_panel(
-        "Read and write latency (GAVG)",
-        "Guest latency per read and per write. Writes far slower than reads: the array's write cache is "
-        "saturated; reads slow: too few spindles for the random read load.",
-        "s", [Q(mean_latency("lun", "read", HOST, LUN), f"read {WHO}"),
-              Q(mean_latency("lun", "write", HOST, LUN), f"write {WHO}")],
-        line_at=LINE_50MS, w=8, h=9))
+    d = d.with_panel(
+        timeseries_panel(
+            "DAVG, KAVG, QAVG and GAVG",
+            "GAVG (what the guest sees) = DAVG (device: HBA, fabric, array) + KAVG (VMkernel, includes QAVG, "
+            "the time queued). Above the 50 ms line: high DAVG means the array or fabric is slow; high "
+            "KAVG/QAVG means the host queue is full.",
+            "s",
+            [Q(mean_latency("lun", stem, HOST, LUN), f"{name} {WHO}") for stem, name in LATENCIES.items()],
+            line_at=LINE_50MS,
+            w=16,
+            h=9,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Read and write latency (GAVG)",
+            "Guest latency per read and per write. Writes far slower than reads: the array's write cache is "
+            "saturated; reads slow: too few spindles for the random read load.",
+            "s",
+            [
+                Q(mean_latency("lun", "read", HOST, LUN), f"read {WHO}"),
+                Q(mean_latency("lun", "write", HOST, LUN), f"write {WHO}"),
+            ],
+            line_at=LINE_50MS,
+            w=8,
+            h=9,
+        )
+    )
     d = d.with_row(row("Throughput"))
-    d = d.with_panel(timeseries_panel(
-        "IOPS, read and write",
-        "Commands per second. Flat IOPS while latency climbs: the LUN (or its link) is saturated.",
-        "iops", [Q(rate("esxi_lun_reads_total", HOST, LUN), f"read {WHO}"),
-                 Q(rate("esxi_lun_writes_total", HOST, LUN), f"write {WHO}")]))
-    d = d.with_panel(timeseries_panel(
-        "Throughput, read and write",
-        "Bytes per second. Compare with the link speed on the adapters dashboard: a 2 Gb/s FC link carries "
-        "about 180-200 MB/s.",
-        "Bps", [Q(rate("esxi_lun_read_bytes_total", HOST, LUN), f"read {WHO}"),
-                Q(rate("esxi_lun_written_bytes_total", HOST, LUN), f"written {WHO}")]))
+    d = d.with_panel(
+        timeseries_panel(
+            "IOPS, read and write",
+            "Commands per second. Flat IOPS while latency climbs: the LUN (or its link) is saturated.",
+            "iops",
+            [
+                Q(rate("esxi_lun_reads_total", HOST, LUN), f"read {WHO}"),
+                Q(rate("esxi_lun_writes_total", HOST, LUN), f"write {WHO}"),
+            ],
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Throughput, read and write",
+            "Bytes per second. Compare with the link speed on the adapters dashboard: a 2 Gb/s FC link carries "
+            "about 180-200 MB/s.",
+            "Bps",
+            [
+                Q(rate("esxi_lun_read_bytes_total", HOST, LUN), f"read {WHO}"),
+                Q(rate("esxi_lun_written_bytes_total", HOST, LUN), f"written {WHO}"),
+            ],
+        )
+    )
     d = d.with_row(row("Reservations and errors"))
-    d = d.with_panel(timeseries_panel(
-        "Reservations and conflicts",
-        "SCSI reservations this host took, and conflicts (another host held the LUN). Conflicts above "
-        "zero cost throughput and latency on every host sharing the LUN: move VMFS metadata work "
-        "(snapshots, VM creation, growing thin disks) off busy hours.",
-        "reqps", [Q(rate("esxi_lun_reservations_total", HOST, LUN), f"reservations {WHO}"),
-                  Q(rate("esxi_lun_reservation_conflicts_total", HOST, LUN), f"conflicts {WHO}")]))
-    d = d.with_panel(timeseries_panel(
-        "Aborts, resets and failed commands",
-        "Any value above zero is bad: aborts and resets mean commands timed out at the array or fabric; "
-        "failed commands reached the guest as errors.",
-        "reqps", [Q(rate("esxi_lun_aborts_total", HOST, LUN), f"aborts {WHO}"),
-                  Q(rate("esxi_lun_resets_total", HOST, LUN), f"resets {WHO}"),
-                  Q(rate("esxi_lun_failed_commands_total", HOST, LUN), f"failed {WHO}")]))
+    d = d.with_panel(
+        timeseries_panel(
+            "Reservations and conflicts",
+            "SCSI reservations this host took, and conflicts (another host held the LUN). Conflicts above "
+            "zero cost throughput and latency on every host sharing the LUN: move VMFS metadata work "
+            "(snapshots, VM creation, growing thin disks) off busy hours.",
+            "reqps",
+            [
+                Q(rate("esxi_lun_reservations_total", HOST, LUN), f"reservations {WHO}"),
+                Q(rate("esxi_lun_reservation_conflicts_total", HOST, LUN), f"conflicts {WHO}"),
+            ],
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Aborts, resets and failed commands",
+            "Any value above zero is bad: aborts and resets mean commands timed out at the array or fabric; "
+            "failed commands reached the guest as errors.",
+            "reqps",
+            [
+                Q(rate("esxi_lun_aborts_total", HOST, LUN), f"aborts {WHO}"),
+                Q(rate("esxi_lun_resets_total", HOST, LUN), f"resets {WHO}"),
+                Q(rate("esxi_lun_failed_commands_total", HOST, LUN), f"failed {WHO}"),
+            ],
+        )
+    )
     d = d.with_row(row("Who drives the queue"))
-    d = d.with_panel(timeseries_panel(
-        "Outstanding commands per world (VM)",
-        "Active plus queued commands each world (VM) keeps on the LUN, stacked: the total is the LUN's "
-        "ACTV + QUED. One VM dominating the stack is the one to move or throttle.",
-        "short", [Q(f"sum by (host, device, vm, world) ({world_outstanding(HOST, LUN)})",
-                    "{{vm}} (world {{world}}) {{device}}")], stack=True, w=16, h=9))
-    d = d.with_panel(table_panel(
-        "Worlds by outstanding commands",
-        "Mean outstanding (active + queued) commands per world over the time range; the paper's a is "
-        "their mean per VM (see the capacity dashboard).",
-        ("host", "device", "vm", "world"),
-        [Column("outstanding", f"sum by (host, device, vm, world) ({world_outstanding(HOST, LUN, window=RANGE)})"),
-         Column("queued", gauge("esxi_lun_world_queued_commands", HOST, LUN, window=RANGE))],
-        sort_by="outstanding", w=8, h=9))
+    d = d.with_panel(
+        timeseries_panel(
+            "Outstanding commands per world (VM)",
+            "Active plus queued commands each world (VM) keeps on the LUN, stacked: the total is the LUN's "
+            "ACTV + QUED. One VM dominating the stack is the one to move or throttle.",
+            "short",
+            [Q(f"sum by (host, device, vm, world) ({world_outstanding(HOST, LUN)})", "{{vm}} (world {{world}}) {{device}}")],
+            stack=True,
+            w=16,
+            h=9,
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Worlds by outstanding commands",
+            "Mean outstanding (active + queued) commands per world over the time range; the paper's a is "
+            "their mean per VM (see the capacity dashboard).",
+            ("host", "device", "vm", "world"),
+            [
+                Column("outstanding", f"sum by (host, device, vm, world) ({world_outstanding(HOST, LUN, window=RANGE)})"),
+                Column("queued", gauge("esxi_lun_world_queued_commands", HOST, LUN, window=RANGE)),
+            ],
+            sort_by="outstanding",
+            w=8,
+            h=9,
+        )
+    )
     d = d.with_row(row("Paths and adapters"))
-    d = d.with_panel(timeseries_panel(
-        "IOPS per path",
-        "Commands per second on each path to the LUN. With round-robin all active paths should carry "
-        "similar shares; one path carrying everything while others idle is a multipathing setting.",
-        "iops", [Q(path_to_device(rate("esxi_path_commands_total", HOST), HOST, LUN), "{{path}} ({{adapter}})")],
-        w=8))
-    d = d.with_panel(timeseries_panel(
-        "Device latency (DAVG) per path",
-        "Mean device latency on each path. One path much slower than the others points at that HBA, its "
-        "cable or switch port, or the array port it leads to.",
-        "s", [Q(path_to_device(mean_latency("path", "device", HOST), HOST, LUN), "{{path}} ({{adapter}})")],
-        line_at=LINE_50MS, w=8))
-    d = d.with_panel(table_panel(
-        "Path states",
-        "Each path of the LUN, its adapter and its state now. A dead path means lost redundancy; "
-        "standby paths carry nothing by design.",
-        ("host", "device", "path", "adapter", "state"),
-        [Column("up", f"{sel('esxi_path_state', HOST, LUN)} == 1")], w=8, h=8))
+    d = d.with_panel(
+        timeseries_panel(
+            "IOPS per path",
+            "Commands per second on each path to the LUN. With round-robin all active paths should carry "
+            "similar shares; one path carrying everything while others idle is a multipathing setting.",
+            "iops",
+            [Q(path_to_device(rate("esxi_path_commands_total", HOST), HOST, LUN), "{{path}} ({{adapter}})")],
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Device latency (DAVG) per path",
+            "Mean device latency on each path. One path much slower than the others points at that HBA, its "
+            "cable or switch port, or the array port it leads to.",
+            "s",
+            [Q(path_to_device(mean_latency("path", "device", HOST), HOST, LUN), "{{path}} ({{adapter}})")],
+            line_at=LINE_50MS,
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Path states",
+            "Each path of the LUN, its adapter and its state now. A dead path means lost redundancy; "
+            "standby paths carry nothing by design.",
+            ("host", "device", "path", "adapter", "state"),
+            [Column("up", f"{sel('esxi_path_state', HOST, LUN)} == 1")],
+            w=8,
+            h=8,
+        )
+    )
     return d

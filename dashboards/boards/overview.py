@@ -1,4 +1,5 @@
 """Storage overview: hosts x LUNs at a glance, top-N tables linking to the detail dashboards."""
+
 from __future__ import annotations
 
 from .. import variables as v
@@ -9,120 +10,199 @@ from ..render import new_dashboard
 UID = "esxi-storage-overview"
 FILE = "storage-overview.json"
 
-LUN_URL = ("/d/esxi-lun-detail/esxi-lun-detail?var-datasource=${datasource}&var-host=${__data.fields.host}"
-           "&var-lun=${__data.fields.device}&${__url_time_range}")
-ADAPTER_URL = ("/d/esxi-adapters/esxi-adapters-and-links?var-datasource=${datasource}&var-host=${__data.fields.host}"
-               "&var-adapter=${__data.fields.adapter}&${__url_time_range}")
+LUN_URL = (
+    "/d/esxi-lun-detail/esxi-lun-detail?var-datasource=${datasource}&var-host=${__data.fields.host}"
+    "&var-lun=${__data.fields.device}&${__url_time_range}"
+)
+ADAPTER_URL = (
+    "/d/esxi-adapters/esxi-adapters-and-links?var-datasource=${datasource}&var-host=${__data.fields.host}"
+    "&var-adapter=${__data.fields.adapter}&${__url_time_range}"
+)
 LINK_USE = link_use(HOST)
 
 
 def build():
-    d = new_dashboard(UID, "ESXi storage overview",
-                      "Every host and LUN at a glance: latency, queues, conflicts, links and firing alerts.",
-                      [v.datasource(), v.host()])
+    d = new_dashboard(
+        UID,
+        "ESXi storage overview",
+        "Every host and LUN at a glance: latency, queues, conflicts, links and firing alerts.",
+        [v.datasource(), v.host()],
+    )
     d = d.with_row(row("At a glance (worst over the selected hosts)"))
     for panel in (
-        stat_panel("Worst guest latency (GAVG)",
-                   "Highest command-weighted mean guest latency of any LUN. Above 50 ms the paper calls the "
-                   "LUN overloaded: look at DAVG vs KAVG on the LUN detail dashboard.",
-                   "s", Q(f"max({mean_latency('lun', 'guest', HOST)})"), thresholds=LATENCY_STEPS),
-        stat_panel("Worst device latency (DAVG)",
-                   "Highest mean time in the device (HBA to array and back). High DAVG with low KAVG: the array "
-                   "or the fabric is slow, not this host.",
-                   "s", Q(f"max({mean_latency('lun', 'device', HOST)})"), thresholds=LATENCY_STEPS),
-        stat_panel("Worst kernel latency (KAVG)",
-                   "Highest mean time in the VMkernel. Above 2 ms commands are queuing in the host: the "
-                   "device queue (DQLEN) is full.",
-                   "s", Q(f"max({mean_latency('lun', 'kernel', HOST)})"),
-                   thresholds=((None, "green"), (0.001, "yellow"), (0.002, "red"))),
-        stat_panel("Highest queue use (ACTV/DQLEN)",
-                   "Largest share of a LUN's device queue in use. At 100% new commands wait in the "
-                   "VMkernel (QUED) and latency grows.",
-                   "percentunit", Q(f"max({gauge('esxi_lun_used_ratio', HOST)})"),
-                   thresholds=((None, "green"), (0.8, "yellow"), (1.0, "red"))),
-        stat_panel("Commands queued (QUED)",
-                   "Commands waiting in the VMkernel for a device queue slot, summed over LUNs. Anything "
-                   "above zero for long means the queue depth is too small for the load.",
-                   "short", Q(f"sum({gauge('esxi_lun_queued_commands', HOST)})"),
-                   thresholds=((None, "green"), (1, "yellow"), (8, "red"))),
-        stat_panel("Reservation conflicts",
-                   "SCSI reservation conflicts per second: another host held the LUN. Any sustained value "
-                   "costs throughput; look for VMFS metadata operations (snapshots, VM creation).",
-                   "reqps", Q(f"sum({rate('esxi_lun_reservation_conflicts_total', HOST)})"),
-                   thresholds=((None, "green"), (0.1, "yellow"), (1, "red"))),
-        stat_panel("Busiest link",
-                   "Highest adapter throughput as a share of its link speed. Near 100% the link is the "
-                   "bottleneck: latency climbs while throughput stays flat. Add a path on another HBA.",
-                   "percentunit", Q(f"max({LINK_USE})"), thresholds=((None, "green"), (0.7, "yellow"), (0.9, "red"))),
-        stat_panel("Firing alerts",
-                   "Alerts firing now for the selected hosts (Prometheus ALERTS). Zero is good; the table "
-                   "below lists them.",
-                   "short", Q('count(ALERTS{alertstate="firing",host=~"$host"}) or vector(0)', instant=True),
-                   thresholds=((None, "green"), (1, "red"))),
+        stat_panel(
+            "Worst guest latency (GAVG)",
+            "Highest command-weighted mean guest latency of any LUN. Above 50 ms the paper calls the "
+            "LUN overloaded: look at DAVG vs KAVG on the LUN detail dashboard.",
+            "s",
+            Q(f"max({mean_latency('lun', 'guest', HOST)})"),
+            thresholds=LATENCY_STEPS,
+        ),
+        stat_panel(
+            "Worst device latency (DAVG)",
+            "Highest mean time in the device (HBA to array and back). High DAVG with low KAVG: the array "
+            "or the fabric is slow, not this host.",
+            "s",
+            Q(f"max({mean_latency('lun', 'device', HOST)})"),
+            thresholds=LATENCY_STEPS,
+        ),
+        stat_panel(
+            "Worst kernel latency (KAVG)",
+            "Highest mean time in the VMkernel. Above 2 ms commands are queuing in the host: the device queue (DQLEN) is full.",
+            "s",
+            Q(f"max({mean_latency('lun', 'kernel', HOST)})"),
+            thresholds=((None, "green"), (0.001, "yellow"), (0.002, "red")),
+        ),
+        stat_panel(
+            "Highest queue use (ACTV/DQLEN)",
+            "Largest share of a LUN's device queue in use. At 100% new commands wait in the VMkernel (QUED) and latency grows.",
+            "percentunit",
+            Q(f"max({gauge('esxi_lun_used_ratio', HOST)})"),
+            thresholds=((None, "green"), (0.8, "yellow"), (1.0, "red")),
+        ),
+        stat_panel(
+            "Commands queued (QUED)",
+            "Commands waiting in the VMkernel for a device queue slot, summed over LUNs. Anything "
+            "above zero for long means the queue depth is too small for the load.",
+            "short",
+            Q(f"sum({gauge('esxi_lun_queued_commands', HOST)})"),
+            thresholds=((None, "green"), (1, "yellow"), (8, "red")),
+        ),
+        stat_panel(
+            "Reservation conflicts",
+            "SCSI reservation conflicts per second: another host held the LUN. Any sustained value "
+            "costs throughput; look for VMFS metadata operations (snapshots, VM creation).",
+            "reqps",
+            Q(f"sum({rate('esxi_lun_reservation_conflicts_total', HOST)})"),
+            thresholds=((None, "green"), (0.1, "yellow"), (1, "red")),
+        ),
+        stat_panel(
+            "Busiest link",
+            "Highest adapter throughput as a share of its link speed. Near 100% the link is the "
+            "bottleneck: latency climbs while throughput stays flat. Add a path on another HBA.",
+            "percentunit",
+            Q(f"max({LINK_USE})"),
+            thresholds=((None, "green"), (0.7, "yellow"), (0.9, "red")),
+        ),
+        stat_panel(
+            "Firing alerts",
+            "Alerts firing now for the selected hosts (Prometheus ALERTS). Zero is good; the table below lists them.",
+            "short",
+            Q('count(ALERTS{alertstate="firing",host=~"$host"}) or vector(0)', instant=True),
+            thresholds=((None, "green"), (1, "red")),
+        ),
     ):
         d = d.with_panel(panel.span(3))
     d = d.with_row(row("Top LUNs over the selected time range"))
-    d = d.with_panel(table_panel(
-        "LUNs by guest latency (worst first)",
-        "Every LUN, worst mean guest latency over the time range first, with where the latency comes from. "
-        "GAVG = DAVG + KAVG: a high DAVG points at the array, a high KAVG or QUED at the host's queue. "
-        "Click a device for its detail dashboard.",
-        ("host", "device"),
-        [Column("GAVG", mean_latency("lun", "guest", HOST, window=RANGE), "s", LATENCY_STEPS),
-         Column("DAVG", mean_latency("lun", "device", HOST, window=RANGE), "s", LATENCY_STEPS),
-         Column("KAVG", mean_latency("lun", "kernel", HOST, window=RANGE), "s",
-                ((None, "green"), (0.002, "red"))),
-         Column("IOPS", rate("esxi_lun_commands_total", HOST, window=RANGE), "iops"),
-         Column("peak ACTV/DQLEN", f"max_over_time({sel('esxi_lun_used_ratio', HOST)}[{RANGE}])", "percentunit",
-                ((None, "green"), (1.0, "red"))),
-         Column("peak QUED", f"max_over_time({sel('esxi_lun_queued_commands', HOST)}[{RANGE}])", "short",
-                ((None, "green"), (1, "red"))),
-         Column("conflicts/s", rate("esxi_lun_reservation_conflicts_total", HOST, window=RANGE), "reqps",
-                ((None, "green"), (0.1, "red")))],
-        sort_by="GAVG", links={"device": ("LUN detail", LUN_URL)}, w=16, h=9))
-    d = d.with_panel(table_panel(
-        "Adapters by link use",
-        "Mean throughput of each adapter over the time range as a share of its link speed. Above 90% the "
-        "link limits throughput. Click an adapter for the adapters dashboard.",
-        ("host", "adapter"),
-        [Column("link use", link_use(HOST, window=RANGE), "percentunit",
-                ((None, "green"), (0.7, "yellow"), (0.9, "red"))),
-         Column("throughput", bytes_per_second("adapter", HOST, window=RANGE), "Bps")],
-        sort_by="link use", links={"adapter": ("Adapters and links", ADAPTER_URL)}, w=8, h=9))
+    d = d.with_panel(
+        table_panel(
+            "LUNs by guest latency (worst first)",
+            "Every LUN, worst mean guest latency over the time range first, with where the latency comes from. "
+            "GAVG = DAVG + KAVG: a high DAVG points at the array, a high KAVG or QUED at the host's queue. "
+            "Click a device for its detail dashboard.",
+            ("host", "device"),
+            [
+                Column("GAVG", mean_latency("lun", "guest", HOST, window=RANGE), "s", LATENCY_STEPS),
+                Column("DAVG", mean_latency("lun", "device", HOST, window=RANGE), "s", LATENCY_STEPS),
+                Column("KAVG", mean_latency("lun", "kernel", HOST, window=RANGE), "s", ((None, "green"), (0.002, "red"))),
+                Column("IOPS", rate("esxi_lun_commands_total", HOST, window=RANGE), "iops"),
+                Column(
+                    "peak ACTV/DQLEN",
+                    f"max_over_time({sel('esxi_lun_used_ratio', HOST)}[{RANGE}])",
+                    "percentunit",
+                    ((None, "green"), (1.0, "red")),
+                ),
+                Column(
+                    "peak QUED",
+                    f"max_over_time({sel('esxi_lun_queued_commands', HOST)}[{RANGE}])",
+                    "short",
+                    ((None, "green"), (1, "red")),
+                ),
+                Column(
+                    "conflicts/s",
+                    rate("esxi_lun_reservation_conflicts_total", HOST, window=RANGE),
+                    "reqps",
+                    ((None, "green"), (0.1, "red")),
+                ),
+            ],
+            sort_by="GAVG",
+            links={"device": ("LUN detail", LUN_URL)},
+            w=16,
+            h=9,
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Adapters by link use",
+            "Mean throughput of each adapter over the time range as a share of its link speed. Above 90% the "
+            "link limits throughput. Click an adapter for the adapters dashboard.",
+            ("host", "adapter"),
+            [
+                Column("link use", link_use(HOST, window=RANGE), "percentunit", ((None, "green"), (0.7, "yellow"), (0.9, "red"))),
+                Column("throughput", bytes_per_second("adapter", HOST, window=RANGE), "Bps"),
+            ],
+            sort_by="link use",
+            links={"adapter": ("Adapters and links", ADAPTER_URL)},
+            w=8,
+            h=9,
+        )
+    )
     d = d.with_row(row("Hosts x LUNs over time"))
     for panel in (
-        timeseries_panel("Guest latency (GAVG) per LUN",
-                         "Mean latency the guests see per LUN, with the paper's 50 ms line. Above it, "
-                         "applications suffer; compare DAVG and KAVG on the LUN detail dashboard.",
-                         "s", [Q(mean_latency("lun", "guest", HOST), "{{host}} {{device}}")],
-                         line_at=((None, "transparent"), (0.05, "red"))),
-        timeseries_panel("Queue use (ACTV/DQLEN) per LUN",
-                         "Share of each LUN's device queue in use. At 100% the queue is full and further "
-                         "commands queue in the VMkernel (QUED).",
-                         "percentunit", [Q(gauge("esxi_lun_used_ratio", HOST), "{{host}} {{device}}")],
-                         line_at=((None, "transparent"), (1.0, "red"))),
-        timeseries_panel("Queued commands (QUED) per LUN",
-                         "Commands waiting in the VMkernel. Sustained QUED > 0 means the LUN queue depth is "
-                         "too small for the outstanding I/O (or the array is slow to drain it).",
-                         "short", [Q(gauge("esxi_lun_queued_commands", HOST), "{{host}} {{device}}")]),
-        timeseries_panel("Reservation conflicts per LUN",
-                         "SCSI reservation conflicts per second. Non-zero: another host's VMFS metadata "
-                         "operations are locking the LUN and this host's commands retry.",
-                         "reqps", [Q(rate("esxi_lun_reservation_conflicts_total", HOST), "{{host}} {{device}}")]),
-        timeseries_panel("Link use per adapter",
-                         "Adapter throughput as a share of link speed. A flat line near 100% means the link "
-                         "caps throughput.", "percentunit", [Q(LINK_USE, "{{host}} {{adapter}}")],
-                         line_at=((None, "transparent"), (0.9, "red"))),
-        timeseries_panel("IOPS per host",
-                         "SCSI commands per second per host over all its LUNs. A drop while latency rises "
-                         "points at a saturated device or link.",
-                         "iops", [Q(f"sum by (host) ({rate('esxi_lun_commands_total', HOST)})", "{{host}}")]),
+        timeseries_panel(
+            "Guest latency (GAVG) per LUN",
+            "Mean latency the guests see per LUN, with the paper's 50 ms line. Above it, "
+            "applications suffer; compare DAVG and KAVG on the LUN detail dashboard.",
+            "s",
+            [Q(mean_latency("lun", "guest", HOST), "{{host}} {{device}}")],
+            line_at=((None, "transparent"), (0.05, "red")),
+        ),
+        timeseries_panel(
+            "Queue use (ACTV/DQLEN) per LUN",
+            "Share of each LUN's device queue in use. At 100% the queue is full and further "
+            "commands queue in the VMkernel (QUED).",
+            "percentunit",
+            [Q(gauge("esxi_lun_used_ratio", HOST), "{{host}} {{device}}")],
+            line_at=((None, "transparent"), (1.0, "red")),
+        ),
+        timeseries_panel(
+            "Queued commands (QUED) per LUN",
+            "Commands waiting in the VMkernel. Sustained QUED > 0 means the LUN queue depth is "
+            "too small for the outstanding I/O (or the array is slow to drain it).",
+            "short",
+            [Q(gauge("esxi_lun_queued_commands", HOST), "{{host}} {{device}}")],
+        ),
+        timeseries_panel(
+            "Reservation conflicts per LUN",
+            "SCSI reservation conflicts per second. Non-zero: another host's VMFS metadata "
+            "operations are locking the LUN and this host's commands retry.",
+            "reqps",
+            [Q(rate("esxi_lun_reservation_conflicts_total", HOST), "{{host}} {{device}}")],
+        ),
+        timeseries_panel(
+            "Link use per adapter",
+            "Adapter throughput as a share of link speed. A flat line near 100% means the link caps throughput.",
+            "percentunit",
+            [Q(LINK_USE, "{{host}} {{adapter}}")],
+            line_at=((None, "transparent"), (0.9, "red")),
+        ),
+        timeseries_panel(
+            "IOPS per host",
+            "SCSI commands per second per host over all its LUNs. A drop while latency rises "
+            "points at a saturated device or link.",
+            "iops",
+            [Q(f"sum by (host) ({rate('esxi_lun_commands_total', HOST)})", "{{host}}")],
+        ),
     ):
         d = d.with_panel(panel)
     d = d.with_row(row("Firing alerts"))
-    d = d.with_panel(table_panel(
-        "Alerts firing now",
-        "Prometheus alerts firing now for the selected hosts, with their labels. Empty is good.",
-        ("alertname", "severity", "host", "device", "adapter"),
-        [Column("firing", 'ALERTS{alertstate="firing",host=~"$host"}', "short")], h=6))
+    d = d.with_panel(
+        table_panel(
+            "Alerts firing now",
+            "Prometheus alerts firing now for the selected hosts, with their labels. Empty is good.",
+            ("alertname", "severity", "host", "device", "adapter"),
+            [Column("firing", 'ALERTS{alertstate="firing",host=~"$host"}', "short")],
+            h=6,
+        )
+    )
     return d

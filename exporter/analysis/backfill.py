@@ -6,6 +6,7 @@ before and after captures apart. The output is OpenMetrics text in time order (n
 a block keeps no metadata, and the exporter's counter and gauge families of one latency share a
 name, which OpenMetrics metadata cannot express), for `promtool tsdb create-blocks-from openmetrics`.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -36,9 +37,13 @@ def render_sample(store: Store, run: str, timestamp: float) -> list[str]:
     """The collectors' series after this sample, as the live exporter renders them, stamped."""
     run_label, stamp = f'run="{escape_label(run)}"', f"{timestamp:.3f}"
     with store.lock:
-        return [_stamp(line, run_label, stamp)
-                for collect, enabled in COLLECTORS.values() if enabled
-                for family in collect(store) for line in family.lines]
+        return [
+            _stamp(line, run_label, stamp)
+            for collect, enabled in COLLECTORS.values()
+            if enabled
+            for family in collect(store)
+            for line in family.lines
+        ]
 
 
 def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: list | None = None) -> int:
@@ -79,16 +84,16 @@ def create_blocks(openmetrics_file: Path, tsdb: Path) -> str:
     if promtool is None:
         raise RuntimeError("promtool not found on PATH (Debian package prometheus)")
     tsdb.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics_file), str(tsdb)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics_file), str(tsdb)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines() or ["(no output)"]
         raise RuntimeError(f"promtool failed: {lines[-1]}")
     return done.stdout
 
 
-def backfill(capture_path: str, tsdb: Path, run: str, keep: Path | None = None, progress=None,
-             notes: list | None = None) -> int:
+def backfill(capture_path: str, tsdb: Path, run: str, keep: Path | None = None, progress=None, notes: list | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         target = keep or Path(tmp) / "capture.om"
         with open(target, "w", encoding="utf-8") as out:

@@ -5,6 +5,7 @@ depth (DQLEN) and a the commands each VM keeps outstanding on average (per-world
 Commands, averaged over the steady state), a host fills its queue at m = d / a VMs and the LUN
 saturates at n / a VMs over all hosts sharing it. Whole VMs only: both are rounded down.
 """
+
 from __future__ import annotations
 
 import math

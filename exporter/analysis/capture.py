@@ -8,6 +8,7 @@ scan and parses only the needed cells; the malformed `PCPU Power State` cells of
 declines (bare CR line ends, a header with a quoted comma) go through pyarrow's CSV reader with
 `include_columns` and a block larger than the header.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,9 +52,16 @@ class Capture:
         keep = self.timestamps >= self.timestamps[0] + seconds
         if keep.sum() < 2:
             raise CaptureError(f"{self.path}: fewer than 2 samples left after skipping {seconds:g} s")
-        return Capture(self.path, self.host, self.timestamps[keep], self.intervals[keep],
-                       self.frame[keep].reset_index(drop=True), self.world_vms, self.path_devices,
-                       self.notes + [f"{self.path}: first {seconds:g} s skipped"] if seconds else self.notes)
+        return Capture(
+            self.path,
+            self.host,
+            self.timestamps[keep],
+            self.intervals[keep],
+            self.frame[keep].reset_index(drop=True),
+            self.world_vms,
+            self.path_devices,
+            self.notes + [f"{self.path}: first {seconds:g} s skipped"] if seconds else self.notes,
+        )
 
     def objects(self, family: str) -> list:
         cols = self.frame.columns
@@ -75,7 +83,7 @@ def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
         raise CaptureError(f"{path}: empty file, not an esxtop capture")
     cr = first.find(b"\r")
     if 0 <= cr < len(first) - 2 or (cr == len(first) - 1):  # a bare CR ends the header: a spreadsheet re-save
-        first = first[:cr + 1]
+        first = first[: cr + 1]
         raw.seek(start + cr + 1)
     text = first.decode("utf-8", errors="replace")
     if text.find(HEADER_MARK, 0, 65536) < 0:
@@ -108,8 +116,9 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
                 try:
                     columns = fastcsv.read(raw, layout.width, needed, first_line=1, progress=progress)
                 except fastcsv.BadCell as err:
-                    raise CaptureError(f"{path}:{err.line}: column {err.column + 1} ({layout.names[err.column]}) "
-                                       f"is not a number: {err.text!r}") from None
+                    raise CaptureError(
+                        f"{path}:{err.line}: column {err.column + 1} ({layout.names[err.column]}) is not a number: {err.text!r}"
+                    ) from None
                 if columns is None:
                     raw.seek(body)
             if columns is None:
@@ -129,8 +138,16 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
         matrix /= divisors
     keys = [(*layout.objects[slot], name) for _, slot, name, _ in layout.targets]
     frame = pd.DataFrame(matrix, columns=pd.MultiIndex.from_tuples(keys, names=["family", "object", "field"]), copy=False)
-    return Capture(path=path, host=layout.host, timestamps=timestamps, intervals=intervals, frame=frame,
-                   world_vms=dict(layout.world_vms), path_devices=dict(layout.path_devices), notes=notes)
+    return Capture(
+        path=path,
+        host=layout.host,
+        timestamps=timestamps,
+        intervals=intervals,
+        frame=frame,
+        world_vms=dict(layout.world_vms),
+        path_devices=dict(layout.path_devices),
+        notes=notes,
+    )
 
 
 def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progress) -> fastcsv.Columns:
@@ -149,12 +166,21 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
             CountingFile(raw, progress),
             read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False),
             parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
-            convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False))
+            convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False),
+        )
         table = pa.Table.from_batches(list(stream))
     except pa.ArrowException:
         raise _locate_error(path) from None
-    values = np.column_stack([table.column(f"c{i}").to_numpy(zero_copy_only=False).astype(float) if i != 0
-                              else np.zeros(table.num_rows) for i in needed]) if table.num_rows else np.empty((0, len(needed)))
+    values = (
+        np.column_stack(
+            [
+                table.column(f"c{i}").to_numpy(zero_copy_only=False).astype(float) if i != 0 else np.zeros(table.num_rows)
+                for i in needed
+            ]
+        )
+        if table.num_rows
+        else np.empty((0, len(needed)))
+    )
     bad = [fastcsv.BadRow((row.number or 0) + 1, row.actual_columns, row.text) for row in invalid]
     good_lines, bad_lines = [], {b.line for b in bad}
     line = 2
@@ -172,8 +198,10 @@ def _check_bad_rows(path: str, columns: fastcsv.Columns, width: int) -> list[str
         if HEADER_MARK in row.text[:65536]:
             raise CaptureError(f"{path}:{row.line}: a second esxtop header (esxtop was restarted); split the file at that line")
         if row is columns.bad_rows[-1] and row.cells < width and row.line > last_good:
-            notes.append(f"{path}:{row.line}: truncated last line ({row.cells} of {width} cells), ignored; "
-                         f"using the {len(columns.stamps)} samples before it")
+            notes.append(
+                f"{path}:{row.line}: truncated last line ({row.cells} of {width} cells), ignored; "
+                f"using the {len(columns.stamps)} samples before it"
+            )
         else:
             raise CaptureError(f"{path}:{row.line}: {row.cells} cells, the header has {width}")
     return notes

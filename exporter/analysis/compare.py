@@ -1,4 +1,5 @@
 """Match the objects of two captures by name and compare every metric, with a significance test."""
+
 from __future__ import annotations
 
 import math
@@ -57,11 +58,18 @@ def object_names(capture: Capture, family: str) -> dict[str, object]:
     return names
 
 
-def compare(before: Capture, after: Capture, allow_other_host: bool = False,
-            link_speeds: dict[str, float] | None = None, dsnro: float | None = None) -> Comparison:
+def compare(
+    before: Capture,
+    after: Capture,
+    allow_other_host: bool = False,
+    link_speeds: dict[str, float] | None = None,
+    dsnro: float | None = None,
+) -> Comparison:
     if before.host != after.host and not allow_other_host:
-        raise CaptureError(f"{after.path}: host {after.host!r} is not the host of {before.path} ({before.host!r}); "
-                           "pass --allow-other-host to compare them anyway")
+        raise CaptureError(
+            f"{after.path}: host {after.host!r} is not the host of {before.path} ({before.host!r}); "
+            "pass --allow-other-host to compare them anyway"
+        )
     rows, only, series = [], {"before": {}, "after": {}}, {}
     for family, metrics in st.FAMILY_METRICS.items():
         nb, na = object_names(before, family), object_names(after, family)
@@ -104,8 +112,7 @@ def _judge(row: Row) -> None:
     if row.config is not None or row.p_adjusted is None:
         return
     metric = row.metric
-    big_enough = abs(row.change) >= metric.floor and (
-        row.relative is None or abs(row.relative) >= metric.relative)
+    big_enough = abs(row.change) >= metric.floor and (row.relative is None or abs(row.relative) >= metric.relative)
     row.significant = row.p_adjusted < ALPHA and big_enough
     if not row.significant:
         return

@@ -6,6 +6,7 @@ between two of them, and only those cells are gathered and parsed. Numbers are p
 mantissa over a power of ten, which IEEE division rounds exactly like float(text). Cells this does
 not recognise (an exponent, a long number) go through float() one by one.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -143,9 +144,14 @@ def _block(data: bytes, cut: int, width, needed):
     numbers = np.arange(len(starts))
     blank = (newlines - starts <= 1) & (counts == 0)
     good = (counts == width - 1) & ~blank
-    bad = [BadRow(int(numbers[i]), int(counts[i]) + 1,
-                  bytes(region[starts[i]:min(newlines[i], starts[i] + 65536)]).decode("utf-8", "replace"))
-           for i in np.flatnonzero(~good & ~blank)]
+    bad = [
+        BadRow(
+            int(numbers[i]),
+            int(counts[i]) + 1,
+            bytes(region[starts[i] : min(newlines[i], starts[i] + 65536)]).decode("utf-8", "replace"),
+        )
+        for i in np.flatnonzero(~good & ~blank)
+    ]
     if not good.any() or not len(commas):
         return np.empty((0, len(needed))), [], [], bad, len(starts)
     b, line_end = base[good], newlines[good]
@@ -159,7 +165,7 @@ def _block(data: bytes, cut: int, width, needed):
     cell_end = np.maximum(cell_end, cell_start)
     values, ok = parse_numbers(buf, cell_start, cell_end)
     for r, c in zip(*np.nonzero(~ok)):
-        text = bytes(region[cell_start[r, c]:cell_end[r, c]]).decode("utf-8", "replace")
+        text = bytes(region[cell_start[r, c] : cell_end[r, c]]).decode("utf-8", "replace")
         try:
             values[r, c] = float(text)
         except ValueError:

@@ -3,6 +3,7 @@ side by side: which problems a change resolved, which it caused, which persist.
 
 Every threshold lives here, with the reason for its value.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,10 @@ def _lun_checks(capture: Capture, device, dsnro) -> dict[str, tuple[bool, str]]:
     qued = st.series(capture, "luns", device, st.QUED)
     if qued is not None and len(qued.values):
         share = float((qued.values > 0).mean())
-        out["queue overrun (QUED > 0)"] = (share >= QUEUE_OVERRUN_SHARE,
-                                           f"QUED>0 in {share:.0%} of samples, mean QUED {qued.values.mean():.1f}")
+        out["queue overrun (QUED > 0)"] = (
+            share >= QUEUE_OVERRUN_SHARE,
+            f"QUED>0 in {share:.0%} of samples, mean QUED {qued.values.mean():.1f}",
+        )
     gavg = st.series(capture, "luns", device, st.GAVG)
     if gavg is not None and gavg.weights is not None and gavg.weights.sum() > 0:
         p95 = st.weighted_quantile(gavg.values, gavg.weights, 0.95)
@@ -73,7 +76,8 @@ def _lun_checks(capture: Capture, device, dsnro) -> dict[str, tuple[bool, str]]:
             depth = st.config_value(dqlen)
             out["DSNRO differs from DQLEN"] = (
                 busy >= 2 and depth != dsnro,
-                f"DQLEN {depth:.0f}, DSNRO {dsnro:.0f}, {busy} worlds with I/O")
+                f"DQLEN {depth:.0f}, DSNRO {dsnro:.0f}, {busy} worlds with I/O",
+            )
     return out
 
 
@@ -114,8 +118,7 @@ def _adapter_checks(capture: Capture, adapter, link_speeds) -> dict[str, tuple[b
     if speed is None or s is None or not len(s.values):
         return {}
     p95 = float(np.quantile(s.values, 0.95))
-    return {"link saturation": (p95 >= LINK_SATURATION * speed,
-                                f"p95 {p95 / st.MIB:.0f} MiB/s of {speed / st.MIB:.0f} MiB/s")}
+    return {"link saturation": (p95 >= LINK_SATURATION * speed, f"p95 {p95 / st.MIB:.0f} MiB/s of {speed / st.MIB:.0f} MiB/s")}
 
 
 def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsnro: float | None) -> list[Finding]:
@@ -124,24 +127,52 @@ def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsn
     def add(name, checks_b, checks_a):
         for rule in dict.fromkeys([*checks_b, *checks_a]):
             b, a = checks_b.get(rule), checks_a.get(rule)
-            finding = Finding(rule, name, b[0] if b else None, a[0] if a else None,
-                              b[1] if b else "not in this capture", a[1] if a else "not in this capture")
+            finding = Finding(
+                rule,
+                name,
+                b[0] if b else None,
+                a[0] if a else None,
+                b[1] if b else "not in this capture",
+                a[1] if a else "not in this capture",
+            )
             if b and a:
                 finding.verdict = "worse" if a[0] and not b[0] else "better" if b[0] and not a[0] else ""
             found.append(finding)
 
     for device in dict.fromkeys([*before.objects("luns"), *after.objects("luns")]):
-        add(device, _lun_checks(before, device, dsnro) if device in before.objects("luns") else {},
-            _lun_checks(after, device, dsnro) if device in after.objects("luns") else {})
+        add(
+            device,
+            _lun_checks(before, device, dsnro) if device in before.objects("luns") else {},
+            _lun_checks(after, device, dsnro) if device in after.objects("luns") else {},
+        )
         pb, pa = _paths_with_io(before, device), _paths_with_io(after, device)
         if (pb or pa) and pb != pa:
-            found.append(Finding("paths carrying I/O", device, None, None,
-                                 f"{len(pb)} ({', '.join(pb) or 'none'})", f"{len(pa)} ({', '.join(pa) or 'none'})"))
+            found.append(
+                Finding(
+                    "paths carrying I/O",
+                    device,
+                    None,
+                    None,
+                    f"{len(pb)} ({', '.join(pb) or 'none'})",
+                    f"{len(pa)} ({', '.join(pa) or 'none'})",
+                )
+            )
     ab, aa = _adapters_with_io(before), _adapters_with_io(after)
     if (ab or aa) and ab != aa:  # the host's I/O spread over more (or fewer) links
-        found.append(Finding("adapters carrying I/O", after.host, None, None,
-                             f"{len(ab)} ({', '.join(ab) or 'none'})", f"{len(aa)} ({', '.join(aa) or 'none'})"))
+        found.append(
+            Finding(
+                "adapters carrying I/O",
+                after.host,
+                None,
+                None,
+                f"{len(ab)} ({', '.join(ab) or 'none'})",
+                f"{len(aa)} ({', '.join(aa) or 'none'})",
+            )
+        )
     for adapter in dict.fromkeys([*before.objects("adapters"), *after.objects("adapters")]):
-        add(adapter, _adapter_checks(before, adapter, link_speeds) if adapter in before.objects("adapters") else {},
-            _adapter_checks(after, adapter, link_speeds) if adapter in after.objects("adapters") else {})
+        add(
+            adapter,
+            _adapter_checks(before, adapter, link_speeds) if adapter in before.objects("adapters") else {},
+            _adapter_checks(after, adapter, link_speeds) if adapter in after.objects("adapters") else {},
+        )
     return [x for x in found if x.before or x.after or x.rule in SPREAD_RULES]

@@ -1,4 +1,5 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no script, no network)."""
+
 from __future__ import annotations
 
 from html import escape
@@ -35,8 +36,12 @@ def _minutes(series_pair, captures):
 def _charts(comparison: Comparison, family: str, name: str) -> str:
     captures = (comparison.before, comparison.after)
     parts = []
-    plots = [(st.GAVG, "guest latency GAVG", "ms"), (st.QUED, "queued commands QUED", "commands"),
-             (st.ACTV, "active commands ACTV", "commands"), (st.MBPS, "throughput", "MiB/s")]
+    plots = [
+        (st.GAVG, "guest latency GAVG", "ms"),
+        (st.QUED, "queued commands QUED", "commands"),
+        (st.ACTV, "active commands ACTV", "commands"),
+        (st.MBPS, "throughput", "MiB/s"),
+    ]
     for metric, title, unit in plots:
         pair = comparison.series.get((family, name, metric.key))
         if pair is None:
@@ -45,24 +50,34 @@ def _charts(comparison: Comparison, family: str, name: str) -> str:
         parts.append(svg.lines(title, unit, scaled))  # the section heading names the object
     pair = comparison.series.get((family, name, st.GAVG.key))
     if pair is not None:
-        parts.append(svg.histogram("GAVG distribution (command-weighted)", "ms",
-                                   {k: (s.values * 1e3, s.weights) for k, s in zip(("before", "after"), pair)}))
+        parts.append(
+            svg.histogram(
+                "GAVG distribution (command-weighted)",
+                "ms",
+                {k: (s.values * 1e3, s.weights) for k, s in zip(("before", "after"), pair)},
+            )
+        )
     return '<div class="charts">' + "".join(parts) + "</div>" if parts else ""
 
 
 def render(comparison: Comparison) -> str:
-    out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-           "<title>esxtop before/after comparison</title>", f"<style>{CSS}</style></head><body>",
-           "<h1>esxtop before/after comparison</h1>",
-           f"<p>before: {escape(describe(comparison.before))}<br>after: {escape(describe(comparison.after))}</p>"]
+    out = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        "<title>esxtop before/after comparison</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<h1>esxtop before/after comparison</h1>",
+        f"<p>before: {escape(describe(comparison.before))}<br>after: {escape(describe(comparison.after))}</p>",
+    ]
     for capture in (comparison.before, comparison.after):
         out.extend(f'<p class="note">note: {escape(n)}</p>' for n in capture.notes)
     out.append(f'<p class="note">{escape(METHOD)}</p><h2>Findings (the paper\'s rules)</h2>')
     if comparison.findings:
         out.append('<table class="findings"><tr><th>state</th><th>rule</th><th>object</th><th>before</th><th>after</th></tr>')
         for x in comparison.findings:
-            out.append(f'<tr class="{x.verdict}"><td>{x.state}</td><td>{escape(x.rule)}</td><td>{escape(x.name)}</td>'
-                       f"<td>{escape(x.detail_before)}</td><td>{escape(x.detail_after)}</td></tr>")
+            out.append(
+                f'<tr class="{x.verdict}"><td>{x.state}</td><td>{escape(x.rule)}</td><td>{escape(x.name)}</td>'
+                f"<td>{escape(x.detail_before)}</td><td>{escape(x.detail_after)}</td></tr>"
+            )
         out.append("</table>")
     else:
         out.append("<p>No rule is broken in either capture.</p>")

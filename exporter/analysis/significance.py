@@ -9,6 +9,7 @@ normal, which is what Welch's test assumes; Welch rather than Student because a 
 usually changes the spread as well as the mean. Many metrics are tested at once, so the p-values
 are corrected with Holm's method before a change is called significant.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,10 +53,10 @@ def block_means(values: np.ndarray, length: int, weights: np.ndarray | None = No
     blocks = len(values) // length
     if blocks == 0:
         return np.empty(0)
-    v = np.asarray(values[:blocks * length], dtype=float).reshape(blocks, length)
+    v = np.asarray(values[: blocks * length], dtype=float).reshape(blocks, length)
     if weights is None:
         return v.mean(axis=1)
-    w = np.asarray(weights[:blocks * length], dtype=float).reshape(blocks, length)
+    w = np.asarray(weights[: blocks * length], dtype=float).reshape(blocks, length)
     total = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (v * w).sum(axis=1) / total
@@ -81,7 +82,7 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float:
     if se2 == 0:
         return 1.0 if a.mean() == b.mean() else 0.0
     t = (a.mean() - b.mean()) / math.sqrt(se2)
-    df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    df = se2**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     return float(2 * t_cdf(-abs(t), df))
 
 

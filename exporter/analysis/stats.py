@@ -5,6 +5,7 @@ with 3 commands at 2 ms, as in the exporter's `_total` counters); rates are time
 first sample of a capture is esxtop's all-zero first sample and is left out of everything but
 configuration values (DQLEN).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ _LATENCY_FIELD = {"gavg": m.GAVG, "davg": m.DAVG, "kavg": m.KAVG, "qavg": m.QAVG
 @dataclass
 class Series:
     """One metric of one object over the measured samples: values, weights and their times."""
+
     times: np.ndarray
     values: np.ndarray
     weights: np.ndarray | None  # None: every sample weighs the same
@@ -103,8 +105,15 @@ def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
             return None
         values = (0 if read is None else read) + (0 if written is None else written)
         return Series(capture.timestamps[rows], values[rows], intervals)
-    field = {ACTV.key: m.ACTIVE, QUED.key: m.QUEUED, QUED_SHARE.key: m.QUEUED, IOPS.key: m.COMMANDS,
-             RESV.key: m.RESERVATIONS, CONS.key: m.CONFLICTS, CPU.key: m.CPU_UTIL}.get(metric.key)
+    field = {
+        ACTV.key: m.ACTIVE,
+        QUED.key: m.QUEUED,
+        QUED_SHARE.key: m.QUEUED,
+        IOPS.key: m.COMMANDS,
+        RESV.key: m.RESERVATIONS,
+        CONS.key: m.CONFLICTS,
+        CPU.key: m.CPU_UTIL,
+    }.get(metric.key)
     if metric is OUTSTANDING:
         active, queued = _col(capture, family, obj, m.ACTIVE), _col(capture, family, obj, m.QUEUED)
         if active is None:

@@ -1,4 +1,5 @@
 """Inline SVG charts for the HTML report: no JavaScript, no network, no plotting library."""
+
 from __future__ import annotations
 
 from html import escape
@@ -27,24 +28,31 @@ def _frame(title: str, x_label: str, y_label: str, xlo, xhi, ylo, yhi, body: lis
     def sy(y):
         return H - PAD_B - (y - ylo) / ((yhi - ylo) or 1) * (H - PAD_T - PAD_B)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img">',
-             f"<title>{escape(title)}</title>",
-             f'<text x="{PAD_L}" y="16" class="t">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{PAD_L}" y="16" class="t">{escape(title)}</text>',
+    ]
     for y in _ticks(ylo, yhi):
         if ylo <= y <= yhi:
-            parts.append(f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="g"/>'
-                         f'<text x="{PAD_L - 4}" y="{sy(y) + 4:.1f}" class="a" text-anchor="end">{y:g}</text>')
+            parts.append(
+                f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="g"/>'
+                f'<text x="{PAD_L - 4}" y="{sy(y) + 4:.1f}" class="a" text-anchor="end">{y:g}</text>'
+            )
     for x in _ticks(xlo, xhi, 6):
         if xlo <= x <= xhi:
             parts.append(f'<text x="{sx(x):.1f}" y="{H - PAD_B + 14}" class="a" text-anchor="middle">{x:g}</text>')
     parts.append(f'<text x="{(W + PAD_L) / 2}" y="{H - 4}" class="a" text-anchor="middle">{escape(x_label)}</text>')
-    parts.append(f'<text x="12" y="{(H - PAD_B + PAD_T) / 2}" class="a" text-anchor="middle" '
-                 f'transform="rotate(-90 12 {(H - PAD_B + PAD_T) / 2})">{escape(y_label)}</text>')
+    parts.append(
+        f'<text x="12" y="{(H - PAD_B + PAD_T) / 2}" class="a" text-anchor="middle" '
+        f'transform="rotate(-90 12 {(H - PAD_B + PAD_T) / 2})">{escape(y_label)}</text>'
+    )
     parts.extend(body(sx, sy))
     for i, name in enumerate(legend):
         x = W - PAD_R - 150 + i * 75
-        parts.append(f'<rect x="{x}" y="7" width="10" height="10" fill="{COLORS[name]}"/>'
-                     f'<text x="{x + 14}" y="16" class="a">{name}</text>')
+        parts.append(
+            f'<rect x="{x}" y="7" width="10" height="10" fill="{COLORS[name]}"/><text x="{x + 14}" y="16" class="a">{name}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -95,7 +103,9 @@ def histogram(title: str, x_label: str, series: dict[str, tuple[np.ndarray, np.n
         for name, share in shares.items():
             for left, right, value in zip(edges[:-1], edges[1:], share):
                 if value > 0:
-                    yield (f'<rect x="{sx(left):.1f}" y="{sy(value):.1f}" width="{max(sx(right) - sx(left) - 0.5, 0.5):.1f}" '
-                           f'height="{sy(0) - sy(value):.1f}" fill="{COLORS[name]}" fill-opacity="0.55"/>')
+                    yield (
+                        f'<rect x="{sx(left):.1f}" y="{sy(value):.1f}" width="{max(sx(right) - sx(left) - 0.5, 0.5):.1f}" '
+                        f'height="{sy(0) - sy(value):.1f}" fill="{COLORS[name]}" fill-opacity="0.55"/>'
+                    )
 
     return _frame(title, x_label, "share", lo, hi, 0.0, top, body, list(shares))

@@ -4,6 +4,7 @@ Written here rather than taken from scipy: it is the only function the project n
 scipy, whose ~100 MB would more than double the install. The regularized incomplete beta
 function by Lentz's continued fraction (Numerical Recipes §6.4) converges in a few dozen terms.
 """
+
 from __future__ import annotations
 
 import math

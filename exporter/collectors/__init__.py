@@ -3,6 +3,7 @@
 `COLLECTORS` is the registry: name -> (collect function, enabled by default). Each name becomes a
 `--collector.NAME` / `--no-collector.NAME` flag and a `collector` label on the self-metrics.
 """
+
 from exporter.collectors import adapter, cpu, esxtop, inventory, lun, path, world
 
 COLLECTORS = {

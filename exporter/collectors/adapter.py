@@ -1,4 +1,5 @@
 """Storage adapter (HBA) rates, latencies and queue depth: esxtop's disk adapter view."""
+
 from exporter import model as m
 from exporter.collectors.io import gauge_families, io_families, labels_of
 
@@ -11,7 +12,10 @@ GAUGES = (
 
 
 def collect(store):
-    rows = [(labels_of(obj, LABELS, (host.host, adapter)), obj)
-            for host in store.hosts.values() for adapter, obj in host.objects["adapters"].items()]
+    rows = [
+        (labels_of(obj, LABELS, (host.host, adapter)), obj)
+        for host in store.hosts.values()
+        for adapter, obj in host.objects["adapters"].items()
+    ]
     yield from gauge_families("esxi_adapter", rows, GAUGES)
     yield from io_families("esxi_adapter", rows)

@@ -1,11 +1,21 @@
 """Physical CPU utilisation, for CPU cost per I/O."""
+
 from exporter import model as m
 from exporter.collectors.io import gauge_families, labels_of
 
-GAUGES = ((m.CPU_UTIL, "utilization_ratio", "Physical CPU utilisation over the last interval (% Util Time / 100); cpu=\"_Total\" is the host mean."),)
+GAUGES = (
+    (
+        m.CPU_UTIL,
+        "utilization_ratio",
+        'Physical CPU utilisation over the last interval (% Util Time / 100); cpu="_Total" is the host mean.',
+    ),
+)
 
 
 def collect(store):
-    rows = [(labels_of(obj, ("host", "cpu"), (host.host, cpu)), obj)
-            for host in store.hosts.values() for cpu, obj in host.objects["cpus"].items()]
+    rows = [
+        (labels_of(obj, ("host", "cpu"), (host.host, cpu)), obj)
+        for host in store.hosts.values()
+        for cpu, obj in host.objects["cpus"].items()
+    ]
     yield from gauge_families("esxi_cpu", rows, GAUGES)

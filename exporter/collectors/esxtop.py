@@ -1,4 +1,5 @@
 """The esxtop source's own health: samples read, newest sample time, lines rejected."""
+
 from exporter.textformat import counter, gauge, label_string
 
 

@@ -1,5 +1,6 @@
 """Storage configuration: LUN identity and datastores, queue-depth settings, HBA and NFS link
 speeds, path states. Comes from the vSphere API, the simulator, or the config file's inventory section."""
+
 from exporter.model import PATH_STATES
 from exporter.textformat import gauge, label_string
 
@@ -15,23 +16,51 @@ class _Family:
 
 
 def collect(store):
-    lun_info = _Family("esxi_lun_info", "LUN identity and the datastore on it. Always 1; join with group_left.",
-                                 labels=["host", "device", "display_name", "vendor", "model", "datastore"])
+    lun_info = _Family(
+        "esxi_lun_info",
+        "LUN identity and the datastore on it. Always 1; join with group_left.",
+        labels=["host", "device", "display_name", "vendor", "model", "datastore"],
+    )
     configured = _Family("esxi_lun_configured_queue_depth", "Configured device queue depth.", labels=["host", "device"])
     lun_dsnro = _Family("esxi_lun_dsnro", "Per-device outstanding I/Os with competing worlds (DSNRO).", labels=["host", "device"])
-    host_dsnro = _Family("esxi_host_dsnro", "Disk.SchedNumReqOutstanding: cap on a LUN's outstanding commands when VMs share it.", labels=["host"])
-    core_clock = _Family("esxi_host_cpu_core_frequency_hertz", "Nominal clock of one physical CPU core; busy cores x this / IOPS is the CPU cost per I/O.", labels=["host"])
-    adapter_info = _Family("esxi_adapter_info", "Storage adapter identity; type nfs: the vmknic carrying NFS datastores, model its vmnic, driver that vmnic's driver. Always 1.", labels=["host", "adapter", "type", "model", "driver"])
-    link = _Family("esxi_adapter_link_speed_bytes_per_second", "Link speed of the adapter (FC HBA speed, or the vmnic behind iSCSI/NFS).", labels=["host", "adapter"])
-    path_state = _Family("esxi_path_state", "Path state, 1 for the current state and 0 for the others.",
-                                   labels=["host", "device", "path", "adapter", "state"])
+    host_dsnro = _Family(
+        "esxi_host_dsnro", "Disk.SchedNumReqOutstanding: cap on a LUN's outstanding commands when VMs share it.", labels=["host"]
+    )
+    core_clock = _Family(
+        "esxi_host_cpu_core_frequency_hertz",
+        "Nominal clock of one physical CPU core; busy cores x this / IOPS is the CPU cost per I/O.",
+        labels=["host"],
+    )
+    adapter_info = _Family(
+        "esxi_adapter_info",
+        "Storage adapter identity; type nfs: the vmknic carrying NFS datastores, model its vmnic, driver that vmnic's driver. Always 1.",
+        labels=["host", "adapter", "type", "model", "driver"],
+    )
+    link = _Family(
+        "esxi_adapter_link_speed_bytes_per_second",
+        "Link speed of the adapter (FC HBA speed, or the vmnic behind iSCSI/NFS).",
+        labels=["host", "adapter"],
+    )
+    path_state = _Family(
+        "esxi_path_state",
+        "Path state, 1 for the current state and 0 for the others.",
+        labels=["host", "device", "path", "adapter", "state"],
+    )
     # As node_exporter's dmmultipath: counts per LUN, so "fewer active paths than paths" needs no join.
     paths = _Family("esxi_lun_paths", "Paths to the LUN, in any state.", labels=["host", "device"])
-    active_paths = _Family("esxi_lun_active_paths", "Paths to the LUN in the active state (carrying I/O).", labels=["host", "device"])
-    datastore_hosts = _Family("esxi_datastore_hosts", "Hosts that mount the datastore; above 1 the LUN is shared and its queue depth should not exceed 64.",
-                                        labels=["datastore"])
-    datastore_info = _Family("esxi_datastore_info", "Datastore type, NFS server and the adapter (vmknic) carrying an NFS datastore's traffic. Always 1; join with group_left.",
-                             labels=["host", "datastore", "type", "remote_host", "adapter"])
+    active_paths = _Family(
+        "esxi_lun_active_paths", "Paths to the LUN in the active state (carrying I/O).", labels=["host", "device"]
+    )
+    datastore_hosts = _Family(
+        "esxi_datastore_hosts",
+        "Hosts that mount the datastore; above 1 the LUN is shared and its queue depth should not exceed 64.",
+        labels=["datastore"],
+    )
+    datastore_info = _Family(
+        "esxi_datastore_info",
+        "Datastore type, NFS server and the adapter (vmknic) carrying an NFS datastore's traffic. Always 1; join with group_left.",
+        labels=["host", "datastore", "type", "remote_host", "adapter"],
+    )
     shares: dict[str, int] = {}
     for host, inv in sorted(store.inventories.items()):
         for device, lun in sorted(inv.luns.items()):
@@ -65,5 +94,18 @@ def collect(store):
             shares[datastore] = max(shares.get(datastore, 0), count)
     for datastore, count in sorted(shares.items()):
         datastore_hosts.put([datastore], count)
-    families = [lun_info, configured, lun_dsnro, host_dsnro, core_clock, adapter_info, link, path_state, paths, active_paths, datastore_hosts, datastore_info]
+    families = [
+        lun_info,
+        configured,
+        lun_dsnro,
+        host_dsnro,
+        core_clock,
+        adapter_info,
+        link,
+        path_state,
+        paths,
+        active_paths,
+        datastore_hosts,
+        datastore_info,
+    ]
     return [f.family for f in families]

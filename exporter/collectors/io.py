@@ -1,5 +1,6 @@
 """Metric families shared by every I/O object family (LUN, adapter, path): the same rates,
 latencies and error counters, differing only in prefix and labels."""
+
 from __future__ import annotations
 
 from exporter import model as m
@@ -53,9 +54,15 @@ def io_families(prefix: str, rows):
         yield _fill(counter(f"{prefix}_{stem}_total", help_text), rows, "counters", field)
     for field, stem, what in LATENCIES:
         weight = _WEIGHT.get(field, "commands")
-        yield _fill(counter(f"{prefix}_{stem}_total",
-                            f"Sum over {weight} of the latency {what}; divide its rate by the rate of {prefix}_{weight}_total for the mean."),
-                    rows, "counters", field + "_total")
+        yield _fill(
+            counter(
+                f"{prefix}_{stem}_total",
+                f"Sum over {weight} of the latency {what}; divide its rate by the rate of {prefix}_{weight}_total for the mean.",
+            ),
+            rows,
+            "counters",
+            field + "_total",
+        )
         yield _fill(gauge(f"{prefix}_{stem}", f"Mean latency per command {what} over the last interval."), rows, "gauges", field)
 
 

@@ -1,4 +1,5 @@
 """Per-path rates and latencies, and which device each path leads to."""
+
 from exporter.collectors.io import io_families, labels_of
 from exporter.model import path_adapter
 from exporter.textformat import gauge, label_string

@@ -1,6 +1,7 @@
 """The vSphere source's own health per target, and the families the model has no place for:
 host-level datastore I/O and CPU MHz. Registered as an `extra` collector of the exposition
 (one over every target for /metrics, one per target for /probe?target=NAME)."""
+
 from __future__ import annotations
 
 from exporter.collectors.io import io_families, labels_of
@@ -16,8 +17,10 @@ def make_collect(targets):
 
     def collect(store):
         up = gauge("esxi_vsphere_up", "1 if the last discovery and collection of the target succeeded.")
-        duration = gauge("esxi_vsphere_collection_duration_seconds",
-                         "Wall time of the target's last discovery (inventory walk) or collection (QueryPerf).")
+        duration = gauge(
+            "esxi_vsphere_collection_duration_seconds",
+            "Wall time of the target's last discovery (inventory walk) or collection (QueryPerf).",
+        )
         objects = gauge("esxi_vsphere_objects", "Objects found by the target's last discovery.")
         errors = counter("esxi_vsphere_errors_total", "Failed discoveries and QueryPerf calls.")
         dropped = counter("esxi_vsphere_dropped_series_total", "Perf series that could not be placed in time, by reason.")
@@ -42,8 +45,9 @@ def make_collect(targets):
                 for host, values in sorted(target.host_values.items()):
                     if CPU_HERTZ in values:
                         hertz.add(label_string(("host",), (host,)), values[CPU_HERTZ])
-                datastore_rows.extend((labels_of(state, DATASTORE_LABELS, key), state)
-                                      for key, state in sorted(target.datastores.items()))
+                datastore_rows.extend(
+                    (labels_of(state, DATASTORE_LABELS, key), state) for key, state in sorted(target.datastores.items())
+                )
             topology = target.topology
             if topology is not None:
                 counts = topology.counts()

@@ -1,4 +1,5 @@
 """Per-world outstanding commands on each LUN: which VM fills the queue (esxtop per-device-per-world)."""
+
 from exporter import model as m
 from exporter.collectors.io import gauge_families, labels_of
 
@@ -10,6 +11,9 @@ GAUGES = (
 
 
 def collect(store):
-    rows = [(labels_of(obj, LABELS, (host.host, device, world, host.world_vms.get(world, ""))), obj)
-            for host in store.hosts.values() for (device, world), obj in host.objects["worlds"].items()]
+    rows = [
+        (labels_of(obj, LABELS, (host.host, device, world, host.world_vms.get(world, ""))), obj)
+        for host in store.hosts.values()
+        for (device, world), obj in host.objects["worlds"].items()
+    ]
     yield from gauge_families("esxi_lun_world", rows, GAUGES)

@@ -1,4 +1,5 @@
 """`capacity`: the paper's Table 2 (max VMs per host and per LUN) from (n, a, d), or per LUN from a capture."""
+
 from __future__ import annotations
 
 import sys
@@ -8,16 +9,30 @@ HEAD = ("n (array max outstanding)", "a (avg active per VM)", "d (queue depth)",
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "capacity", help="How many VMs fit on a LUN before commands queue (the paper's Table 2).",
+        "capacity",
+        help="How many VMs fit on a LUN before commands queue (the paper's Table 2).",
         description="Either give a capture (a is measured per LUN from per-world Active + Queued Commands, d is the "
-                    "LUN's DQLEN) or give --avg-active and --queue-depth.")
+        "LUN's DQLEN) or give --avg-active and --queue-depth.",
+    )
     parser.add_argument("capture", nargs="?", help="esxtop batch capture (ESX 3.x or ESXi names)")
-    parser.add_argument("--array-max-outstanding", "-n", type=float, required=True, metavar="N",
-                        help="commands the array works on at once for one LUN (the paper's n)")
+    parser.add_argument(
+        "--array-max-outstanding",
+        "-n",
+        type=float,
+        required=True,
+        metavar="N",
+        help="commands the array works on at once for one LUN (the paper's n)",
+    )
     parser.add_argument("--avg-active", "-a", type=float, metavar="A", help="average outstanding commands per VM (a)")
-    parser.add_argument("--queue-depth", "-d", type=float, metavar="D", help="host device queue depth, DQLEN (d); overrides the capture's")
-    parser.add_argument("--progress", action=__import__("argparse").BooleanOptionalAction, default=None,
-                        help="progress bar while reading (default: only on a terminal)")
+    parser.add_argument(
+        "--queue-depth", "-d", type=float, metavar="D", help="host device queue depth, DQLEN (d); overrides the capture's"
+    )
+    parser.add_argument(
+        "--progress",
+        action=__import__("argparse").BooleanOptionalAction,
+        default=None,
+        help="progress bar while reading (default: only on a terminal)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -29,13 +44,18 @@ def run(args) -> int:
     from exporter.analysis import capacity
     from exporter.analysis.capture import CaptureError, load
     from exporter.cli import fail
+
     try:
         if args.capture is None:
             if args.avg_active is None or args.queue_depth is None:
                 return fail("capacity needs a capture, or both --avg-active and --queue-depth", 2)
             p = capacity.plan(args.array_max_outstanding, args.avg_active, args.queue_depth)
-            sys.stdout.write(" | ".join(HEAD) + "\n" + " | ".join(
-                [_g(p.n), _g(p.a), _g(p.d), str(p.max_vms_per_host), str(p.max_vms_per_lun)]) + "\n")
+            sys.stdout.write(
+                " | ".join(HEAD)
+                + "\n"
+                + " | ".join([_g(p.n), _g(p.a), _g(p.d), str(p.max_vms_per_host), str(p.max_vms_per_lun)])
+                + "\n"
+            )
             return 0
         loads = capacity.from_capture(load(args.capture, args.progress), args.array_max_outstanding, args.queue_depth)
     except (CaptureError, ValueError) as err:
@@ -46,10 +66,14 @@ def run(args) -> int:
             sys.stdout.write("  no VM had commands outstanding on this LUN during the capture\n")
             continue
         p = lun.plan
-        sys.stdout.write(f"  n={_g(p.n)} a={p.a:.2f} d={_g(p.d)} -> at most {p.max_vms_per_host} VMs per host (d/a), "
-                         f"{p.max_vms_per_lun} VMs on the LUN over all hosts (n/a)\n")
-        sys.stdout.write(f"  VMs on the LUN from this host: {len(lun.vms)} -> headroom {lun.host_headroom} on this host, "
-                         f"{lun.lun_headroom} on the LUN (less the VMs other hosts run on it)\n")
+        sys.stdout.write(
+            f"  n={_g(p.n)} a={p.a:.2f} d={_g(p.d)} -> at most {p.max_vms_per_host} VMs per host (d/a), "
+            f"{p.max_vms_per_lun} VMs on the LUN over all hosts (n/a)\n"
+        )
+        sys.stdout.write(
+            f"  VMs on the LUN from this host: {len(lun.vms)} -> headroom {lun.host_headroom} on this host, "
+            f"{lun.lun_headroom} on the LUN (less the VMs other hosts run on it)\n"
+        )
         for vm, outstanding in sorted(lun.vms.items()):
             sys.stdout.write(f"    {vm}: {outstanding:.2f} outstanding commands on average\n")
     return 0

@@ -1,4 +1,5 @@
 """`dump`: read the sources to the end and print the exposition serve would show after the last sample."""
+
 from __future__ import annotations
 
 import sys
@@ -11,16 +12,20 @@ from exporter.state import Store
 
 def register(subparsers):
     from exporter.cli import add_option_flags
+
     parser = subparsers.add_parser("dump", help="Read captures to the end and print the metrics (textfile-collector friendly).")
     add_option_flags(parser, options())
     parser.add_argument("--esxtop-file", dest="esxtop__file", action="append", metavar="FILE", help="Same as --esxtop.file.")
-    parser.add_argument("--vsphere", dest="vsphere__url", metavar="URL", help="Same as --vsphere.url: one discovery and one collection.")
+    parser.add_argument(
+        "--vsphere", dest="vsphere__url", metavar="URL", help="Same as --vsphere.url: one discovery and one collection."
+    )
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     from exporter.cli import fail
     from exporter.esxtop import EsxtopError
+
     settings = resolve(args)
     store = Store(stale_after=settings["esxtop.stale_after"], lun_filter=lun_filter(settings))
     vsphere = sources.vsphere_targets(settings, store)

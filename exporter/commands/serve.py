@@ -1,4 +1,5 @@
 """`serve`: run the sources in the background and serve their metrics over HTTP."""
+
 from __future__ import annotations
 
 import logging
@@ -21,10 +22,13 @@ def options():
 
 def register(subparsers):
     from exporter.cli import add_option_flags
+
     parser = subparsers.add_parser("serve", help="Serve metrics over HTTP (the default command).")
     add_option_flags(parser, options())
     parser.add_argument("--esxtop-stdin", dest="esxtop__stdin", action="store_const", const=True, help="Same as --esxtop.stdin.")
-    parser.add_argument("--esxtop-follow", dest="esxtop__follow", action="append", metavar="FILE", help="Same as --esxtop.follow.")
+    parser.add_argument(
+        "--esxtop-follow", dest="esxtop__follow", action="append", metavar="FILE", help="Same as --esxtop.follow."
+    )
     parser.add_argument("--esxtop-file", dest="esxtop__file", action="append", metavar="FILE", help="Same as --esxtop.file.")
     parser.add_argument("--esxtop-ssh", dest="esxtop__ssh", action="append", metavar="USER@HOST", help="Same as --esxtop.ssh.")
     parser.add_argument("--web.config.file", dest="web__config_file", metavar="FILE", help="Same as --web.config-file.")
@@ -50,12 +54,14 @@ def enabled_collectors(settings):
 def vsphere_extra(targets) -> list:
     """The vSphere self-metrics collector over these targets, as an Exposition `extra`."""
     from exporter.collectors.vsphere import make_collect
+
     return [("vsphere", make_collect(targets))] if targets else []
 
 
 def run(args) -> int:
     from exporter.cli import fail
     from exporter.esxtop import EsxtopError
+
     settings = resolve(args)
     if not sources.has_live_source(settings):
         settings["simulate.scenario"] = "demo"  # the embedded default: no ESXi host needed
@@ -80,7 +86,9 @@ def run(args) -> int:
     if ssh:
         ssh.start()
     host, port = server.address[:2]
-    log.info("serving metrics on %s://%s:%d%s", "https" if web and web.tls else "http", host, port, settings["web.telemetry_path"])
+    log.info(
+        "serving metrics on %s://%s:%d%s", "https" if web and web.tls else "http", host, port, settings["web.telemetry_path"]
+    )
     webconfig.warn_if_exposed(host, web)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.serve_in_thread()

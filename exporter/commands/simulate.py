@@ -7,6 +7,7 @@
 
 Time is simulated, so a 10-minute capture is written at once; the same seed gives the same file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,22 +23,22 @@ DEFAULT_START = "2023-11-14T22:13:20Z"  # unix 1,700,000,000
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "simulate", help="write a simulated scenario as esxtop batch CSV",
+        "simulate",
+        help="write a simulated scenario as esxtop batch CSV",
         description="Run a built-in scenario (or a scenario YAML file) in simulated time and write "
-                    "what `esxtop -b -a` would have written. A scenario with several hosts writes "
-                    "one file per host into the --out directory, or one host's file with --host.")
+        "what `esxtop -b -a` would have written. A scenario with several hosts writes "
+        "one file per host into the --out directory, or one host's file with --host.",
+    )
     p.add_argument("scenario", nargs="?", help="built-in scenario name (see --list) or YAML file")
     p.add_argument("--list", action="store_true", help="list the built-in scenarios and exit")
-    p.add_argument("--duration", default="10m", type=_duration_arg,
-                   help="simulated time to cover, e.g. 10m, 1h (default 10m)")
-    p.add_argument("--interval", default="5s", type=_duration_arg,
-                   help="esxtop delay between samples (default 5s)")
-    p.add_argument("--out", default="-",
-                   help="output file, '-' for stdout (default), or a directory for several hosts")
+    p.add_argument("--duration", default="10m", type=_duration_arg, help="simulated time to cover, e.g. 10m, 1h (default 10m)")
+    p.add_argument("--interval", default="5s", type=_duration_arg, help="esxtop delay between samples (default 5s)")
+    p.add_argument("--out", default="-", help="output file, '-' for stdout (default), or a directory for several hosts")
     p.add_argument("--host", help="write only this host's stream")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--start", default=DEFAULT_START, type=_time_arg,
-                   help=f"UTC time of the first sample, ISO 8601 (default {DEFAULT_START})")
+    p.add_argument(
+        "--start", default=DEFAULT_START, type=_time_arg, help=f"UTC time of the first sample, ISO 8601 (default {DEFAULT_START})"
+    )
     p.set_defaults(run=run)
 
 
@@ -69,15 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario:
         return _fail("give a scenario name or file (see `simulate --list`)")
     try:
-        sim = Simulation(load_scenario(args.scenario), seed=args.seed, interval=args.interval,
-                         start=args.start)
+        sim = Simulation(load_scenario(args.scenario), seed=args.seed, interval=args.interval, start=args.start)
     except ScenarioError as e:
         return _fail(str(e))
     hosts = sim.hosts
     if args.host:
         if args.host not in hosts:
-            return _fail(f"scenario {args.scenario} has no host {args.host!r} "
-                         f"(hosts: {', '.join(hosts)})")
+            return _fail(f"scenario {args.scenario} has no host {args.host!r} (hosts: {', '.join(hosts)})")
         hosts = [args.host]
     try:
         targets = _targets(args.out, hosts)
@@ -86,9 +85,10 @@ def run(args: argparse.Namespace) -> int:
     samples = int(args.duration / args.interval + 1e-9) + 1  # the first is esxtop's all-zero one
     with ExitStack() as stack:
         try:
-            files = {h: sys.stdout if t is None else
-                     stack.enter_context(open(t, "w", encoding="utf-8", newline="\n"))
-                     for h, t in targets.items()}
+            files = {
+                h: sys.stdout if t is None else stack.enter_context(open(t, "w", encoding="utf-8", newline="\n"))
+                for h, t in targets.items()
+            }
         except OSError as e:
             return _fail(f"{e.filename}: {e.strerror}")
         for h, f in files.items():
@@ -107,8 +107,7 @@ def _targets(out: str, hosts: list[str]) -> dict[str, Path | None]:
     if len(hosts) == 1:
         return {hosts[0]: None if out == "-" else Path(out)}
     if out == "-":
-        raise ValueError(f"the scenario has {len(hosts)} hosts: give --out DIRECTORY "
-                         f"(one <host>.csv each) or --host NAME")
+        raise ValueError(f"the scenario has {len(hosts)} hosts: give --out DIRECTORY (one <host>.csv each) or --host NAME")
     directory = Path(out)
     if directory.suffix == ".csv" or (directory.exists() and not directory.is_dir()):
         raise ValueError(f"{out}: the scenario has {len(hosts)} hosts, so --out must be a directory")
@@ -118,4 +117,5 @@ def _targets(out: str, hosts: list[str]) -> dict[str, Path | None]:
 
 def _fail(message: str) -> int:
     from exporter.cli import fail
+
     return fail(f"simulate: {message}", 2)

@@ -3,6 +3,7 @@
 Object names are matched exactly (esxtop-format.md quirk 16: `Physical Disk` is a prefix of seven
 object types). Everything not listed here is skipped without being converted.
 """
+
 from __future__ import annotations
 
 import re

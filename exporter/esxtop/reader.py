@@ -4,6 +4,7 @@ The header is parsed once (with the csv module: it is quoted and may exceed 1 MB
 a fast path: esxtop data cells are numbers and never contain commas, so a row is split with
 str.split and only the columns the exporter exports are converted (see esxtop-format.md).
 """
+
 from __future__ import annotations
 
 import calendar
@@ -43,7 +44,7 @@ def parse_column(cell: str) -> tuple[str, str, str | None, str] | None:
         return None
     open_at = middle.find("(")
     if open_at > 0 and middle.endswith(")"):
-        return host, middle[:open_at], middle[open_at + 1:-1], counter
+        return host, middle[:open_at], middle[open_at + 1 : -1], counter
     return host, middle, None, counter
 
 
@@ -137,7 +138,9 @@ class EsxtopReader:
             self._set_header(line, mark)
             return None
         if self.layout is None:
-            raise self._error("no_header", 'no esxtop header before this line (a capture starts with "(PDH-CSV 4.0) (UTC)(0)",...)')
+            raise self._error(
+                "no_header", 'no esxtop header before this line (a capture starts with "(PDH-CSV 4.0) (UTC)(0)",...)'
+            )
         return self._sample(line)
 
     # -- header -------------------------------------------------------------------------------
@@ -175,8 +178,13 @@ class EsxtopReader:
         except ValueError:
             raise self._bad_value(cells, layout) from None
         sample = m.Sample(host=layout.host, timestamp=timestamp, interval=self._interval(timestamp))
-        families = {c.LUN: sample.luns, c.ADAPTER: sample.adapters, c.PATH: sample.paths,
-                    c.WORLD: sample.worlds, c.CPU: sample.cpus}
+        families = {
+            c.LUN: sample.luns,
+            c.ADAPTER: sample.adapters,
+            c.PATH: sample.paths,
+            c.WORLD: sample.worlds,
+            c.CPU: sample.cpus,
+        }
         for family, key, fields, start, end in layout.spans:
             families[family][key] = dict(zip(fields, values[start:end]))
         sample.path_devices = layout.path_devices

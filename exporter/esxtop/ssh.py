@@ -10,6 +10,7 @@ Each session gets a fresh EsxtopReader, so the header esxtop prints after a rest
 is killed and restarted; when a session ends, the host's gauges are dropped (counters stay) and
 `esxi_esxtop_up{host}` reads 0 until rows flow again.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -73,14 +74,25 @@ class SshTarget:
 
     def ssh_argv(self, ssh: str = "ssh") -> list[str]:
         interactive_secret = bool(self.password_file or self.password_env)
-        argv = [ssh, "-T", "-n",
-                "-o", f"BatchMode={'no' if interactive_secret else 'yes'}",
-                "-o", "StrictHostKeyChecking=yes",
-                "-o", "ConnectTimeout=10",
-                "-o", f"ServerAliveInterval={max(5, int(self.interval))}",
-                "-o", "ServerAliveCountMax=3",
-                "-o", "NumberOfPasswordPrompts=1",
-                "-o", "LogLevel=ERROR"]
+        argv = [
+            ssh,
+            "-T",
+            "-n",
+            "-o",
+            f"BatchMode={'no' if interactive_secret else 'yes'}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            f"ServerAliveInterval={max(5, int(self.interval))}",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-o",
+            "NumberOfPasswordPrompts=1",
+            "-o",
+            "LogLevel=ERROR",
+        ]
         if self.known_hosts:
             argv += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
         if self.identity_file:
@@ -109,8 +121,20 @@ def parse_target(text: str) -> SshTarget:
     return SshTarget(host=host, user=user or None, port=int(port) if port else None)
 
 
-_TARGET_KEYS = {"host", "user", "port", "interval", "identity_file", "known_hosts", "password_file",
-                "password_env", "rc_file", "import_entity", "stall_after", "backoff_max"}
+_TARGET_KEYS = {
+    "host",
+    "user",
+    "port",
+    "interval",
+    "identity_file",
+    "known_hosts",
+    "password_file",
+    "password_env",
+    "rc_file",
+    "import_entity",
+    "stall_after",
+    "backoff_max",
+}
 
 
 def targets_from_settings(settings) -> list[SshTarget]:
@@ -119,11 +143,17 @@ def targets_from_settings(settings) -> list[SshTarget]:
     from exporter.config import ConfigError
     from exporter.units import parse_duration
 
-    defaults = dict(interval=settings["esxtop.ssh_interval"], identity_file=settings["esxtop.ssh_identity_file"],
-                    known_hosts=settings["esxtop.ssh_known_hosts"], password_file=settings["esxtop.ssh_password_file"],
-                    password_env=settings["esxtop.ssh_password_env"], rc_file=settings["esxtop.ssh_rc_file"],
-                    import_entity=settings["esxtop.ssh_import_entity"], stall_after=settings["esxtop.ssh_stall_after"],
-                    backoff_max=settings["esxtop.ssh_backoff_max"])
+    defaults = dict(
+        interval=settings["esxtop.ssh_interval"],
+        identity_file=settings["esxtop.ssh_identity_file"],
+        known_hosts=settings["esxtop.ssh_known_hosts"],
+        password_file=settings["esxtop.ssh_password_file"],
+        password_env=settings["esxtop.ssh_password_env"],
+        rc_file=settings["esxtop.ssh_rc_file"],
+        import_entity=settings["esxtop.ssh_import_entity"],
+        stall_after=settings["esxtop.ssh_stall_after"],
+        backoff_max=settings["esxtop.ssh_backoff_max"],
+    )
     problems, targets = [], []
     for text in settings["esxtop.ssh"]:
         try:
@@ -239,10 +269,15 @@ def classify(returncode: int | None, stderr: str, delivered: bool) -> tuple[str,
     last = next((line.strip().rstrip(".") for line in reversed(stderr.splitlines()) if line.strip()), "")
     if returncode == 255:
         if "REMOTE HOST IDENTIFICATION HAS CHANGED" in stderr:
-            return "host_key", ("the host key CHANGED since it was recorded in known_hosts: refusing to connect "
-                                "(a reinstalled host or a man-in-the-middle; if expected, remove the old key with ssh-keygen -R)")
+            return "host_key", (
+                "the host key CHANGED since it was recorded in known_hosts: refusing to connect "
+                "(a reinstalled host or a man-in-the-middle; if expected, remove the old key with ssh-keygen -R)"
+            )
         if "Host key verification failed" in stderr or "No matching host key" in stderr:
-            return "host_key", "the host key is not in known_hosts: refusing to connect (add it with ssh-keyscan after checking it)"
+            return (
+                "host_key",
+                "the host key is not in known_hosts: refusing to connect (add it with ssh-keyscan after checking it)",
+            )
         if "Permission denied" in stderr or "Too many authentication failures" in stderr:
             return "auth", f"authentication failed: {last}"
         if "Connection refused" in stderr:
@@ -264,8 +299,15 @@ class Health:
 class SshStream:
     """Runs esxtop on one host over SSH until `stop` is set, restarting it when it ends."""
 
-    def __init__(self, target: SshTarget, store, stop: threading.Event, per_world: bool = True,
-                 ssh: str = "ssh", backoff_initial: float = 1.0):
+    def __init__(
+        self,
+        target: SshTarget,
+        store,
+        stop: threading.Event,
+        per_world: bool = True,
+        ssh: str = "ssh",
+        backoff_initial: float = 1.0,
+    ):
         self.target, self.store, self.stop, self.per_world = target, store, stop, per_world
         self.ssh, self.backoff_initial = ssh, backoff_initial
         self.health = Health()
@@ -319,15 +361,24 @@ class SshStream:
         self._last_row = time.monotonic()
         delivered = False
         try:
-            proc = subprocess.Popen(self.target.ssh_argv(self.ssh), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=ssh_environment(self.target))
+            proc = subprocess.Popen(
+                self.target.ssh_argv(self.ssh),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=ssh_environment(self.target),
+            )
         except OSError as err:
             return False, "unreachable", f"cannot start {self.ssh}: {err.strerror}"
         _running.add(proc)
         # Said at info level when a session starts after one that worked; retries while the host
         # stays unreachable are at debug level, so an outage costs one log line, not one a minute.
-        log.log(logging.INFO if self._announce else logging.DEBUG, "esxtop ssh %s: started %s",
-                self.target.label, self.target.remote_command())
+        log.log(
+            logging.INFO if self._announce else logging.DEBUG,
+            "esxtop ssh %s: started %s",
+            self.target.label,
+            self.target.remote_command(),
+        )
         reader = EsxtopReader(f"ssh:{self.target.label}", per_world=self.per_world)
         counting = _SampleSink(self)
         try:
@@ -422,6 +473,7 @@ class SshStreams:
 
     def start(self) -> list[threading.Thread]:
         from exporter.esxtop.streams import start_thread
+
         return [start_thread(f"esxtop-ssh:{s.target.label}", s.run) for s in self.streams]
 
     def collect(self, store):

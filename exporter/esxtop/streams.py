@@ -1,5 +1,6 @@
 """Line sources for the esxtop reader (standard input, a growing file) and the pump that feeds
 a reader's Samples into the store, counting and skipping bad lines so a live stream goes on."""
+
 from __future__ import annotations
 
 import logging
@@ -78,7 +79,7 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
                 cut = min((i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0), default=-1)
                 if cut < 0:
                     continue
-                chunk, pending = chunk[cut + 1:], b""
+                chunk, pending = chunk[cut + 1 :], b""
             lines = (pending + chunk).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
             pending = lines.pop()
             for line in lines:

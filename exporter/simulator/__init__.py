@@ -8,6 +8,7 @@ Modules: `queueing` (the model), `esxtop_writer` (the format), `simulation` (tim
 stream per host), `spec` (what a scenario is), `schema` (YAML -> spec, with one-line errors),
 `scenario` (finding built-in `scenarios/*.yaml` or a user's file), `units` ("5ms", "64KiB").
 """
+
 from .scenario import list_scenarios, load_scenario, scenario_from_text
 from .simulation import Simulation
 from .spec import Scenario, ScenarioError

@@ -4,6 +4,7 @@ Every cell quoted, a trailing comma on every line, header cells `\\\\host\\Objec
 rates and latencies with two decimals, queue counts as integers, latencies in ms and throughput in
 MBytes (MiB) per second: this module is the one place the simulator converts to esxtop's units.
 """
+
 from __future__ import annotations
 
 import time
@@ -15,33 +16,76 @@ FIRST_CELL = "(PDH-CSV 4.0) (UTC)(0)"
 TIME_FORMAT = "%m/%d/%Y %H:%M:%S"
 MIB = 1024.0 * 1024.0
 
-_LATENCY = [f"Average {kind} MilliSec/{per}" for per in ("Command",)
-            for kind in ("Driver", "Kernel", "Guest", "Queue")]
-_LATENCY_RW = [f"Average {kind} MilliSec/{per}" for per in ("Read", "Write")
-               for kind in ("Driver", "Kernel", "Guest", "Queue")]
+_LATENCY = [f"Average {kind} MilliSec/{per}" for per in ("Command",) for kind in ("Driver", "Kernel", "Guest", "Queue")]
+_LATENCY_RW = [f"Average {kind} MilliSec/{per}" for per in ("Read", "Write") for kind in ("Driver", "Kernel", "Guest", "Queue")]
 _THROUGHPUT = ["Commands/sec", "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec"]
 _RESERVE = ["Reserves/sec", "Conflicts/sec"]
-_FAILED = ["Failed Commands/sec", "Failed Reads/sec", "Failed Writes/sec", "Failed Bytes Read/sec",
-           "Failed Bytes Written/sec", "Failed Reserves/sec", "Aborts/sec", "Resets/sec"]
+_FAILED = [
+    "Failed Commands/sec",
+    "Failed Reads/sec",
+    "Failed Writes/sec",
+    "Failed Bytes Read/sec",
+    "Failed Bytes Written/sec",
+    "Failed Reserves/sec",
+    "Aborts/sec",
+    "Resets/sec",
+]
 _PAE_SPLIT = ["PAE Commands/sec", "PAE Copies/sec", "Split Commands/sec", "Split Copies/sec"]
 _QUEUE = ["Device Q Depth", "World Q Depth", "Active Commands", "Queued Commands", "% Used", "Load"]
-_VAAI = ["CReads", "CWrites", "CFailed", "MBytes CReads/sec", "MBytes CWrites/sec", "ATS",
-         "ATS Failed", "Zeros", "Zeros Failed", "MBytes Zeroed/sec", "Delete", "Deletes Failed",
-         "MBytes Deletes/sec", "Average Success Latency ms/Clone", "Average Failure Latency ms/Clone",
-         "Average Success Latency ms/ATS", "Average Failure Latency ms/ATS",
-         "Average Success Latency ms/Zero", "Average Failure Latency ms/Zero"]
-_VAAI_INTEGER = {"CReads", "CWrites", "CFailed", "ATS", "ATS Failed", "Zeros", "Zeros Failed",
-                 "Delete", "Deletes Failed"}
+_VAAI = [
+    "CReads",
+    "CWrites",
+    "CFailed",
+    "MBytes CReads/sec",
+    "MBytes CWrites/sec",
+    "ATS",
+    "ATS Failed",
+    "Zeros",
+    "Zeros Failed",
+    "MBytes Zeroed/sec",
+    "Delete",
+    "Deletes Failed",
+    "MBytes Deletes/sec",
+    "Average Success Latency ms/Clone",
+    "Average Failure Latency ms/Clone",
+    "Average Success Latency ms/ATS",
+    "Average Failure Latency ms/ATS",
+    "Average Success Latency ms/Zero",
+    "Average Failure Latency ms/Zero",
+]
+_VAAI_INTEGER = {"CReads", "CWrites", "CFailed", "ATS", "ATS Failed", "Zeros", "Zeros Failed", "Delete", "Deletes Failed"}
 
 # The -a counter sets, in the order esxtop writes them (esxtop-format.md §3).
 ADAPTER_COUNTERS = _THROUGHPUT + _RESERVE + _LATENCY + _LATENCY_RW + _FAILED + _PAE_SPLIT  # 31
 PATH_COUNTERS = ADAPTER_COUNTERS  # 31
 DEVICE_COUNTERS = _QUEUE + _THROUGHPUT + _RESERVE + _LATENCY + _LATENCY_RW + _FAILED + _VAAI  # 52
 WORLD_COUNTERS = ["Shares"] + _QUEUE + _THROUGHPUT + _RESERVE + _LATENCY + _LATENCY_RW + _FAILED  # 34
-GROUP_CPU_COUNTERS = ["Members", "% Used", "% Run", "% System", "% Wait", "% Ready", "% Idle",
-                      "% Overlap", "% CoStop", "% Max Limited", "% Swap Wait"]
-VCPU_COUNTERS = ["% Used", "% Run", "% System", "% Wait", "% VmWait", "% Ready", "% Idle",
-                 "% Overlap", "% CoStop", "% Max Limited", "% Swap Wait"]
+GROUP_CPU_COUNTERS = [
+    "Members",
+    "% Used",
+    "% Run",
+    "% System",
+    "% Wait",
+    "% Ready",
+    "% Idle",
+    "% Overlap",
+    "% CoStop",
+    "% Max Limited",
+    "% Swap Wait",
+]
+VCPU_COUNTERS = [
+    "% Used",
+    "% Run",
+    "% System",
+    "% Wait",
+    "% VmWait",
+    "% Ready",
+    "% Idle",
+    "% Overlap",
+    "% CoStop",
+    "% Max Limited",
+    "% Swap Wait",
+]
 
 # The simulator never fails, aborts or resets a command, nor uses PAE/split/VAAI: constant zeros.
 _ZEROS_FAILED = ",".join(['"0.00"'] * len(_FAILED))
@@ -118,15 +162,13 @@ class EsxtopWriter:
             parts.append('"%d",%s,%s,%s' % (aqlen, _io(f), _ZEROS_FAILED, _ZEROS_PAE))
         for d in layout.devices:
             f = result.luns.get(d.device, _IDLE) if result else _IDLE
-            parts.append("%s,%s,%s,%s" % (_queue(d.queue_depth, 0, f), _io(f), _ZEROS_FAILED,
-                                          _ZEROS_VAAI))
+            parts.append("%s,%s,%s,%s" % (_queue(d.queue_depth, 0, f), _io(f), _ZEROS_FAILED, _ZEROS_VAAI))
             for path in d.paths:
                 pf = result.paths.get(path, _IDLE) if result else _IDLE
                 parts.append("%s,%s,%s" % (_io(pf), _ZEROS_FAILED, _ZEROS_PAE))
             for world in d.worlds:
                 wf = result.worlds.get((d.device, world), _IDLE) if result else _IDLE
-                parts.append('"1000",%s,%s,%s' % (_queue(d.queue_depth, d.world_queue_depth, wf),
-                                                 _io(wf), _ZEROS_FAILED))
+                parts.append('"1000",%s,%s,%s' % (_queue(d.queue_depth, d.world_queue_depth, wf), _io(wf), _ZEROS_FAILED))
         return ",".join(parts) + ","
 
 
@@ -148,8 +190,7 @@ def _header(layout: HostLayout) -> str:
         for path in d.paths:
             cells += [f"{p}Physical Disk Path({path})\\{c}" for c in PATH_COUNTERS]
         for world in d.worlds:
-            cells += [f"{p}Physical Disk Per-Device-Per-World({d.device}-{world})\\{c}"
-                      for c in WORLD_COUNTERS]
+            cells += [f"{p}Physical Disk Per-Device-Per-World({d.device}-{world})\\{c}" for c in WORLD_COUNTERS]
     return '"' + '","'.join(cells) + '",'
 
 
@@ -162,9 +203,18 @@ def _io_values(f: Flow) -> tuple:
     d, k, q = f.davg * 1e3, f.kavg * 1e3, f.qavg * 1e3
     lat = (d, k, d + k, q)
     # the model gives reads and writes of one object the same latencies
-    return (f.commands, f.reads, f.writes, f.read_bytes / MIB, f.written_bytes / MIB,
-            f.reservations, f.conflicts, *lat,
-            *(lat if f.reads else _NO_LATENCY), *(lat if f.writes else _NO_LATENCY))
+    return (
+        f.commands,
+        f.reads,
+        f.writes,
+        f.read_bytes / MIB,
+        f.written_bytes / MIB,
+        f.reservations,
+        f.conflicts,
+        *lat,
+        *(lat if f.reads else _NO_LATENCY),
+        *(lat if f.writes else _NO_LATENCY),
+    )
 
 
 _IDLE = Flow()
@@ -172,15 +222,19 @@ _IDLE = Flow()
 
 def _queue(depth: int, wqlen: int, f: Flow) -> str:
     return '"%d","%d","%d","%d","%.2f","%.2f"' % (
-        depth, wqlen, round(f.active), round(f.queued), 100.0 * f.active / depth,
-        (f.active + f.queued) / depth)
+        depth,
+        wqlen,
+        round(f.active),
+        round(f.queued),
+        100.0 * f.active / depth,
+        (f.active + f.queued) / depth,
+    )
 
 
 def _group_cells(g: CpuGroup) -> str:
     members = len(g.worlds)
     u = g.used_pct
-    cells = ['"%d"' % members] + ['"%.2f"' % v for v in
-                                  (u, u, 0.0, 100.0 * members - u, 0.5, 0.0, 0.1, 0.0, 0.0, 0.0)]
+    cells = ['"%d"' % members] + ['"%.2f"' % v for v in (u, u, 0.0, 100.0 * members - u, 0.5, 0.0, 0.1, 0.0, 0.0, 0.0)]
     for i, _ in enumerate(g.worlds):
         w = u if i == g.busy_world else 0.0
         cells += ['"%.2f"' % v for v in (w, w, 0.0, 100.0 - w, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0)]

@@ -16,6 +16,7 @@ throughput is what the slowest stage lets through and its latency follows by Lit
 
 All values are in base units (seconds, bytes, per second); the esxtop writer converts to ms/MiB.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,10 +54,20 @@ class Flow:
 
     def scaled(self, share: float) -> Flow:
         """The part of this flow carried by one of several paths (or worlds): rates scale, latency stays."""
-        return Flow(self.reads * share, self.writes * share, self.other * share,
-                    self.read_bytes * share, self.written_bytes * share,
-                    self.reservations * share, self.conflicts * share,
-                    self.davg, self.kavg, self.qavg, self.active * share, self.queued * share)
+        return Flow(
+            self.reads * share,
+            self.writes * share,
+            self.other * share,
+            self.read_bytes * share,
+            self.written_bytes * share,
+            self.reservations * share,
+            self.conflicts * share,
+            self.davg,
+            self.kavg,
+            self.qavg,
+            self.active * share,
+            self.queued * share,
+        )
 
 
 def merge(flows: list[Flow]) -> Flow:
@@ -165,8 +176,7 @@ class Model:
     """The model for one state (phase, running VMs). Everything that does not depend on the
     per-interval jitter is worked out once here; `sample()` finishes it for one interval."""
 
-    def __init__(self, hosts: list[HostLoad], array: dict[str, ArrayLun],
-                 reservations: list[Reservations]):
+    def __init__(self, hosts: list[HostLoad], array: dict[str, ArrayLun], reservations: list[Reservations]):
         self.hosts = hosts
         self.array = list(array.items())
         self.queues: dict[str, list[_Queue]] = {}
@@ -192,22 +202,29 @@ class Model:
                     else:
                         lost += r.rate * r.hold
                         foreign += r.rate
-                qs.append(_Queue(h, hl, active, max(0, demand - limit), block,
-                                 [vm.oio / demand if demand else 0.0 for vm in hl.vms],
-                                 lost, foreign, own))
+                qs.append(
+                    _Queue(
+                        h,
+                        hl,
+                        active,
+                        max(0, demand - limit),
+                        block,
+                        [vm.oio / demand if demand else 0.0 for vm in hl.vms],
+                        lost,
+                        foreign,
+                        own,
+                    )
+                )
         # 2. array: all hosts' active commands against what the disks absorb
-        self.array_load = {dev: max(1.0, outstanding.get(dev, 0.0) / lun.absorbs)
-                           for dev, lun in self.array}
+        self.array_load = {dev: max(1.0, outstanding.get(dev, 0.0) / lun.absorbs) for dev, lun in self.array}
 
     def sample(self, rng: random.Random) -> dict[str, HostResult]:
         gauss, exp = rng.gauss, math.exp
-        device_time = {dev: lun.service_time * self.array_load[dev] * exp(gauss(0.0, JITTER))
-                       for dev, lun in self.array}
+        device_time = {dev: lun.service_time * self.array_load[dev] * exp(gauss(0.0, JITTER)) for dev, lun in self.array}
         return {h.name: self._host(h, self.queues[h.name], device_time, rng) for h in self.hosts}
 
     @staticmethod
-    def _host(h: HostLoad, queues: list[_Queue], device_time: dict[str, float],
-              rng: random.Random) -> HostResult:
+    def _host(h: HostLoad, queues: list[_Queue], device_time: dict[str, float], rng: random.Random) -> HostResult:
         res = HostResult()
         # 4a. unconstrained throughput per device, then the load it puts on each link
         first = []
@@ -225,8 +242,7 @@ class Model:
             for _, adapter in hl.active_paths:
                 link_bytes[adapter] += per_path
             first.append((q, davg, x))
-        slowdown = {ad: max(1.0, link_bytes[ad] / link.capacity) if link.capacity else 1.0
-                    for ad, link in h.links.items()}
+        slowdown = {ad: max(1.0, link_bytes[ad] / link.capacity) if link.capacity else 1.0 for ad, link in h.links.items()}
 
         # 4b. final per device, world, path
         path_flows: dict[str, list[Flow]] = {}
@@ -244,20 +260,33 @@ class Model:
                     f = Flow()
                 else:
                     xv, rr = x * share, vm.read_ratio
-                    f = Flow(reads=xv * rr, writes=xv * (1.0 - rr),
-                             read_bytes=xv * rr * vm.block_size,
-                             written_bytes=xv * (1.0 - rr) * vm.block_size,
-                             conflicts=conflicts * share, davg=davg, kavg=kavg, qavg=qavg,
-                             active=q.active * share, queued=q.queued * share)
+                    f = Flow(
+                        reads=xv * rr,
+                        writes=xv * (1.0 - rr),
+                        read_bytes=xv * rr * vm.block_size,
+                        written_bytes=xv * (1.0 - rr) * vm.block_size,
+                        conflicts=conflicts * share,
+                        davg=davg,
+                        kavg=kavg,
+                        qavg=qavg,
+                        active=q.active * share,
+                        queued=q.queued * share,
+                    )
                 res.worlds[hl.device, vm.world] = f
                 flows.append(f)
             if hl.admin_world is not None:
                 r = q.own_rate
                 meta = r * _METADATA_IO_PER_RESERVATION
-                f = Flow(reads=meta, writes=meta, other=2 * r, read_bytes=meta * _METADATA_BLOCK,
-                         written_bytes=meta * _METADATA_BLOCK, reservations=r,
-                         davg=device_time[hl.device] if r else 0.0,
-                         kavg=KERNEL_OVERHEAD if r else 0.0)
+                f = Flow(
+                    reads=meta,
+                    writes=meta,
+                    other=2 * r,
+                    read_bytes=meta * _METADATA_BLOCK,
+                    written_bytes=meta * _METADATA_BLOCK,
+                    reservations=r,
+                    davg=device_time[hl.device] if r else 0.0,
+                    kavg=KERNEL_OVERHEAD if r else 0.0,
+                )
                 res.worlds[hl.device, hl.admin_world] = f
                 flows.append(f)
             lun = merge(flows)

@@ -1,4 +1,5 @@
 """Finding scenarios: the built-in YAML files shipped in `scenarios/`, or a user's file."""
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,7 @@ def load_scenario(name_or_path: str) -> Scenario:
     or a YAML file by path."""
     builtin = _builtin_files()
     if name_or_path in builtin:
-        return parse(builtin[name_or_path].read_text(encoding="utf-8"), name_or_path,
-                     f"{name_or_path}.yaml")
+        return parse(builtin[name_or_path].read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.yaml")
     for template, path in builtin.items():
         if f"-{_TEMPLATE_PARAM}-" not in template:
             continue
@@ -42,8 +42,7 @@ def load_scenario(name_or_path: str) -> Scenario:
         pattern = f"^{re.escape(head)}-([0-9]+)-{re.escape(tail)}$"
         m = re.match(pattern, name_or_path)
         if m:
-            return parse(path.read_text(encoding="utf-8"), name_or_path, f"{template}.yaml",
-                         int(m.group(1)))
+            return parse(path.read_text(encoding="utf-8"), name_or_path, f"{template}.yaml", int(m.group(1)))
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         try:
@@ -51,8 +50,7 @@ def load_scenario(name_or_path: str) -> Scenario:
         except OSError as e:
             raise ScenarioError(f"{name_or_path}: cannot read scenario file: {e.strerror}") from None
         return parse(text, p.stem, str(p))
-    raise ScenarioError(f"unknown scenario {name_or_path!r}: not a built-in scenario "
-                        f"(see `simulate --list`) nor a YAML file")
+    raise ScenarioError(f"unknown scenario {name_or_path!r}: not a built-in scenario (see `simulate --list`) nor a YAML file")
 
 
 def scenario_from_text(text: str, name: str = "scenario", file: str = "<text>") -> Scenario:

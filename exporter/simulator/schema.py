@@ -2,6 +2,7 @@
 naming the file and the field (`queue-ok.yaml: hosts[0].vms[1].oio: expected ...`). Values are
 converted to base units here (seconds, bytes, bytes/s) so the model never sees a unit string.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -81,8 +82,7 @@ class _Node:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
-        type(value), f"{value!r}")
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(type(value), f"{value!r}")
 
 
 def _int(v: Any) -> int:
@@ -109,6 +109,7 @@ def _matching(regex: re.Pattern, what: str):
         if not regex.match(s):
             raise ValueError(f"not a valid {what}: {s!r}")
         return s
+
     return convert
 
 
@@ -124,8 +125,7 @@ def _substitute(value: Any, n: int | None, file: str) -> Any:
         return [_substitute(v, n, file) for v in value]
     if isinstance(value, str) and "${N}" in value:
         if n is None:
-            raise ScenarioError(f"{file}: uses ${{N}} but was not loaded through a name like "
-                                f"shared-lun-8-hosts")
+            raise ScenarioError(f"{file}: uses ${{N}} but was not loaded through a name like shared-lun-8-hosts")
         return n if value == "${N}" else value.replace("${N}", str(n))
     return value
 
@@ -168,14 +168,21 @@ def parse(text: str, name: str, file: str, n: int | None = None) -> Scenario:
     _check_unique(file, "VM names", [v.name for h in hosts for v in h.vms])
     host_luns = {h.name: {hl.device for hl in h.luns} for h in hosts}
     vm_names = {v.name for h in hosts for v in h.vms}
-    phases = tuple(_phase(_Node(raw, where, file), luns, host_luns, vm_names)
-                   for where, raw in top.items("phases", []))
+    phases = tuple(_phase(_Node(raw, where, file), luns, host_luns, vm_names) for where, raw in top.items("phases", []))
     repeat = top.take("repeat", lambda v: v if isinstance(v, bool) else _fail_bool(v), False)
     top.done()
     if not hosts:
         raise ScenarioError(f"{file}: hosts: at least one host is needed")
-    return Scenario(name=name, description=description, figure=figure, luns=luns,
-                    hosts=tuple(hosts), phases=phases, repeat=repeat, source=file)
+    return Scenario(
+        name=name,
+        description=description,
+        figure=figure,
+        luns=luns,
+        hosts=tuple(hosts),
+        phases=phases,
+        repeat=repeat,
+        source=file,
+    )
 
 
 def _fail_bool(v: Any) -> bool:
@@ -193,8 +200,7 @@ def _check_unique(file: str, what: str, names: list[str]) -> None:
 def _lun(node: _Node) -> LunSpec:
     lun = LunSpec(
         device=node.take("device", _matching(_DEVICE, "device name (naa.*, eui.*, t10.*, mpx.*)")),
-        service_time=node.take("service_time", units.duration, check=_positive,
-                               check_msg="must be above zero"),
+        service_time=node.take("service_time", units.duration, check=_positive, check_msg="must be above zero"),
         absorbs=node.take("absorbs", _int, check=_positive, check_msg="must be above zero"),
         display_name=node.take("display_name", _text, ""),
         vendor=node.take("vendor", _text, ""),
@@ -211,8 +217,7 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
     name_pattern = node.take("name", _text)
     cpus = node.take("cpus", _int, 8, check=_positive, check_msg="must be above zero")
     cpu_mhz = node.take("cpu_mhz", _number, 2660.0, check=_positive, check_msg="must be above zero")
-    base_util = node.take("base_cpu_util", _number, 0.05, check=lambda v: 0 <= v < 1,
-                          check_msg="must be in 0..1")
+    base_util = node.take("base_cpu_util", _number, 0.05, check=lambda v: 0 <= v < 1, check_msg="must be in 0..1")
     dsnro = node.take("dsnro", _int, 32, check=_positive, check_msg="must be above zero")
     adapters = {}
     for where, raw in node.items("adapters"):
@@ -231,10 +236,18 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
     hosts = []
     for i in range(1, count + 1):
         vms = tuple(_vm(_Node(raw, where, node.file), host_luns, i) for where, raw in raw_vms)
-        hosts.append(HostSpec(
-            name=_format_name(node, "name", name_pattern, i), cpus=cpus, cpu_mhz=cpu_mhz,
-            base_cpu_util=base_util, dsnro=dsnro, adapters=tuple(adapters.values()),
-            luns=tuple(host_luns.values()), vms=vms))
+        hosts.append(
+            HostSpec(
+                name=_format_name(node, "name", name_pattern, i),
+                cpus=cpus,
+                cpu_mhz=cpu_mhz,
+                base_cpu_util=base_util,
+                dsnro=dsnro,
+                adapters=tuple(adapters.values()),
+                luns=tuple(host_luns.values()),
+                vms=vms,
+            )
+        )
     return hosts
 
 
@@ -242,11 +255,9 @@ def _format_name(node: _Node, key: str, pattern: str, i: int) -> str:
     try:
         name = pattern.format(i=i)
     except (KeyError, IndexError, ValueError) as e:
-        raise ScenarioError(f"{node.file}: {node._at(key)}: bad name pattern {pattern!r} "
-                            f"(only {{i}} may be used): {e}") from None
+        raise ScenarioError(f"{node.file}: {node._at(key)}: bad name pattern {pattern!r} (only {{i}} may be used): {e}") from None
     if not _NAME.match(name):
-        raise ScenarioError(f"{node.file}: {node._at(key)}: not a valid name: {name!r} "
-                            f"(letters, digits, '.', '_', '-')")
+        raise ScenarioError(f"{node.file}: {node._at(key)}: not a valid name: {name!r} (letters, digits, '.', '_', '-')")
     return name
 
 
@@ -255,24 +266,27 @@ def _adapter(node: _Node) -> AdapterSpec:
     kind = node.take("type", _text, "fc")
     link = node.take("link_speed", units.rate, None, check=_positive, check_msg="must be above zero")
     a = AdapterSpec(
-        name=name, type=kind,
+        name=name,
+        type=kind,
         model=node.take("model", _text, ""),
         driver=node.take("driver", _text, ""),
-        queue_depth=node.take("queue_depth", _int, _ADAPTER_QUEUE_DEPTH.get(kind, 1024),
-                              check=_positive, check_msg="must be above zero"),
+        queue_depth=node.take(
+            "queue_depth", _int, _ADAPTER_QUEUE_DEPTH.get(kind, 1024), check=_positive, check_msg="must be above zero"
+        ),
         link_speed=link,
-        link_efficiency=node.take("link_efficiency", _number, DEFAULT_LINK_EFFICIENCY,
-                                  check=lambda v: 0 < v <= 1, check_msg="must be in (0, 1]"),
-        cpu_per_command=node.take("cpu_per_command", units.duration, 10e-6,
-                                  check=lambda v: v >= 0, check_msg="must not be negative"),
+        link_efficiency=node.take(
+            "link_efficiency", _number, DEFAULT_LINK_EFFICIENCY, check=lambda v: 0 < v <= 1, check_msg="must be in (0, 1]"
+        ),
+        cpu_per_command=node.take(
+            "cpu_per_command", units.duration, 10e-6, check=lambda v: v >= 0, check_msg="must not be negative"
+        ),
     )
     node.done()
     return a
 
 
 def _host_lun(node: _Node, luns: dict[str, LunSpec], adapters: dict[str, AdapterSpec]) -> HostLunSpec:
-    device = node.take("device", _text, check=lambda d: d in luns,
-                       check_msg="not one of the scenario's luns")
+    device = node.take("device", _text, check=lambda d: d in luns, check_msg="not one of the scenario's luns")
     qd = node.take("queue_depth", _int, 32, check=_positive, check_msg="must be above zero")
     paths_node = node.node("paths")
     paths = []
@@ -282,8 +296,9 @@ def _host_lun(node: _Node, luns: dict[str, LunSpec], adapters: dict[str, Adapter
             raise paths_node.fail(str(runtime), "not a path runtime name like vmhba1:C0:T0:L1")
         if m.group(1) not in adapters:
             raise paths_node.fail(str(runtime), f"adapter {m.group(1)} is not one of this host's adapters")
-        paths_node.take(runtime, _text, check=lambda s: s in PATH_STATES,
-                        check_msg=f"state must be one of {', '.join(PATH_STATES)}")
+        paths_node.take(
+            runtime, _text, check=lambda s: s in PATH_STATES, check_msg=f"state must be one of {', '.join(PATH_STATES)}"
+        )
         paths.append((str(runtime), str(state)))
     if not any(state == "active" for _, state in paths):
         raise node.fail("paths", "at least one path must be active")
@@ -304,12 +319,13 @@ _LUN_OVERRIDES = {
 
 def _vm(node: _Node, host_luns: dict[str, HostLunSpec], i: int) -> VmSpec:
     name = _format_name(node, "name", node.take("name", _text), i)
-    lun = node.take("lun", _text, check=lambda d: d in host_luns,
-                    check_msg="not one of this host's luns")
-    fields = {k: node.take(k, conv, ..., check=chk, check_msg=msg)
-              for k, (conv, chk, msg) in _VM_OVERRIDES.items() if k != "read_ratio"}
-    fields["read_ratio"] = node.take("read_ratio", _number, 1.0, check=_VM_OVERRIDES["read_ratio"][1],
-                                     check_msg=_VM_OVERRIDES["read_ratio"][2])
+    lun = node.take("lun", _text, check=lambda d: d in host_luns, check_msg="not one of this host's luns")
+    fields = {
+        k: node.take(k, conv, ..., check=chk, check_msg=msg) for k, (conv, chk, msg) in _VM_OVERRIDES.items() if k != "read_ratio"
+    }
+    fields["read_ratio"] = node.take(
+        "read_ratio", _number, 1.0, check=_VM_OVERRIDES["read_ratio"][1], check_msg=_VM_OVERRIDES["read_ratio"][2]
+    )
     start = node.take("start", units.duration, 0.0)
     stop = node.take("stop", units.duration, None)
     node.done()
@@ -317,8 +333,7 @@ def _vm(node: _Node, host_luns: dict[str, HostLunSpec], i: int) -> VmSpec:
 
 
 def _overrides(node: _Node, allowed: dict) -> dict[str, Any]:
-    out = {key: node.take(key, conv, check=chk, check_msg=msg)
-           for key, (conv, chk, msg) in allowed.items() if key in node.data}
+    out = {key: node.take(key, conv, check=chk, check_msg=msg) for key, (conv, chk, msg) in allowed.items() if key in node.data}
     node.done()
     return out
 
@@ -337,29 +352,31 @@ def _named_overrides(node: _Node, known: set[str], unknown_msg: str, allowed: di
 def _phase(node: _Node, luns: dict[str, LunSpec], hosts: dict[str, set[str]], vms: set[str]) -> Phase:
     name = node.take("name", _text)
     dur = node.take("duration", units.duration, check=_positive, check_msg="must be above zero")
-    vm_over = _named_overrides(node.node("vms", {}), vms, "no VM of that name in the scenario",
-                               _VM_OVERRIDES)
-    lun_over = _named_overrides(node.node("luns", {}), set(luns), "not one of the scenario's luns",
-                                _LUN_OVERRIDES)
+    vm_over = _named_overrides(node.node("vms", {}), vms, "no VM of that name in the scenario", _VM_OVERRIDES)
+    lun_over = _named_overrides(node.node("luns", {}), set(luns), "not one of the scenario's luns", _LUN_OVERRIDES)
     ops = []
     for where, raw in node.items("vmfs_ops", []):
         op = _Node(raw, where, node.file)
         host = op.take("host", _text, check=lambda h: h in hosts, check_msg="no host of that name")
-        ops.append(VmfsOps(
-            host=host,
-            lun=op.take("lun", _text, check=lambda d, host=host: d in hosts[host],
-                        check_msg=f"not one of host {host}'s luns"),
-            reservations_per_second=op.take("reservations_per_second", _number, check=_positive,
-                                            check_msg="must be above zero"),
-            hold=op.take("hold", units.duration, check=_positive, check_msg="must be above zero"),
-            self_cost=op.take("self_cost", _number, DEFAULT_SELF_RESERVATION_COST,
-                              check=lambda v: 0 <= v <= 1, check_msg="must be in 0..1"),
-        ))
+        ops.append(
+            VmfsOps(
+                host=host,
+                lun=op.take(
+                    "lun", _text, check=lambda d, host=host: d in hosts[host], check_msg=f"not one of host {host}'s luns"
+                ),
+                reservations_per_second=op.take(
+                    "reservations_per_second", _number, check=_positive, check_msg="must be above zero"
+                ),
+                hold=op.take("hold", units.duration, check=_positive, check_msg="must be above zero"),
+                self_cost=op.take(
+                    "self_cost", _number, DEFAULT_SELF_RESERVATION_COST, check=lambda v: 0 <= v <= 1, check_msg="must be in 0..1"
+                ),
+            )
+        )
         op.done()
     for dev in {op.lun for op in ops}:
         held = sum(op.reservations_per_second * op.hold for op in ops if op.lun == dev)
         if held >= 0.9:
-            raise node.fail("vmfs_ops", f"reservations would hold {dev} {held:.0%} of the time "
-                                        f"(rate x hold must stay under 90%)")
+            raise node.fail("vmfs_ops", f"reservations would hold {dev} {held:.0%} of the time (rate x hold must stay under 90%)")
     node.done()
     return Phase(name=name, duration=dur, vms=vm_over, luns=lun_over, vmfs_ops=tuple(ops))

@@ -4,6 +4,7 @@ Time is simulated: `step()` advances it by `interval` without sleeping, so a 10-
 takes milliseconds, and everything random comes from one seeded generator, so a run is
 reproducible from (scenario, seed, interval, start).
 """
+
 from __future__ import annotations
 
 import random
@@ -24,8 +25,7 @@ class Simulation:
     """Steps a scenario. The n-th `step()` (from 0) is the sample at start + n * interval; the
     first is esxtop's first sample, whose rates and latencies are all zero."""
 
-    def __init__(self, scenario: Scenario, seed: int = 0, interval: float = 5.0,
-                 start: float = 1_700_000_000.0):
+    def __init__(self, scenario: Scenario, seed: int = 0, interval: float = 5.0, start: float = 1_700_000_000.0):
         if interval <= 0:
             raise ValueError("interval must be above zero")
         self.scenario = scenario
@@ -75,17 +75,21 @@ class Simulation:
         for h in self.scenario.hosts:
             inv = Inventory(host=h.name, dsnro=float(h.dsnro), cpu_core_hertz=h.cpu_mhz * 1e6)
             for a in h.adapters:
-                inv.adapters[a.name] = AdapterConfig(type=a.type, model=a.model, driver=a.driver,
-                                                     link_speed_bytes_per_second=a.link_speed)
+                inv.adapters[a.name] = AdapterConfig(
+                    type=a.type, model=a.model, driver=a.driver, link_speed_bytes_per_second=a.link_speed
+                )
             for hl in h.luns:
                 lun = self.scenario.luns[hl.device]
                 inv.luns[hl.device] = LunConfig(
-                    display_name=lun.display_name, vendor=lun.vendor, model=lun.model,
-                    datastore=lun.datastore, configured_queue_depth=float(hl.queue_depth),
-                    dsnro=float(min(h.dsnro, hl.queue_depth)))
+                    display_name=lun.display_name,
+                    vendor=lun.vendor,
+                    model=lun.model,
+                    datastore=lun.datastore,
+                    configured_queue_depth=float(hl.queue_depth),
+                    dsnro=float(min(h.dsnro, hl.queue_depth)),
+                )
                 for path, state in hl.paths:
-                    inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0],
-                                                 state=state)
+                    inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0], state=state)
                 if lun.datastore:
                     inv.datastore_hosts[lun.datastore] = len(mounts[lun.datastore])
             out.append(inv)
@@ -98,21 +102,27 @@ class Simulation:
             gid, wid = _VM_GROUP_BASE + 1000 * k, _VM_WORLD_BASE + _WORLD_STRIDE * k
             io = wid + 1  # the world that issues the VM's disk I/O
             self._io_world[h.name, vm.name] = str(io)
-            worlds = ((wid, "vmx"), (wid + 2, f"NetWorld-VM-{io}"), (wid + 3, f"vmast.{io}"),
-                      (wid + 4, f"vmx-vcpu-0:{vm.name}"), (wid + 5, f"PVSCSI-{io}:0"))
+            worlds = (
+                (wid, "vmx"),
+                (wid + 2, f"NetWorld-VM-{io}"),
+                (wid + 3, f"vmast.{io}"),
+                (wid + 4, f"vmx-vcpu-0:{vm.name}"),
+                (wid + 5, f"PVSCSI-{io}:0"),
+            )
             groups.append(CpuGroup(gid, vm.name, worlds, _VM_CPU_PCT, busy_world=3))
         if any(host == h.name for host, _ in self._admin_luns):
-            groups.insert(0, CpuGroup(_HOSTD_GROUP, f"hostd.{_HOSTD_WORLD}",
-                                      ((_HOSTD_WORLD, "hostd-worker"),), _HOSTD_CPU_PCT))
+            groups.insert(0, CpuGroup(_HOSTD_GROUP, f"hostd.{_HOSTD_WORLD}", ((_HOSTD_WORLD, "hostd-worker"),), _HOSTD_CPU_PCT))
         devices = []
         for hl in h.luns:
             worlds = [self._io_world[h.name, vm.name] for vm in h.vms if vm.lun == hl.device]
             if (h.name, hl.device) in self._admin_luns:
                 worlds.append(str(_HOSTD_WORLD))
-            devices.append(DeviceLayout(hl.device, hl.queue_depth, min(h.dsnro, hl.queue_depth),
-                                        tuple(p for p, _ in hl.paths), tuple(worlds)))
-        return HostLayout(h.name, h.cpus, tuple(groups),
-                          tuple((a.name, a.queue_depth) for a in h.adapters), tuple(devices))
+            devices.append(
+                DeviceLayout(
+                    hl.device, hl.queue_depth, min(h.dsnro, hl.queue_depth), tuple(p for p, _ in hl.paths), tuple(worlds)
+                )
+            )
+        return HostLayout(h.name, h.cpus, tuple(groups), tuple((a.name, a.queue_depth) for a in h.adapters), tuple(devices))
 
     def _phase(self, t: float) -> tuple[int, Phase | None]:
         phases = self.scenario.phases
@@ -129,8 +139,9 @@ class Simulation:
 
     def _model(self, t: float) -> queueing.Model:
         index, phase = self._phase(t)
-        running = frozenset((h.name, vm.name) for h in self.scenario.hosts for vm in h.vms
-                            if vm.start <= t and (vm.stop is None or t < vm.stop))
+        running = frozenset(
+            (h.name, vm.name) for h in self.scenario.hosts for vm in h.vms if vm.start <= t and (vm.stop is None or t < vm.stop)
+        )
         key = (index, running)
         if key not in self._cache:
             self._cache[key] = self._build(phase, running)
@@ -142,12 +153,17 @@ class Simulation:
         ops = phase.vmfs_ops if phase else ()
         loads = []
         for h in self.scenario.hosts:
-            links = {a.name: queueing.Link(a.link_speed * a.link_efficiency if a.link_speed else None,
-                                           a.cpu_per_command) for a in h.adapters}
+            links = {
+                a.name: queueing.Link(a.link_speed * a.link_efficiency if a.link_speed else None, a.cpu_per_command)
+                for a in h.adapters
+            }
             luns = []
             for hl in h.luns:
-                vms = [self._vm_load(h, vm, vm_over.get(vm.name, {}), (h.name, vm.name) in running)
-                       for vm in h.vms if vm.lun == hl.device]
+                vms = [
+                    self._vm_load(h, vm, vm_over.get(vm.name, {}), (h.name, vm.name) in running)
+                    for vm in h.vms
+                    if vm.lun == hl.device
+                ]
                 active = [(p, p.split(":", 1)[0]) for p, state in hl.paths if state == "active"]
                 admin = str(_HOSTD_WORLD) if (h.name, hl.device) in self._admin_luns else None
                 luns.append(queueing.HostLunLoad(hl.device, hl.queue_depth, active, vms, admin))
@@ -155,14 +171,14 @@ class Simulation:
         array = {}
         for dev, lun in self.scenario.luns.items():
             over = lun_over.get(dev, {})
-            array[dev] = queueing.ArrayLun(over.get("service_time", lun.service_time),
-                                           over.get("absorbs", lun.absorbs))
-        reservations = [queueing.Reservations(op.host, op.lun, op.reservations_per_second, op.hold,
-                                              op.self_cost) for op in ops]
+            array[dev] = queueing.ArrayLun(over.get("service_time", lun.service_time), over.get("absorbs", lun.absorbs))
+        reservations = [queueing.Reservations(op.host, op.lun, op.reservations_per_second, op.hold, op.self_cost) for op in ops]
         return queueing.Model(loads, array, reservations)
 
     def _vm_load(self, h: HostSpec, vm: VmSpec, over: dict, running: bool) -> queueing.VmLoad:
-        return queueing.VmLoad(self._io_world[h.name, vm.name],
-                               over.get("oio", vm.oio) if running else 0,
-                               over.get("block_size", vm.block_size),
-                               over.get("read_ratio", vm.read_ratio))
+        return queueing.VmLoad(
+            self._io_world[h.name, vm.name],
+            over.get("oio", vm.oio) if running else 0,
+            over.get("block_size", vm.block_size),
+            over.get("read_ratio", vm.read_ratio),
+        )

@@ -2,6 +2,7 @@
 
 Built by `schema` from YAML; read by the simulation. Nothing here knows about files or units.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
 """Parse the human units scenario files are written in ("5.8ms", "64KiB", "200MB/s", "3m")."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,7 @@ def _parse(value: object, table: dict[str, float], what: str) -> float:
     m = _NUMBER_UNIT.match(str(value))
     if not m or m.group(2) not in table:
         units = ", ".join(u for u in table if u)
-        raise ValueError(f"expected a {what} such as 5{next(iter(u for u in table if u))} "
-                         f"(units: {units}), got {value!r}")
+        raise ValueError(f"expected a {what} such as 5{next(iter(u for u in table if u))} (units: {units}), got {value!r}")
     return float(m.group(1)) * table[m.group(2)]
 
 

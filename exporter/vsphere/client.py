@@ -1,6 +1,7 @@
 """One vSphere session per target: logged in once, re-used, re-established once when it goes
 stale, with a timeout on every call. Errors become VsphereError with a one-line message that
 never carries the password."""
+
 from __future__ import annotations
 
 import http.client
@@ -59,8 +60,10 @@ class Client:
         self._content = None
         self._lock = threading.Lock()
         if config.insecure:
-            log.warning("vsphere target %s: TLS certificate verification is OFF (insecure: true); "
-                        "the connection can be intercepted", config.name)
+            log.warning(
+                "vsphere target %s: TLS certificate verification is OFF (insecure: true); the connection can be intercepted",
+                config.name,
+            )
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self.config.insecure:
@@ -81,9 +84,16 @@ class Client:
             raise VsphereError(f"password file {cfg.password_file}: {err.strerror}") from None
         try:
             self._probe()
-            return SmartConnect(host=cfg.host, port=cfg.port, path=cfg.path, user=cfg.user, pwd=password,
-                                sslContext=self._ssl_context(), httpConnectionTimeout=cfg.timeout,
-                                connectionPoolTimeout=-1)
+            return SmartConnect(
+                host=cfg.host,
+                port=cfg.port,
+                path=cfg.path,
+                user=cfg.user,
+                pwd=password,
+                sslContext=self._ssl_context(),
+                httpConnectionTimeout=cfg.timeout,
+                connectionPoolTimeout=-1,
+            )
         except VsphereError:
             raise
         except Exception as err:  # noqa: BLE001 - pyVmomi raises many kinds; all become one line

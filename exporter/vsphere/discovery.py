@@ -7,6 +7,7 @@ It also holds the name maps the perf mapping needs: a storagePath instance (the 
 `fc.WWNN:WWPN-fc.WWNN:WWPN-naa.*` form) -> runtime name `vmhbaN:C0:T0:L0`, and a host-level
 datastore instance (VMFS uuid) -> datastore name.
 """
+
 from __future__ import annotations
 
 import time
@@ -19,12 +20,20 @@ from pyVmomi import vim, vmodl
 from exporter import model as m
 from exporter.vsphere import nfs, soap
 
-HOST_PROPERTIES = ["name", "runtime.connectionState", "config.storageDevice.hostBusAdapter",
-                   "config.storageDevice.scsiLun", "config.storageDevice.multipathInfo",
-                   "config.storageDevice.plugStoreTopology", "config.fileSystemVolume.mountInfo",
-                   "configManager.advancedOption", "configManager.iscsiManager", "hardware.cpuInfo.hz",
-                   "hardware.cpuInfo.numCpuThreads",
-                   *nfs.NETWORK_PROPERTIES]
+HOST_PROPERTIES = [
+    "name",
+    "runtime.connectionState",
+    "config.storageDevice.hostBusAdapter",
+    "config.storageDevice.scsiLun",
+    "config.storageDevice.multipathInfo",
+    "config.storageDevice.plugStoreTopology",
+    "config.fileSystemVolume.mountInfo",
+    "configManager.advancedOption",
+    "configManager.iscsiManager",
+    "hardware.cpuInfo.hz",
+    "hardware.cpuInfo.numCpuThreads",
+    *nfs.NETWORK_PROPERTIES,
+]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
 _NS = "{urn:vim25}"
@@ -60,8 +69,13 @@ class HostTopology:
         """Series one counter of each family returns for the host: its instances and the host
         aggregate (a family not listed: the aggregate alone). The NFS vmknics are no storageAdapter."""
         inv = self.inventory
-        return {"luns": len(inv.luns) + 1, "paths": len(inv.paths) + 1, "datastores": len(self.datastores) + 1,
-                "cpus": self.cpu_threads + 1, "adapters": sum(a.type != "nfs" for a in inv.adapters.values()) + 1}
+        return {
+            "luns": len(inv.luns) + 1,
+            "paths": len(inv.paths) + 1,
+            "datastores": len(self.datastores) + 1,
+            "cpus": self.cpu_threads + 1,
+            "adapters": sum(a.type != "nfs" for a in inv.adapters.values()) + 1,
+        }
 
 
 @dataclass(slots=True)
@@ -107,8 +121,11 @@ def _nas_datastores(inv: m.Inventory, nas: list[tuple[str, str, str]], props: di
         if vmknic and vmknic not in inv.adapters:
             uplink = network.uplink(vmknic) or nfs.Uplink(device="", driver="", speed_mb=0)
             inv.adapters[vmknic] = m.AdapterConfig(  # model: the vmnic carrying it, driver: that vmnic's
-                type="nfs", model=uplink.device, driver=uplink.driver,
-                link_speed_bytes_per_second=mbit_bytes(uplink.speed_mb) if uplink.speed_mb > 0 else None)
+                type="nfs",
+                model=uplink.device,
+                driver=uplink.driver,
+                link_speed_bytes_per_second=mbit_bytes(uplink.speed_mb) if uplink.speed_mb > 0 else None,
+            )
 
 
 def _path_state(path) -> str:
@@ -145,16 +162,24 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
         kind = ADAPTER_TYPES.get(hba.get(_XSI_TYPE, "").split(":")[-1], "other")
         device = _text(hba, "device")
         adapters[_text(hba, "key")] = device
-        inv.adapters[device] = m.AdapterConfig(type=kind, model=_text(hba, "model"), driver=_text(hba, "driver"),
-                                               link_speed_bytes_per_second=link_speed_bytes(kind, _text(hba, "speed")))
+        inv.adapters[device] = m.AdapterConfig(
+            type=kind,
+            model=_text(hba, "model"),
+            driver=_text(hba, "driver"),
+            link_speed_bytes_per_second=link_speed_bytes(kind, _text(hba, "speed")),
+        )
     lun_names = {}
     for lun in _all(props.get("config.storageDevice.scsiLun"), "ScsiLun"):
         canonical = _text(lun, "canonicalName")
         lun_names[_text(lun, "key")] = canonical
         depth = _text(lun, "queueDepth")
         inv.luns[canonical] = m.LunConfig(
-            display_name=_text(lun, "displayName"), vendor=_text(lun, "vendor"), model=_text(lun, "model"),
-            datastore=extent_datastore.get(canonical, ""), configured_queue_depth=float(depth) if depth else None)
+            display_name=_text(lun, "displayName"),
+            vendor=_text(lun, "vendor"),
+            model=_text(lun, "model"),
+            datastore=extent_datastore.get(canonical, ""),
+            configured_queue_depth=float(depth) if depth else None,
+        )
     multipath = props.get("config.storageDevice.multipathInfo")
     for unit in _all(multipath, "lun"):
         device = lun_names.get(_text(unit, "lun"), _text(unit, "id"))
@@ -178,10 +203,15 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
 def _host_spec(content):
     view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
     spec = vmodl.query.PropertyCollector.FilterSpec(
-        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(
-            obj=view, skip=True,
-            selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)])],
-        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)])
+        objectSet=[
+            vmodl.query.PropertyCollector.ObjectSpec(
+                obj=view,
+                skip=True,
+                selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)],
+            )
+        ],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)],
+    )
     return view, spec
 
 
@@ -197,12 +227,17 @@ def perf_counters(content) -> list[tuple[int, str]]:
     """(key, group.name.rollup) of every counter the server has."""
     spec = vmodl.query.PropertyCollector.FilterSpec(
         objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=content.perfManager)],
-        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.PerformanceManager, pathSet=["perfCounter"])])
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.PerformanceManager, pathSet=["perfCounter"])],
+    )
     counters = []
     for _, props in soap.retrieve(content.propertyCollector, spec):
         for info in _all(props.get("perfCounter"), "PerfCounterInfo"):
-            counters.append((int(_text(info, "key")),
-                             f"{_text(info, 'groupInfo/key')}.{_text(info, 'nameInfo/key')}.{_text(info, 'rollupType')}"))
+            counters.append(
+                (
+                    int(_text(info, "key")),
+                    f"{_text(info, 'groupInfo/key')}.{_text(info, 'nameInfo/key')}.{_text(info, 'rollupType')}",
+                )
+            )
     return counters
 
 
@@ -239,8 +274,11 @@ def _iscsi_link_bytes(iscsi_manager, adapter: str) -> float | None:
         ports = iscsi_manager.QueryBoundVnics(iScsiHbaName=adapter)
     except (vim.fault.NotFound, vim.fault.IscsiFault, vmodl.fault.NotSupported):
         return None
-    speeds = {p.pnicDevice or p.pnic.device: p.pnic.linkSpeed.speedMb
-              for p in ports or () if p.pnic is not None and p.pnic.linkSpeed is not None}
+    speeds = {
+        p.pnicDevice or p.pnic.device: p.pnic.linkSpeed.speedMb
+        for p in ports or ()
+        if p.pnic is not None and p.pnic.linkSpeed is not None
+    }
     return mbit_bytes(sum(speeds.values())) if speeds else None
 
 
@@ -270,8 +308,13 @@ def discover(client, max_parallel: int = 4) -> Topology:
         options = _text_of(props.get("configManager.advancedOption"))
         iscsi = _text_of(props.get("configManager.iscsiManager"))
         has_iscsi = any(a.type == "iscsi" for a in topo.inventory.adapters.values())
-        hosts.append((topo, vim.option.OptionManager(options, stub) if options else None,
-                      vim.host.IscsiManager(iscsi, stub) if iscsi and has_iscsi else None))
+        hosts.append(
+            (
+                topo,
+                vim.option.OptionManager(options, stub) if options else None,
+                vim.host.IscsiManager(iscsi, stub) if iscsi and has_iscsi else None,
+            )
+        )
     if hosts:
         with ThreadPoolExecutor(max_workers=max(1, max_parallel)) as pool:
             list(pool.map(lambda host: client.call(lambda _c: _host_settings(*host)), hosts))

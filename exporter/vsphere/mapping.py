@@ -4,6 +4,7 @@ vSphere units: percent counters are hundredths of a percent, KBps is KiB/s, late
 `*Averaged` counters are already per second, `.summation` counters are counts over the sample's
 interval (divided by it to become per-second rates), MHz is 10^6 Hz.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,23 +47,43 @@ def _io(family: str, group: str, latencies: dict[str, str], extra: dict[str, Cou
 # "group.name.rollup" as the server names it -> where it goes. Keys are resolved by these names
 # at start (they differ between vCenter and ESXi); nothing here depends on a counter key.
 COUNTERS: dict[str, Counter] = {
-    **_io("luns", "disk", {"deviceLatency": m.DAVG, "kernelLatency": m.KAVG, "queueLatency": m.QAVG,
-                           "totalLatency": m.GAVG, "totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE}, {
-        "disk.maxQueueDepth.average": Counter("luns", m.QUEUE_DEPTH),
-        "disk.commandsAborted.summation": Counter("luns", m.ABORTS, per_interval=True),
-        "disk.busResets.summation": Counter("luns", m.RESETS, per_interval=True),
-        "disk.scsiReservationConflicts.summation": Counter("luns", m.CONFLICTS, per_interval=True),
-    }),
-    **_io("adapters", "storageAdapter", {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE,
-                                         "queueLatency": m.QAVG}, {
-        "storageAdapter.outstandingIOs.average": Counter("adapters", m.ACTIVE),
-        "storageAdapter.queued.average": Counter("adapters", m.QUEUED),
-        "storageAdapter.queueDepth.average": Counter("adapters", m.QUEUE_DEPTH),
-    }),
-    **_io("paths", "storagePath", {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE}, {
-        "storagePath.commandsAborted.summation": Counter("paths", m.ABORTS, per_interval=True),
-        "storagePath.busResets.summation": Counter("paths", m.RESETS, per_interval=True),
-    }),
+    **_io(
+        "luns",
+        "disk",
+        {
+            "deviceLatency": m.DAVG,
+            "kernelLatency": m.KAVG,
+            "queueLatency": m.QAVG,
+            "totalLatency": m.GAVG,
+            "totalReadLatency": m.GAVG_READ,
+            "totalWriteLatency": m.GAVG_WRITE,
+        },
+        {
+            "disk.maxQueueDepth.average": Counter("luns", m.QUEUE_DEPTH),
+            "disk.commandsAborted.summation": Counter("luns", m.ABORTS, per_interval=True),
+            "disk.busResets.summation": Counter("luns", m.RESETS, per_interval=True),
+            "disk.scsiReservationConflicts.summation": Counter("luns", m.CONFLICTS, per_interval=True),
+        },
+    ),
+    **_io(
+        "adapters",
+        "storageAdapter",
+        {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE, "queueLatency": m.QAVG},
+        {
+            "storageAdapter.outstandingIOs.average": Counter("adapters", m.ACTIVE),
+            "storageAdapter.queued.average": Counter("adapters", m.QUEUED),
+            "storageAdapter.queueDepth.average": Counter("adapters", m.QUEUE_DEPTH),
+        },
+    ),
+    **_io(
+        "paths",
+        "storagePath",
+        {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE},
+        {
+            "storagePath.commandsAborted.summation": Counter("paths", m.ABORTS, per_interval=True),
+            "storagePath.busResets.summation": Counter("paths", m.RESETS, per_interval=True),
+        },
+    ),
     **_io(DATASTORES, "datastore", {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE}),
     "cpu.usage.average": Counter("cpus", m.CPU_UTIL, units.VSPHERE_PERCENT),
     "cpu.usagemhz.average": Counter(HOST, CPU_HERTZ, units.MEGAHERTZ),

@@ -9,6 +9,7 @@ teaming order is kept by vCenter, not the host, so the proxy switch's uplinks in
 
 Read from `config.network.*` of the same property-collector walk as the rest of discovery.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -18,8 +19,14 @@ from exporter.vsphere.soap import children as _all
 from exporter.vsphere.soap import text as _text
 
 DEFAULT_STACK = ("", "defaultTcpipStack")  # NFS runs on the default TCP/IP stack only
-NETWORK_PROPERTIES = ["config.network.vnic", "config.network.pnic", "config.network.portgroup",
-                      "config.network.vswitch", "config.network.proxySwitch", "config.network.routeTableInfo"]
+NETWORK_PROPERTIES = [
+    "config.network.vnic",
+    "config.network.pnic",
+    "config.network.portgroup",
+    "config.network.vswitch",
+    "config.network.proxySwitch",
+    "config.network.routeTableInfo",
+]
 
 
 def _texts(element, path: str) -> list[str]:
@@ -51,7 +58,8 @@ class HostNetwork:
             self.vswitches[_text(vswitch, "key")] = self.vswitches[_text(vswitch, "name")] = vswitch
         self.proxy_uplinks = {  # distributed switch uuid -> its uplinks on this host
             _text(p, "dvsUuid"): self._devices(_texts(p, "pnic")) or _texts(p, "spec/backing/pnicSpec/pnicDevice")
-            for p in _all(props.get("config.network.proxySwitch"), "HostProxySwitch")}
+            for p in _all(props.get("config.network.proxySwitch"), "HostProxySwitch")
+        }
         self.routes = self._routes(props.get("config.network.routeTableInfo"))
 
     def _routes(self, table) -> list[tuple[ipaddress.IPv4Network, str]]:

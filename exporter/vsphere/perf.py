@@ -5,6 +5,7 @@ Real-time samples are 20 s apart; each host's query starts after the newest samp
 ingested (startTime is exclusive), so every sample is read once. The CSV format keeps the
 response small (one string per series instead of one XML element per value).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -48,6 +49,7 @@ def resolve(perf_counters) -> Resolved:
 @dataclass(slots=True)
 class HostSeries:
     """One host's answer: sample times (ascending) and per (counter key, instance) values."""
+
     stamps: list[tuple[float, int]] = field(default_factory=list)  # (unix time, interval)
     values: dict[tuple[int, str], list[float | None]] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> series dropped
@@ -57,6 +59,7 @@ class HostSeries:
 class QuerySpec:
     """One host's part of a QueryPerf call: every instance ("*") of these counters, real-time,
     CSV. Written to XML by soap.query_perf_csv (pyVmomi's serializer cost more than the query)."""
+
     entity: object  # vim.HostSystem
     counters: tuple[int, ...]
     start: float | None = None  # unix seconds, exclusive
@@ -67,8 +70,9 @@ class QuerySpec:
         return self.series or (1,) * len(self.counters)
 
 
-def query_specs(hosts, keys: list[int], last: dict[str, float], now: float,
-                families: dict[int, str] | None = None) -> list[QuerySpec]:
+def query_specs(
+    hosts, keys: list[int], last: dict[str, float], now: float, families: dict[int, str] | None = None
+) -> list[QuerySpec]:
     """One QuerySpec per host: every counter, every instance, after its newest sample.
     families (counter key -> model family) lets each spec say how many series it will return,
     from the host's discovered instances."""
@@ -170,6 +174,7 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
 def _run(client, specs) -> tuple[list, list[str]]:
     """One QueryPerf call. A fault from one bad entity (a host gone since discovery) fails the
     whole call, so a faulted call of several hosts is asked again host by host."""
+
     def ask(batch):
         return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch, REALTIME))
 

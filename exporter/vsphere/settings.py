@@ -4,6 +4,7 @@ file's `vsphere.targets` section (several named targets, each inheriting the vsp
 Passwords are read from files at login time, never from flags or the environment, so they stay
 out of process arguments; every error names the file, never its content.
 """
+
 from __future__ import annotations
 
 import urllib.parse
@@ -71,12 +72,18 @@ def _check_url(url: str) -> str | None:
 def targets(settings) -> list[TargetConfig]:
     """Every configured target; raises ConfigError listing every bad entry at once."""
     defaults = TargetConfig(
-        name="", url="", user=settings.get("vsphere.user"), password_file=settings.get("vsphere.password_file"),
-        ca_file=settings.get("vsphere.ca_file"), insecure=settings.get("vsphere.insecure", False),
-        timeout=settings.get("vsphere.timeout", 30.0), interval=settings.get("vsphere.interval", 20.0),
+        name="",
+        url="",
+        user=settings.get("vsphere.user"),
+        password_file=settings.get("vsphere.password_file"),
+        ca_file=settings.get("vsphere.ca_file"),
+        insecure=settings.get("vsphere.insecure", False),
+        timeout=settings.get("vsphere.timeout", 30.0),
+        interval=settings.get("vsphere.interval", 20.0),
         discovery_interval=settings.get("vsphere.discovery_interval", 300.0),
         max_query_metrics=settings.get("vsphere.max_query_metrics", 256),
-        max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4))
+        max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4),
+    )
     found: list[TargetConfig] = []
     problems: list[str] = []
     if settings.get("vsphere.url"):

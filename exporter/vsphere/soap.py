@@ -8,6 +8,7 @@ over its session and connection pool, and faults (NotAuthenticated, ...) are sti
 deserialized by pyVmomi and raised as usual; only the bulky success answer is read here.
 The inventory walk has the same cost profile (a host's storageDevice is thousands of elements).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -58,8 +59,12 @@ def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
     stub = mo._stub
     if request is None:
         request = stub.SerializeRequest(mo, info, args)
-    headers = {"Cookie": stub.cookie, "SOAPAction": stub.versionId, "Content-Type": "text/xml; charset=UTF-8",
-               "Accept-Encoding": "gzip"}
+    headers = {
+        "Cookie": stub.cookie,
+        "SOAPAction": stub.versionId,
+        "Content-Type": "text/xml; charset=UTF-8",
+        "Accept-Encoding": "gzip",
+    }
     conn = stub.GetConnection()
     try:
         conn.request("POST", stub.path, request, headers)
@@ -97,7 +102,8 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
         ids = metric_ids.get(spec.counters)
         if ids is None:
             ids = metric_ids[spec.counters] = "".join(
-                f"<metricId><counterId>{int(key)}</counterId><instance>*</instance></metricId>" for key in spec.counters)
+                f"<metricId><counterId>{int(key)}</counterId><instance>*</instance></metricId>" for key in spec.counters
+            )
         parts.append(f'<querySpec><entity type="HostSystem">{escape(spec.entity._moId)}</entity>')
         if spec.start is not None:
             parts.append(f"<startTime>{ISO8601Format(dt.datetime.fromtimestamp(spec.start, dt.timezone.utc))}</startTime>")

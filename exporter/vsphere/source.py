@@ -5,6 +5,7 @@ Each target keeps its own Store (for /probe?target=NAME) and also feeds the shar
 (/metrics). Its health (up, durations, objects, errors) and the families the model has no
 place for (host-level datastore I/O, CPU MHz) live here, read by collectors/vsphere.py.
 """
+
 from __future__ import annotations
 
 import logging
@@ -160,7 +161,9 @@ class VsphereTarget:
         if errors:
             with self.lock:
                 self.errors["collection"] += len(errors)
-            log.warning("vsphere target %s: %d QueryPerf failure(s), the other hosts were read: %s", self.name, len(errors), errors[0])
+            log.warning(
+                "vsphere target %s: %d QueryPerf failure(s), the other hosts were read: %s", self.name, len(errors), errors[0]
+            )
         self._ok()
         self._touch()
         return True
@@ -173,8 +176,9 @@ class VsphereTarget:
         for index, (stamp, interval) in enumerate(series.stamps):
             if stamp <= last:
                 continue  # already ingested: each 20 s sample counts once
-            sample = m.Sample(host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere",
-                              path_devices=topo.path_devices)
+            sample = m.Sample(
+                host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere", path_devices=topo.path_devices
+            )
             extra: dict[str, dict[str, dict[str, float]]] = {mapping.DATASTORES: {}, mapping.HOST: {}}
             wildcards = 0
             routes = topo.routes
@@ -217,8 +221,10 @@ class VsphereTarget:
         return self.discover() and self.collect()
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
-        threads = [threading.Thread(target=self._discovery_loop, args=(stop,), name=f"vsphere-discovery:{self.name}", daemon=True),
-                   threading.Thread(target=self._collection_loop, args=(stop,), name=f"vsphere-collect:{self.name}", daemon=True)]
+        threads = [
+            threading.Thread(target=self._discovery_loop, args=(stop,), name=f"vsphere-discovery:{self.name}", daemon=True),
+            threading.Thread(target=self._collection_loop, args=(stop,), name=f"vsphere-collect:{self.name}", daemon=True),
+        ]
         for thread in threads:
             thread.start()
         return threads

@@ -1,6 +1,7 @@
 """Synthetic esxtop captures with a known difference, for the analysis tests (compare, capacity,
 backfill) until simulator captures are available: a closed queue of VMs on one LUN behind one or
 two adapters, with autocorrelated noise (AR(1), like real queues) from a seed."""
+
 from __future__ import annotations
 
 import random
@@ -9,9 +10,17 @@ from pathlib import Path
 
 from tests.support.captures import DEVICE_COUNTERS, device_columns, header, row
 
-PATH_COUNTERS = ["Commands/sec", "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec",
-                 "Average Driver MilliSec/Command", "Average Kernel MilliSec/Command",
-                 "Average Guest MilliSec/Command", "Average Queue MilliSec/Command"]
+PATH_COUNTERS = [
+    "Commands/sec",
+    "Reads/sec",
+    "Writes/sec",
+    "MBytes Read/sec",
+    "MBytes Written/sec",
+    "Average Driver MilliSec/Command",
+    "Average Kernel MilliSec/Command",
+    "Average Guest MilliSec/Command",
+    "Average Queue MilliSec/Command",
+]
 DEVICE = "naa.600601601e3021001a2b3c4d5e6f0001"
 HOST = "esx01.lab.local"
 
@@ -35,8 +44,15 @@ def _ar1(rng, phi=0.8, sigma=0.05):
         yield value
 
 
-def write(path: Path, setup: Setup, seed: int, samples: int = 720, interval: float = 5.0,
-          start: float = 1_700_000_000.0, truncate_last: bool = False) -> Path:
+def write(
+    path: Path,
+    setup: Setup,
+    seed: int,
+    samples: int = 720,
+    interval: float = 5.0,
+    start: float = 1_700_000_000.0,
+    truncate_last: bool = False,
+) -> Path:
     rng = random.Random(seed)
     noise = _ar1(rng)
     adapters = [f"vmhba{i + 1}" for i in range(setup.links)]
@@ -76,16 +92,35 @@ def write(path: Path, setup: Setup, seed: int, samples: int = 720, interval: flo
         kavg = qued / iops * 1000 if qued else 0.01
         gavg = davg + kavg
         conflicts = max(0.0, setup.conflicts * (1 + e))
-        lun = {"Device Q Depth": setup.dqlen, "Active Commands": actv, "Queued Commands": qued,
-               "% Used": 100 * actv / setup.dqlen, "Load": (actv + qued) / setup.dqlen, "Commands/sec": iops,
-               "Reads/sec": iops, "Writes/sec": 0.0, "MBytes Read/sec": mib, "MBytes Written/sec": 0.0,
-               "Average Driver MilliSec/Command": davg, "Average Kernel MilliSec/Command": kavg,
-               "Average Guest MilliSec/Command": gavg, "Average Queue MilliSec/Command": max(kavg - 0.01, 0),
-               "Reserves/sec": conflicts * 2, "Conflicts/sec": conflicts}
-        share = {"Commands/sec": iops / setup.links, "Reads/sec": iops / setup.links, "Writes/sec": 0.0,
-                 "MBytes Read/sec": mib / setup.links, "MBytes Written/sec": 0.0,
-                 "Average Driver MilliSec/Command": davg, "Average Kernel MilliSec/Command": kavg,
-                 "Average Guest MilliSec/Command": gavg, "Average Queue MilliSec/Command": max(kavg - 0.01, 0)}
+        lun = {
+            "Device Q Depth": setup.dqlen,
+            "Active Commands": actv,
+            "Queued Commands": qued,
+            "% Used": 100 * actv / setup.dqlen,
+            "Load": (actv + qued) / setup.dqlen,
+            "Commands/sec": iops,
+            "Reads/sec": iops,
+            "Writes/sec": 0.0,
+            "MBytes Read/sec": mib,
+            "MBytes Written/sec": 0.0,
+            "Average Driver MilliSec/Command": davg,
+            "Average Kernel MilliSec/Command": kavg,
+            "Average Guest MilliSec/Command": gavg,
+            "Average Queue MilliSec/Command": max(kavg - 0.01, 0),
+            "Reserves/sec": conflicts * 2,
+            "Conflicts/sec": conflicts,
+        }
+        share = {
+            "Commands/sec": iops / setup.links,
+            "Reads/sec": iops / setup.links,
+            "Writes/sec": 0.0,
+            "MBytes Read/sec": mib / setup.links,
+            "MBytes Written/sec": 0.0,
+            "Average Driver MilliSec/Command": davg,
+            "Average Kernel MilliSec/Command": kavg,
+            "Average Guest MilliSec/Command": gavg,
+            "Average Queue MilliSec/Command": max(kavg - 0.01, 0),
+        }
         values = []
         for obj, _inst, counter in cols:
             if obj == "Physical Cpu":

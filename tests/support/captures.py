@@ -1,4 +1,5 @@
 """Small synthetic esxtop captures, written exactly as esxtop writes them (quoted cells, trailing comma)."""
+
 from __future__ import annotations
 
 import time
@@ -8,7 +9,8 @@ HEADER_FIRST = "(PDH-CSV 4.0) (UTC)(0)"
 
 def header(host: str, columns: list[tuple[str, str | None, str]], trailing_comma: bool = True) -> str:
     cells = [HEADER_FIRST] + [
-        f"\\\\{host}\\{obj}" + (f"({inst})" if inst is not None else "") + f"\\{counter}" for obj, inst, counter in columns]
+        f"\\\\{host}\\{obj}" + (f"({inst})" if inst is not None else "") + f"\\{counter}" for obj, inst, counter in columns
+    ]
     return ",".join(f'"{c}"' for c in cells) + ("," if trailing_comma else "")
 
 
@@ -21,10 +23,22 @@ def row(ts: float, values: list, trailing_comma: bool = True) -> str:
     return ",".join(f'"{c}"' for c in cells) + ("," if trailing_comma else "")
 
 
-DEVICE_COUNTERS = ["Device Q Depth", "Active Commands", "Queued Commands", "% Used", "Load", "Commands/sec",
-                   "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec",
-                   "Average Driver MilliSec/Command", "Average Kernel MilliSec/Command",
-                   "Average Guest MilliSec/Command", "Average Queue MilliSec/Command"]
+DEVICE_COUNTERS = [
+    "Device Q Depth",
+    "Active Commands",
+    "Queued Commands",
+    "% Used",
+    "Load",
+    "Commands/sec",
+    "Reads/sec",
+    "Writes/sec",
+    "MBytes Read/sec",
+    "MBytes Written/sec",
+    "Average Driver MilliSec/Command",
+    "Average Kernel MilliSec/Command",
+    "Average Guest MilliSec/Command",
+    "Average Queue MilliSec/Command",
+]
 
 
 def device_columns(device: str, counters=DEVICE_COUNTERS):

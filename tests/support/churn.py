@@ -4,6 +4,7 @@ Every `generation` is one esxtop run (a new header): a sliding window of LUN and
 on by `shift` each run, so `shift` LUNs (with their paths and worlds) leave and as many new ones
 arrive. An exporter that never forgets an object grows without bound on this input.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,13 +28,22 @@ def columns(generation: int, luns: int, shift: int, worlds_per_lun: int):
         cols += captures.device_columns(device)
         cols += [("Physical Disk Path", f"vmhba{1 + n % 2}:C0:T{n % 64}:L{n}", c) for c in PATH_COUNTERS]
         for w in range(worlds_per_lun):
-            cols += [("Physical Disk Per-Device-Per-World", f"{device}-{100000 + n * worlds_per_lun + w}", c)
-                     for c in WORLD_COUNTERS]
+            cols += [
+                ("Physical Disk Per-Device-Per-World", f"{device}-{100000 + n * worlds_per_lun + w}", c) for c in WORLD_COUNTERS
+            ]
     return cols
 
 
-def run_lines(generation: int, rows: int, start: float, interval: float = 5.0, luns: int = 100, shift: int = 30,
-              worlds_per_lun: int = 4, host: str = "esx-churn"):
+def run_lines(
+    generation: int,
+    rows: int,
+    start: float,
+    interval: float = 5.0,
+    luns: int = 100,
+    shift: int = 30,
+    worlds_per_lun: int = 4,
+    host: str = "esx-churn",
+):
     """The lines of one esxtop run: its header, then `rows` data rows from `start`."""
     cols = columns(generation, luns, shift, worlds_per_lun)
     yield captures.header(host, cols) + "\n"

@@ -1,5 +1,6 @@
 """Helpers for the deployment tests: find the tools, and run a deployment's own exporter command
 line (the image's ENTRYPOINT + CMD, the unit's ExecStart, the Deployment's args) as a real process."""
+
 from __future__ import annotations
 
 import os

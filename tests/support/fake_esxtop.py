@@ -7,6 +7,7 @@ Each run appends its pid and argv to files beside the control file, for the test
 Output comes from the simulator (exporter.simulator) when `source` is "simulator", else from the
 synthetic capture writer in tests/support/captures.py, whose column set the test chooses.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,12 +49,14 @@ def main(argv: list[str]) -> int:
 def _source(control: dict, interval: float):
     if control.get("source") == "simulator":
         from exporter.simulator import Simulation, load_scenario
+
         sim = Simulation(load_scenario(control.get("scenario", "queue-ok")), seed=0, interval=interval, start=time.time())
         host = sim.hosts[0]
 
         def sim_rows():
             while True:
                 yield sim.step()[host].rstrip("\r\n")
+
         return sim.header(host).rstrip("\r\n"), sim_rows()
     devices = control.get("devices", ["naa.600000000000000000000000000000a1"])
     columns = [col for device in devices for col in captures.device_columns(device)]
@@ -68,6 +71,7 @@ def _source(control: dict, interval: float):
                 values += [32, 8 + n % 4, 0, 25, 0.25, 100 + n, 60, 40 + n, 1.5, 1.0, 2.0, 0.1, 2.1, 0.05]
             yield captures.row(time.time(), values)
             n += 1
+
     return header, rows()
 
 

@@ -1,4 +1,5 @@
 """Reading an exposition in tests: values by metric name and labels, and waiting for a condition."""
+
 from __future__ import annotations
 
 import time

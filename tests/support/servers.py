@@ -1,4 +1,5 @@
 """Real servers for integration tests: each started on 127.0.0.1 on a free port and stopped by PID."""
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,12 @@ class Exporter:
         out = open(log_path, "wb") if log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{self.port}", *args],
-            stdin=stdin, stdout=out, stderr=subprocess.STDOUT if log_path else subprocess.DEVNULL,
-            env=exporter_env(), cwd=ROOT)
+            stdin=stdin,
+            stdout=out,
+            stderr=subprocess.STDOUT if log_path else subprocess.DEVNULL,
+            env=exporter_env(),
+            cwd=ROOT,
+        )
         wait_http(self.url + "/-/healthy", proc=self.proc)
 
     def metrics(self) -> str:
@@ -96,8 +101,16 @@ class Exporter:
 class Prometheus:
     """A real Prometheus server scraping the given targets (Debian package `prometheus`)."""
 
-    def __init__(self, tmp: Path, targets: list[str], scrape_interval: str = "1s", rule_files=(), extra_config: str = "",
-                 config_text: str | None = None, args: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        tmp: Path,
+        targets: list[str],
+        scrape_interval: str = "1s",
+        rule_files=(),
+        extra_config: str = "",
+        config_text: str | None = None,
+        args: tuple[str, ...] = (),
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         tmp.mkdir(parents=True, exist_ok=True)
@@ -107,12 +120,23 @@ class Prometheus:
                 f"global:\n  scrape_interval: {scrape_interval}\n  evaluation_interval: {scrape_interval}\n"
                 + (("rule_files:\n" + "".join(f"  - {Path(r).resolve()}\n" for r in rule_files)) if rule_files else "")
                 + "scrape_configs:\n  - job_name: esxi\n    static_configs:\n      - targets: ["
-                + ", ".join(f"'{t}'" for t in targets) + "]\n" + extra_config)
+                + ", ".join(f"'{t}'" for t in targets)
+                + "]\n"
+                + extra_config
+            )
         config.write_text(config_text)
         self.proc, self.log = launch(
-            ("prometheus",), [f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-                              f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", *args],
-            tmp, self.url + "/-/ready")
+            ("prometheus",),
+            [
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--web.enable-lifecycle",
+                *args,
+            ],
+            tmp,
+            self.url + "/-/ready",
+        )
 
     def query(self, expr: str, at: float | None = None) -> list[dict]:
         params = {"query": expr}
@@ -150,9 +174,15 @@ class Alertmanager:
         config.write_text(config_text)
         self.proc, self.log = launch(
             ("prometheus-alertmanager", "alertmanager"),
-            [f"--config.file={config}", f"--storage.path={tmp / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
-            tmp, self.url + "/-/ready")
+            [
+                f"--config.file={config}",
+                f"--storage.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--cluster.listen-address=",
+            ],
+            tmp,
+            self.url + "/-/ready",
+        )
 
     def stop(self):
         stop(self.proc)

@@ -6,6 +6,7 @@ through a ForceCommand wrapper that puts it first on PATH, so `esxtop -b ...` re
 The test can kill the sessions (a dropped connection or a rebooting host), stop and restart the
 server on the same port, or restart it with a new host key.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -25,8 +26,11 @@ SSHD = "/usr/sbin/sshd"
 
 
 def keygen(path: Path, passphrase: str = "") -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "test", "-f", str(path)],
-                   check=True, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "test", "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def can_fake_shadow() -> bool:
@@ -53,14 +57,15 @@ class Sshd:
         bin_dir = tmp / "bin"
         bin_dir.mkdir()
         esxtop = bin_dir / "esxtop"
-        esxtop.write_text(f"#!/bin/sh\nexec {sys.executable} -m tests.support.fake_esxtop \"$@\"\n")
+        esxtop.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.support.fake_esxtop "$@"\n')
         esxtop.chmod(0o755)
         session = tmp / "session"
         session.write_text(
             "#!/bin/sh\n"
             f"export PATH={bin_dir}:$PATH PYTHONPATH={ROOT} FAKE_ESXTOP_CONTROL={self.control}\n"
             f"cd {ROOT}\n"
-            'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n')
+            'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+        )
         session.chmod(0o755)
         if os.geteuid() == 0:
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
@@ -89,16 +94,16 @@ class Sshd:
     def config(self) -> Path:
         path = self.tmp / "sshd_config"
         path.write_text(f"""ListenAddress 127.0.0.1:{self.port}
-HostKey {self.tmp / 'host_key'}
-PidFile {self.tmp / 'sshd.pid'}
-AuthorizedKeysFile {self.tmp / 'authorized_keys'}
+HostKey {self.tmp / "host_key"}
+PidFile {self.tmp / "sshd.pid"}
+AuthorizedKeysFile {self.tmp / "authorized_keys"}
 UsePAM no
 StrictModes no
 PubkeyAuthentication yes
-PasswordAuthentication {'yes' if self.password else 'no'}
+PasswordAuthentication {"yes" if self.password else "no"}
 KbdInteractiveAuthentication no
-PermitRootLogin {'yes' if self.password else 'prohibit-password'}
-ForceCommand {self.tmp / 'session'}
+PermitRootLogin {"yes" if self.password else "prohibit-password"}
+ForceCommand {self.tmp / "session"}
 AllowTcpForwarding no
 X11Forwarding no
 PrintMotd no
@@ -127,8 +132,9 @@ LogLevel INFO
 
     def fake_shadow(self) -> Path:
         """A copy of /etc/shadow with this user's password set (hashed by openssl, fed on stdin)."""
-        hashed = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=self.password + "\n", capture_output=True,
-                                text=True, check=True).stdout.strip()
+        hashed = subprocess.run(
+            ["openssl", "passwd", "-6", "-stdin"], input=self.password + "\n", capture_output=True, text=True, check=True
+        ).stdout.strip()
         lines = []
         for line in Path("/etc/shadow").read_text().splitlines():
             fields = line.split(":")

@@ -6,6 +6,7 @@
 
 `python3 tests/vcsim/sims.py` builds the storage simulator (used by .ci/install) and prints its path.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -96,6 +97,7 @@ class Vcsim:
 
 def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
     import socket
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
