@@ -102,7 +102,7 @@ def test_esxi65_golden_matches_csv_cells(request):
             assert got[f"esxi_lun_{metric}_latency_seconds_total" + labels] == pytest.approx(
                 sum(ms / 1000 * c * 5 for ms, c in zip(lat[1:], cmds[1:]))
             )
-            assert got[f"esxi_lun_{metric}_latency_seconds" + labels] == pytest.approx(lat[-1] / 1000)
+            assert got[f"esxi_lun_{metric}_latency_mean_seconds" + labels] == pytest.approx(lat[-1] / 1000)
         assert got["esxi_lun_queue_depth" + labels] == cells("Device Q Depth")[-1]
         assert got["esxi_lun_active_commands" + labels] == cells("Active Commands")[-1]
         checked += 1
@@ -135,7 +135,7 @@ def test_esxi60_golden_matches_csv_cells(ic_capture, request):
     assert got[f'esxi_lun_queue_depth{{host="localhost",device="{device}"}}'] == depth
     # One row only: esxtop's first sample is not a measurement, so counters exist and stay 0.
     assert got[f'esxi_lun_commands_total{{host="localhost",device="{device}"}}'] == 0
-    assert f'esxi_lun_device_latency_seconds{{host="localhost",device="{device}"}}' not in got
+    assert f'esxi_lun_device_latency_mean_seconds{{host="localhost",device="{device}"}}' not in got
     # Every cell the reader converted equals the CSV cell (the first sample's values, unscaled back).
     sample = next(read_file(ic_capture))
     assert sample.interval is None
@@ -177,10 +177,10 @@ def test_golden_parses_with_prometheus_client(name):
     families = list(text_string_to_metric_families(text))
     types = {(f.name, f.type) for f in families}
     assert ("esxi_lun_commands", "counter") in types and ("esxi_lun_queue_depth", "gauge") in types
-    # The latency counter (…_seconds_total) and the last-interval gauge (…_seconds) both parse;
+    # The latency counter (…_seconds_total) and the last-interval gauge (…_mean_seconds) both parse;
     # a one-sample capture has no measured interval, so no latency gauge.
     expected = {("esxi_lun_device_latency_seconds", "counter")}
     if "3samples" in name:
-        expected.add(("esxi_lun_device_latency_seconds", "gauge"))
+        expected.add(("esxi_lun_device_latency_mean_seconds", "gauge"))
     assert expected <= types
     assert sum(len(f.samples) for f in families) == sum(1 for line in text.splitlines() if line and not line.startswith("#"))

@@ -99,10 +99,10 @@ def vc_dump(vc, password_file):
 
 def test_lun_latency_above_50ms_exact(vc_dump):
     lun = {"host": "esx02.lab.local", "device": N1}
-    assert value(vc_dump, "esxi_lun_device_latency_seconds", **lun) == pytest.approx(0.062)  # DAVG 62 ms
-    assert value(vc_dump, "esxi_lun_kernel_latency_seconds", **lun) == pytest.approx(0.003)
-    assert value(vc_dump, "esxi_lun_queue_latency_seconds", **lun) == pytest.approx(0.002)
-    assert value(vc_dump, "esxi_lun_guest_latency_seconds", **lun) == pytest.approx(0.065)
+    assert value(vc_dump, "esxi_lun_device_latency_mean_seconds", **lun) == pytest.approx(0.062)  # DAVG 62 ms
+    assert value(vc_dump, "esxi_lun_kernel_latency_mean_seconds", **lun) == pytest.approx(0.003)
+    assert value(vc_dump, "esxi_lun_queue_latency_mean_seconds", **lun) == pytest.approx(0.002)
+    assert value(vc_dump, "esxi_lun_guest_latency_mean_seconds", **lun) == pytest.approx(0.065)
     # One 20 s sample: 1600 commands/s -> 32,000 commands; latency x commands = 0.062 x 32,000.
     assert value(vc_dump, "esxi_lun_commands_total", **lun) == 32000
     assert value(vc_dump, "esxi_lun_device_latency_seconds_total", **lun) == pytest.approx(1984.0)
@@ -110,7 +110,7 @@ def test_lun_latency_above_50ms_exact(vc_dump):
     assert value(vc_dump, "esxi_lun_read_bytes_total", **lun) == 25600 * 1024 * 20  # KiB/s -> bytes
     assert value(vc_dump, "esxi_lun_aborts_total", **lun) == 4  # a count over the 20 s sample
     assert value(vc_dump, "esxi_lun_queue_depth", **lun) == 64
-    assert value(vc_dump, "esxi_lun_device_latency_seconds", host="esx01.lab.local", device=N1) == pytest.approx(0.004)
+    assert value(vc_dump, "esxi_lun_device_latency_mean_seconds", host="esx01.lab.local", device=N1) == pytest.approx(0.004)
 
 
 def test_saturated_hba_exact(vc_dump):
@@ -122,7 +122,7 @@ def test_saturated_hba_exact(vc_dump):
     assert moved / 20 / link == pytest.approx(1.0, abs=1e-6)  # at its link speed
     assert value(vc_dump, "esxi_adapter_active_commands", **hba) == 250
     assert value(vc_dump, "esxi_adapter_queued_commands", **hba) == 12
-    assert value(vc_dump, "esxi_adapter_read_latency_seconds", **hba) == pytest.approx(0.009)
+    assert value(vc_dump, "esxi_adapter_read_latency_mean_seconds", **hba) == pytest.approx(0.009)
     assert value(vc_dump, "esxi_adapter_info", **hba, type="fc", model="Emulex LPe12002 8Gb FC", driver="lpfc") == 1
 
 
@@ -312,7 +312,7 @@ def test_reservation_conflicts_cpu_and_datastores(vc_dump):
     assert value(vc_dump, "esxi_host_cpu_usage_hertz", host="esx03.lab.local") == pytest.approx(18.72e9)
     assert value(vc_dump, "esxi_host_cpu_core_frequency_hertz", host="esx03.lab.local") == 2.1e9  # hardware.cpuInfo.hz
     ds = {"host": "esx02.lab.local", "datastore": "ds-shared-01"}
-    assert value(vc_dump, "esxi_datastore_read_latency_seconds", **ds) == pytest.approx(0.066)
+    assert value(vc_dump, "esxi_datastore_read_latency_mean_seconds", **ds) == pytest.approx(0.066)
     assert value(vc_dump, "esxi_datastore_reads_total", **ds) == 1000 * 20
 
 
@@ -338,7 +338,7 @@ def test_standalone_esxi_works_the_same(esx, password_file):
     proc = dump(esx, password_file)
     assert proc.returncode == 0, proc.stderr
     samples = parse(proc.stdout)
-    assert value(samples, "esxi_lun_device_latency_seconds", host="esx01.lab.local", device=N1) == pytest.approx(0.004)
+    assert value(samples, "esxi_lun_device_latency_mean_seconds", host="esx01.lab.local", device=N1) == pytest.approx(0.004)
     assert value(samples, "esxi_adapter_link_speed_bytes_per_second", host="esx01.lab.local", adapter="vmhba2") == 2e9
     assert value(samples, "esxi_vsphere_objects", target="127.0.0.1", kind="host") == 1
     assert value(samples, "esxi_datastore_hosts", datastore="ds-shared-01") == 1  # one host sees only itself
@@ -414,7 +414,7 @@ scrape_configs:
         replacement: 127.0.0.1:{exporter.port}
 """,
         )
-        slow = prometheus.wait_for("esxi_lun_device_latency_seconds > 0.05")
+        slow = prometheus.wait_for("esxi_lun_device_latency_mean_seconds > 0.05")
         assert [(r["metric"]["instance"], r["metric"]["host"], r["metric"]["device"], float(r["value"][1])) for r in slow] == [
             ("vc", "esx02.lab.local", N1, 0.062)
         ]

@@ -2,9 +2,11 @@
 
 Every sample goes through the same Store and collectors as `serve`, so names, labels and counter
 values are exactly what a scrape after that sample would have shown; a `run` label tells the
-before and after captures apart. The output is OpenMetrics text in time order (no TYPE lines:
-a block keeps no metadata, and the exporter's counter and gauge families of one latency share a
-name, which OpenMetrics metadata cannot express), for `promtool tsdb create-blocks-from openmetrics`.
+before and after captures apart. The output is OpenMetrics text for `promtool tsdb
+create-blocks-from openmetrics`: OpenMetrics wants each family's samples together and, within it,
+each series' samples together in time order, so the rendered lines are spilled to one temporary
+file per family while the capture is read, then written out family by family, series by series.
+Only one family's lines are in memory at a time.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from exporter.collectors import COLLECTORS
 from exporter.esxtop.reader import EsxtopError, EsxtopReader
 from exporter.state import Store
-from exporter.textformat import escape_label
+from exporter.textformat import Family, escape_label
 
 
 def _stamp(line: str, run_label: str, timestamp: str) -> str:
@@ -33,17 +35,47 @@ def _stamp(line: str, run_label: str, timestamp: str) -> str:
     return f"{series} {value} {timestamp}\n"
 
 
-def render_sample(store: Store, run: str, timestamp: float) -> list[str]:
-    """The collectors' series after this sample, as the live exporter renders them, stamped."""
+def render_sample(store: Store, run: str, timestamp: float) -> list[tuple[Family, list[str]]]:
+    """The collectors' families after this sample, as the live exporter renders them, stamped."""
     run_label, stamp = f'run="{escape_label(run)}"', f"{timestamp:.3f}"
     with store.lock:
         return [
-            _stamp(line, run_label, stamp)
+            (family, [_stamp(line, run_label, stamp) for line in family.lines])
             for collect, enabled in COLLECTORS.values()
             if enabled
             for family in collect(store)
-            for line in family.lines
+            if family.lines
         ]
+
+
+class _FamilySpill:
+    """One temporary file per family, filled in time order while the capture is read."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.files: dict[str, tuple[Family, object]] = {}
+
+    def write(self, family: Family, lines: list[str]) -> None:
+        entry = self.files.get(family.name)
+        if entry is None:
+            path = Path(self.directory) / f"{len(self.files)}.om"
+            entry = self.files[family.name] = (family, open(path, "w+", encoding="utf-8"))
+        entry[1].writelines(lines)
+
+    def drain(self, out) -> None:
+        """Each family under its TYPE line, each series' samples together, still in time order."""
+        for family, handle in self.files.values():
+            handle.seek(0)
+            lines = handle.readlines()
+            handle.close()
+            lines.sort(key=_series_key)  # stable: a series keeps its time order
+            name = family.name.removesuffix("_total") if family.kind == "counter" else family.name
+            out.write(f"# TYPE {name} {family.kind}\n")
+            out.writelines(lines)
+
+
+def _series_key(line: str) -> str:
+    return line.rsplit(" ", 2)[0]  # 'name{labels} value timestamp': label values may hold spaces
 
 
 def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: list | None = None) -> int:
@@ -53,6 +85,20 @@ def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: li
     leaves cut short: that one is reported in `notes` and the samples before it are kept.
     """
     store, reader = Store(), EsxtopReader(capture_path)
+    count, pending = 0, None
+    with tempfile.TemporaryDirectory() as spill_dir:
+        spill = _FamilySpill(spill_dir)
+        count, pending = _read(capture_path, run, store, reader, spill, progress)
+        if reader.layout is None:
+            raise EsxtopError("no_header", f"{capture_path}:1: no esxtop header")
+        spill.drain(out)
+    if pending is not None and notes is not None:
+        notes.append(f"{pending} (the last line, ignored; using the {count} samples before it)")
+    out.write("# EOF\n")
+    return count
+
+
+def _read(capture_path: str, run: str, store: Store, reader: EsxtopReader, spill: _FamilySpill, progress):
     count, pending = 0, None
     with open(capture_path, encoding="utf-8", errors="replace", newline=None) as stream:
         for line in stream:
@@ -69,14 +115,10 @@ def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: li
                 continue
             if sample is not None:
                 store.ingest(sample)
-                out.writelines(render_sample(store, run, sample.timestamp))
+                for family, lines in render_sample(store, run, sample.timestamp):
+                    spill.write(family, lines)
                 count += 1
-    if reader.layout is None:
-        raise EsxtopError("no_header", f"{capture_path}:1: no esxtop header")
-    if pending is not None and notes is not None:
-        notes.append(f"{pending} (the last line, ignored; using the {count} samples before it)")
-    out.write("# EOF\n")
-    return count
+    return count, pending
 
 
 def create_blocks(openmetrics_file: Path, tsdb: Path) -> str:

@@ -63,7 +63,15 @@ def io_families(prefix: str, rows):
             "counters",
             field + "_total",
         )
-        yield _fill(gauge(f"{prefix}_{stem}", f"Mean latency per command {what} over the last interval."), rows, "gauges", field)
+        yield _fill(gauge(f"{prefix}_{interval_mean(stem)}", f"Mean latency per command {what} over the last interval."), rows, "gauges", field)
+
+
+def interval_mean(stem: str) -> str:
+    """The gauge beside a latency counter: 'device_latency_seconds' -> 'device_latency_mean_seconds'.
+
+    The gauge cannot share the counter's family name (the counter's name without _total): the
+    OpenMetrics format and client_python's registry reject the pair."""
+    return stem.removesuffix("_seconds") + "_mean_seconds"
 
 
 def gauge_families(prefix: str, rows, fields):
