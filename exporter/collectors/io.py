@@ -63,7 +63,12 @@ def io_families(prefix: str, rows):
             "counters",
             field + "_total",
         )
-        yield _fill(gauge(f"{prefix}_{interval_mean(stem)}", f"Mean latency per command {what} over the last interval."), rows, "gauges", field)
+        yield _fill(
+            gauge(f"{prefix}_{interval_mean(stem)}", f"Mean latency per command {what} over the last interval."),
+            rows,
+            "gauges",
+            field,
+        )
 
 
 def interval_mean(stem: str) -> str:
