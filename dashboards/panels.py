@@ -13,11 +13,22 @@ from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
+from exporter import thresholds
+
 # Every panel queries the dashboard's datasource variable; provisioning and import resolve it.
 DS = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
-# The paper's rule of thumb: sustained guest latency above 50 ms is a problem.
-LATENCY_WARN, LATENCY_BAD = 0.020, 0.050
+# Every line and colour step comes from exporter/thresholds.yaml, as the alerts' thresholds do.
+LIMITS = thresholds.read()
+LATENCY_WARN, LATENCY_BAD = LIMITS.latency_warning_seconds, LIMITS.latency_critical_seconds
+LATENCY_LINE = ((None, "transparent"), (LATENCY_BAD, "red"))
+KERNEL_LATENCY_STEPS = ((None, "green"), (LIMITS.kernel_latency_bad_seconds, "red"))
+# Link use is one direction's bytes over the link's payload capacity (the alerts' recording rule):
+# red where EsxiAdapterLinkSaturated fires.
+LINK_LINE = ((None, "transparent"), (LIMITS.link_saturation_ratio, "red"))
+LINK_STEPS = ((None, "green"), (LIMITS.link_saturation_ratio, "red"))
+MS = f"{LATENCY_BAD * 1000:g} ms"  # the latency line as panel descriptions say it
+LINK_PCT = f"{LIMITS.link_saturation_ratio * 100:g}%"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ def mean_latency(obj: str, stem: str, *matchers: str, window: str = RATE, by: st
     obj is 'lun', 'adapter' or 'path'; stem is device|kernel|queue|guest|read|write.
     by: aggregate first (e.g. 'host' for a host's mean over its LUNs), still weighted by commands.
     """
+    if obj == "lun" and stem in RECORDED_LUN_LATENCY and window == RATE and not by:
+        return sel(RECORDED_LUN_LATENCY[stem], *matchers)  # the series the latency alerts judge
     weight = {"read": "reads", "write": "writes"}.get(stem, "commands")
     num = rate(f"esxi_{obj}_{stem}_latency_seconds_total", *matchers, window=window)
     den = rate(f"esxi_{obj}_{weight}_total", *matchers, window=window)
@@ -68,27 +70,20 @@ def path_to_device(expr: str, *info_matchers: str) -> str:
     return f"({expr}) * on (instance, host, path) group_left (device) {info}"
 
 
+# The alerts' recording rules (alerts/rules.src.yml): a panel reads the same series an alert
+# judges, so the two cannot disagree on a definition.
+LINK_UTILIZATION = "host_adapter:esxi_adapter_link_utilization:ratio"
+RECORDED_LUN_LATENCY = {stem: f"host_device:esxi_lun_{stem}_latency_seconds:mean" for stem in LATENCIES}
+
+
 def link_use(*matchers: str, window: str = RATE) -> str:
-    """Adapter throughput as a share of its link speed (0-1); an NFS vmknic's is its datastores'."""
-    speed = one_per("host, adapter", sel("esxi_adapter_link_speed_bytes_per_second", *matchers))
-    return (
-        f"(({bytes_per_second('adapter', *matchers, window=window)}) or {nfs_bytes_per_second(*matchers, window=window)})"
-        f" / on (host, adapter) group_left () {speed}"
-    )
-
-
-def nfs_bytes_per_second(*matchers: str, window: str = RATE) -> str:
-    """Read plus written bytes per second of the NFS datastores on each vmknic (vSphere source: an
-    NFS datastore has no storage adapter; esxi_datastore_info names the vmknic that carries it),
-    as the alerts' link recording rules count them. Adapter matchers select the vmknic."""
-    on_datastore = [m for m in matchers if not m.startswith("adapter")]
-    info = one_per(
-        "instance, host, datastore, adapter", sel("esxi_datastore_info", 'type=~"nfs|nfs41"', 'adapter!=""', *matchers)
-    )
-    return (
-        f"sum by (instance, host, adapter) (({bytes_per_second('datastore', *on_datastore, window=window)})"
-        f" * on (instance, host, datastore) group_left (adapter) {info})"
-    )
+    """One direction's bytes per second over the link's payload capacity (0-1), per host, adapter
+    and direction: the series EsxiAdapterLinkSaturated judges (an NFS vmknic carries its
+    datastores' bytes). Over the whole range (tables), its mean per adapter, busiest direction."""
+    recorded = sel(LINK_UTILIZATION, *matchers)
+    if window == RATE:
+        return recorded
+    return f"max by (host, adapter) (avg_over_time({recorded}[{window}]))"
 
 
 def world_outstanding(*matchers: str, window: str = RATE) -> str:

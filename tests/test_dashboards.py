@@ -68,10 +68,9 @@ def targets(model: dict) -> list[tuple[dict, dict]]:
 
 
 def contract_metrics() -> set[str]:
-    """Metric names in README.md's metrics reference, with the `esxi_adapter_*` and `esxi_path_*`
-    families expanded "as the LUN ones"."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Metrics reference", 1)[1].split("\n<!-- section:", 1)[0]
+    """Metric names in the metrics reference (docs/metrics.md), with the `esxi_adapter_*` and
+    `esxi_path_*` families expanded "as the LUN ones"."""
+    section = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").split("## Renamed series", 1)[0]
     names = set(re.findall(r"`(esxi_[a-z_]+)`", section))
     lun_family = {n[len("esxi_lun_") :] for n in names if n.startswith("esxi_lun_")}
     for family in ("adapter", "path"):
@@ -209,9 +208,18 @@ def test_import_flavour_declares_its_input(rel):
 
 @pytest.mark.parametrize("rel", [f for f in FILES if f.startswith("provisioned/")])
 def test_time_series_queries_use_rate_interval(rel):
+    """Every time series rates over Grafana's $__rate_interval, or reads the alerts' recording rule
+    (which rates over the thresholds file's rate_window), so a panel and an alert agree."""
+    recorded = recording_rules()
     for panel, target in targets(load(rel)):
         if panel["type"] == "timeseries":
-            assert "$__rate_interval" in target["expr"], (panel["title"], target["expr"])
+            uses_rule = bool(set(re.findall(r"\b[a-z_]+:esxi_[a-z_]+:[a-z_]+", target["expr"])) & recorded)
+            assert "$__rate_interval" in target["expr"] or uses_rule, (panel["title"], target["expr"])
+
+
+def recording_rules() -> set[str]:
+    rules = yaml.safe_load((ROOT / "alerts" / "esxi-storage.rules.yml").read_text(encoding="utf-8"))
+    return {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
 
 
 @pytest.mark.parametrize("rel", [f for f in FILES if f.startswith("provisioned/")])
@@ -231,7 +239,12 @@ def test_queries_use_only_contract_metrics_and_defined_variables(rel):
     variables = {v["name"] for v in model["templating"]["list"]}
     exprs = [t["expr"] for _, t in targets(model)] + [v["query"] for v in model["templating"]["list"] if v["type"] == "query"]
     exprs += [a["expr"] for a in model["annotations"].get("list", []) if "expr" in a]
+    recorded = recording_rules()
     for expr in exprs:
+        used_rules = set(re.findall(r"\b[a-z_]+:esxi_[a-z_]+:[a-z_]+", expr))
+        assert used_rules <= recorded, expr  # a recording rule the alert rule file defines
+        for name in used_rules:
+            expr = expr.replace(name, "")
         unknown = set(re.findall(r"\besxi_[a-z_]+", expr)) - known
         assert unknown == set(), expr
         undefined = {n for n in re.findall(r"\$(\w+)", expr) if not n.startswith("__")} - variables
@@ -308,10 +321,18 @@ def test_link_use_counts_nfs_datastores_on_their_vmknic(tmp_path):
         f'esxi_datastore_read_bytes_total{{{job},host="esx01",datastore="vmfs-1"}}': "0+60000000000x20",
         f'esxi_datastore_written_bytes_total{{{job},host="esx01",datastore="vmfs-1"}}': "0+0x20",
     }
-    every = link_use('host=~"esx01"', 'adapter=~".*"', window="5m")
-    only_vmk = link_use('host=~"esx01"', 'adapter=~"vmk1"', window="5m")
+    # The panels read the alerts' recording rule: one direction over the payload capacity
+    # (0.9 x link speed, exporter/thresholds.yaml), so the project's rule file is loaded.
+    # In thousandths, rounded: promtool compares floats exactly.
+    every = "round(1000 * " + link_use('host=~"esx01"', 'adapter=~".*"') + ")"
+    only_vmk = "round(1000 * " + link_use('host=~"esx01"', 'adapter=~"vmk1"') + ")"
+    payload = 0.9
+    vmk1 = [
+        {"labels": '{host="esx01",adapter="vmk1",direction="read"}', "value": round(1000 * 625e6 / (1.25e9 * payload))},
+        {"labels": '{host="esx01",adapter="vmk1",direction="write"}', "value": round(1000 * 100e6 / (1.25e9 * payload))},
+    ]
     tests = {
-        "rule_files": [],
+        "rule_files": [str(ROOT / "alerts" / "esxi-storage.rules.yml")],
         "evaluation_interval": "1m",
         "tests": [
             {
@@ -322,15 +343,15 @@ def test_link_use_counts_nfs_datastores_on_their_vmknic(tmp_path):
                         "expr": every,
                         "eval_time": "10m",
                         "exp_samples": [
-                            {"labels": f'{{{job},host="esx01",adapter="vmhba1"}}', "value": 0.2},
-                            {"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58},
+                            {
+                                "labels": '{host="esx01",adapter="vmhba1",direction="read"}',
+                                "value": round(1000 * 50e6 / (250e6 * payload)),
+                            },
+                            {"labels": '{host="esx01",adapter="vmhba1",direction="write"}', "value": 0.0},
+                            *vmk1,
                         ],
                     },
-                    {
-                        "expr": only_vmk,
-                        "eval_time": "10m",
-                        "exp_samples": [{"labels": '{instance="vc",host="esx01",adapter="vmk1"}', "value": 0.58}],
-                    },
+                    {"expr": only_vmk, "eval_time": "10m", "exp_samples": vmk1},
                 ],
             }
         ],

@@ -4,7 +4,7 @@ path states."""
 from __future__ import annotations
 
 from .. import variables as v
-from ..panels import Column, Q, row, table_panel, timeseries_panel
+from ..panels import LATENCY_LINE, LINK_LINE, Column, Q, row, table_panel, timeseries_panel
 from ..promql import ADAPTER, HOST, LATENCIES, gauge, link_use, mean_latency, one_per, path_to_device, rate, sel
 from ..render import new_dashboard
 
@@ -32,13 +32,15 @@ def build():
     d = d.with_panel(
         timeseries_panel(
             "Link use",
-            "Read plus written bytes per second as a share of the adapter's link speed. Near 100% the link "
+            "Bytes per second in each direction (links are full duplex) as a share of the link's payload "
+            "capacity (link speed x the thresholds file's payload ratio); the red line is where the "
+            "link-saturation alert fires. Near it the link "
             "is the bottleneck: throughput flattens while latency climbs (the paper's Figure 5). Add a "
             "second link and spread the paths. A vmkN adapter is the vmkernel NIC of NFS datastores "
             "(vSphere source): its share is their bytes over its uplink's speed.",
             "percentunit",
-            [Q(link_use(HOST, ADAPTER), WHO)],
-            line_at=((None, "transparent"), (0.9, "red")),
+            [Q(link_use(HOST, ADAPTER), f"{WHO} {{{{direction}}}}")],
+            line_at=LINK_LINE,
         )
     )
     d = d.with_panel(
@@ -93,7 +95,7 @@ def build():
             "with much higher DAVG than the others points at its link, switch port or array port.",
             "s",
             [Q(mean_latency("adapter", stem, HOST, ADAPTER), f"{name} {WHO}") for stem, name in LATENCIES.items()],
-            line_at=((None, "transparent"), (0.05, "red")),
+            line_at=LATENCY_LINE,
         )
     )
     d = d.with_panel(

@@ -7,7 +7,7 @@ from grafana_foundation_sdk.builders import dashboard as db
 from grafana_foundation_sdk.models import dashboard as dm
 
 from .. import variables as v
-from ..panels import LATENCY_STEPS, Q, prometheus_annotation, row, stat_panel, timeseries_panel
+from ..panels import LATENCY_LINE, LATENCY_STEPS, MS, Q, prometheus_annotation, row, stat_panel, timeseries_panel
 from ..promql import HOST, LUN, RANGE, gauge, mean_latency, rate, sel
 from ..render import new_dashboard
 
@@ -124,10 +124,10 @@ def build():
     d = d.with_row(row("Latency"))
     for p in _pair(
         "Guest latency (GAVG)",
-        "Mean guest latency with the 50 ms line; after tuning it should sit lower at the same IOPS.",
+        f"Mean guest latency with the {MS} line; after tuning it should sit lower at the same IOPS.",
         "s",
         [Q(mean_latency("lun", "guest", HOST, LUN), WHO)],
-        line_at=((None, "transparent"), (0.05, "red")),
+        line_at=LATENCY_LINE,
     ):
         d = d.with_panel(p)
     for p in _pair(

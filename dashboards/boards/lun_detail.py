@@ -4,13 +4,13 @@ which worlds (VMs) drive the queue, and the LUN's paths and adapters."""
 from __future__ import annotations
 
 from .. import variables as v
-from ..panels import Column, Q, row, table_panel, timeseries_panel
+from ..panels import LATENCY_LINE, MS, Column, Q, row, table_panel, timeseries_panel
 from ..promql import HOST, LATENCIES, LUN, RANGE, gauge, mean_latency, path_to_device, rate, sel, world_outstanding
 from ..render import new_dashboard
 
 UID = "esxi-lun-detail"
 FILE = "lun-detail.json"
-LINE_50MS = ((None, "transparent"), (0.05, "red"))
+LINE_50MS = LATENCY_LINE  # the alerts' critical latency
 WHO = "{{host}} {{device}}"
 
 
@@ -57,7 +57,7 @@ def build():
         timeseries_panel(
             "DAVG, KAVG, QAVG and GAVG",
             "GAVG (what the guest sees) = DAVG (device: HBA, fabric, array) + KAVG (VMkernel, includes QAVG, "
-            "the time queued). Above the 50 ms line: high DAVG means the array or fabric is slow; high "
+            f"the time queued). Above the {MS} line: high DAVG means the array or fabric is slow; high "
             "KAVG/QAVG means the host queue is full.",
             "s",
             [Q(mean_latency("lun", stem, HOST, LUN), f"{name} {WHO}") for stem, name in LATENCIES.items()],

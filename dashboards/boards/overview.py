@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 from .. import variables as v
-from ..panels import LATENCY_STEPS, Column, Q, row, stat_panel, table_panel, timeseries_panel
+from ..panels import (
+    KERNEL_LATENCY_STEPS,
+    LATENCY_LINE,
+    LATENCY_STEPS,
+    LINK_LINE,
+    LINK_PCT,
+    LINK_STEPS,
+    MS,
+    Column,
+    Q,
+    row,
+    stat_panel,
+    table_panel,
+    timeseries_panel,
+)
 from ..promql import HOST, RANGE, bytes_per_second, gauge, link_use, mean_latency, rate, sel
 from ..render import new_dashboard
 
@@ -32,7 +46,7 @@ def build():
     for panel in (
         stat_panel(
             "Worst guest latency (GAVG)",
-            "Highest command-weighted mean guest latency of any LUN. Above 50 ms the paper calls the "
+            f"Highest command-weighted mean guest latency of any LUN. Above {MS} the paper calls the "
             "LUN overloaded: look at DAVG vs KAVG on the LUN detail dashboard.",
             "s",
             Q(f"max({mean_latency('lun', 'guest', HOST)})"),
@@ -78,11 +92,12 @@ def build():
         ),
         stat_panel(
             "Busiest link",
-            "Highest adapter throughput as a share of its link speed. Near 100% the link is the "
+            "Busiest direction of any adapter as a share of its link's payload capacity; red where the "
+            "link-saturation alert fires. Near 100% the link is the "
             "bottleneck: latency climbs while throughput stays flat. Add a path on another HBA.",
             "percentunit",
             Q(f"max({LINK_USE})"),
-            thresholds=((None, "green"), (0.7, "yellow"), (0.9, "red")),
+            thresholds=LINK_STEPS,
         ),
         stat_panel(
             "Firing alerts",
@@ -104,7 +119,7 @@ def build():
             [
                 Column("GAVG", mean_latency("lun", "guest", HOST, window=RANGE), "s", LATENCY_STEPS),
                 Column("DAVG", mean_latency("lun", "device", HOST, window=RANGE), "s", LATENCY_STEPS),
-                Column("KAVG", mean_latency("lun", "kernel", HOST, window=RANGE), "s", ((None, "green"), (0.002, "red"))),
+                Column("KAVG", mean_latency("lun", "kernel", HOST, window=RANGE), "s", KERNEL_LATENCY_STEPS),
                 Column("IOPS", rate("esxi_lun_commands_total", HOST, window=RANGE), "iops"),
                 Column(
                     "peak ACTV/DQLEN",
@@ -134,11 +149,11 @@ def build():
     d = d.with_panel(
         table_panel(
             "Adapters by link use",
-            "Mean throughput of each adapter over the time range as a share of its link speed. Above 90% the "
+            f"Mean use of each adapter's busiest direction over the time range (share of its payload capacity). Above {LINK_PCT} the "
             "link limits throughput. Click an adapter for the adapters dashboard.",
             ("host", "adapter"),
             [
-                Column("link use", link_use(HOST, window=RANGE), "percentunit", ((None, "green"), (0.7, "yellow"), (0.9, "red"))),
+                Column("link use", link_use(HOST, window=RANGE), "percentunit", LINK_STEPS),
                 Column("throughput", bytes_per_second("adapter", HOST, window=RANGE), "Bps"),
             ],
             sort_by="link use",
@@ -151,11 +166,11 @@ def build():
     for panel in (
         timeseries_panel(
             "Guest latency (GAVG) per LUN",
-            "Mean latency the guests see per LUN, with the paper's 50 ms line. Above it, "
+            f"Mean latency the guests see per LUN, with the paper's {MS} line. Above it, "
             "applications suffer; compare DAVG and KAVG on the LUN detail dashboard.",
             "s",
             [Q(mean_latency("lun", "guest", HOST), "{{host}} {{device}}")],
-            line_at=((None, "transparent"), (0.05, "red")),
+            line_at=LATENCY_LINE,
         ),
         timeseries_panel(
             "Queue use (ACTV/DQLEN) per LUN",
@@ -181,10 +196,11 @@ def build():
         ),
         timeseries_panel(
             "Link use per adapter",
-            "Adapter throughput as a share of link speed. A flat line near 100% means the link caps throughput.",
+            "Each direction's throughput as a share of the link's payload capacity, with the alert's line. "
+            "A flat line near 100% means the link caps throughput.",
             "percentunit",
-            [Q(LINK_USE, "{{host}} {{adapter}}")],
-            line_at=((None, "transparent"), (0.9, "red")),
+            [Q(LINK_USE, "{{host}} {{adapter}} {{direction}}")],
+            line_at=LINK_LINE,
         ),
         timeseries_panel(
             "IOPS per host",

@@ -64,7 +64,9 @@ def compare(
     allow_other_host: bool = False,
     link_speeds: dict[str, float] | None = None,
     dsnro: float | None = None,
+    limits=None,
 ) -> Comparison:
+    """limits: exporter.thresholds.Thresholds; None reads the default thresholds file."""
     if before.host != after.host and not allow_other_host:
         raise CaptureError(
             f"{after.path}: host {after.host!r} is not the host of {before.path} ({before.host!r}); "
@@ -87,7 +89,7 @@ def compare(
     for row, p in zip(rows, holm([r.p for r in rows])):
         row.p_adjusted = p
         _judge(row)
-    found = f.evaluate(before, after, link_speeds or {}, dsnro)
+    found = f.evaluate(before, after, link_speeds or {}, dsnro, limits)
     return Comparison(before, after, rows, only, found, series)
 
 

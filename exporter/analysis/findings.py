@@ -1,7 +1,10 @@
 """The paper's rules ("Scalable Storage Performance", ESX 3.5), checked on each capture and put
 side by side: which problems a change resolved, which it caused, which persist.
 
-Every threshold lives here, with the reason for its value.
+The numbers and definitions come from exporter/thresholds.yaml, the file the alert rules and the
+dashboards read too: a queue overrun is QUED > 0, latency is judged against the alerts' critical
+line, and a link is saturated when one direction carries more than link_saturation_ratio of its
+payload capacity (link_payload_ratio x speed), as EsxiAdapterLinkSaturated says.
 """
 
 from __future__ import annotations
@@ -10,20 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exporter import model as m
+from exporter import thresholds
 from exporter.analysis import stats as st
 from exporter.analysis.capture import Capture
 
-# QUED > 0 means every slot of the device queue (DQLEN) is taken and commands wait in the VMkernel.
-# A queue full in 1 sample in 20 is a standing overrun, not a passing burst.
-QUEUE_OVERRUN_SHARE = 0.05
-# The paper treats guest latency beyond 50 ms as the point where the array is overcommitted; the
-# command-weighted 95th percentile keeps one odd interval from deciding.
-LATENCY_LIMIT = 0.050
-# Fibre Channel framing leaves about 85-90% of the nominal rate for data (a 2 Gb/s link tops out
-# near 180 MB/s, the paper's Figure 5), so 85% at the 95th percentile is a full link.
-LINK_SATURATION = 0.85
-# A path "carries" a LUN's I/O when it takes more than 5% of the LUN's commands.
-PATH_SHARE = 0.05
 SPREAD_RULES = ("paths carrying I/O", "adapters carrying I/O")  # facts about a change, not problems
 
 
@@ -52,19 +46,26 @@ class Finding:
         return f"{self.rule} on {self.name}: {self.state} (before: {self.detail_before}; after: {self.detail_after})"
 
 
-def _lun_checks(capture: Capture, device, dsnro) -> dict[str, tuple[bool, str]]:
+def latency_rule(limits: thresholds.Thresholds) -> str:
+    return f"guest latency above {limits.latency_critical_seconds * 1e3:g} ms"
+
+
+def _lun_checks(capture: Capture, device, dsnro, limits: thresholds.Thresholds) -> dict[str, tuple[bool, str]]:
     out = {}
     qued = st.series(capture, "luns", device, st.QUED)
     if qued is not None and len(qued.values):
         share = float((qued.values > 0).mean())
         out["queue overrun (QUED > 0)"] = (
-            share >= QUEUE_OVERRUN_SHARE,
+            share >= limits.queue_overrun_share,
             f"QUED>0 in {share:.0%} of samples, mean QUED {qued.values.mean():.1f}",
         )
     gavg = st.series(capture, "luns", device, st.GAVG)
     if gavg is not None and gavg.weights is not None and gavg.weights.sum() > 0:
-        p95 = st.weighted_quantile(gavg.values, gavg.weights, 0.95)
-        out["guest latency above 50 ms"] = (p95 >= LATENCY_LIMIT, f"p95 GAVG {p95 * 1e3:.1f} ms")
+        q = st.weighted_quantile(gavg.values, gavg.weights, limits.percentile)
+        out[latency_rule(limits)] = (
+            q >= limits.latency_critical_seconds,
+            f"p{limits.percentile * 100:g} GAVG {q * 1e3:.1f} ms",
+        )
     cons = st.series(capture, "luns", device, st.CONS)
     if cons is not None:
         total = float((cons.values * cons.weights).sum())
@@ -91,7 +92,7 @@ def _busy_worlds(capture: Capture, device) -> int:
     return count
 
 
-def _paths_with_io(capture: Capture, device) -> list[str]:
+def _paths_with_io(capture: Capture, device, share: float) -> list[str]:
     paths = [p for p, d in capture.path_devices.items() if d == device]
     rates = {}
     for path in paths:
@@ -99,29 +100,52 @@ def _paths_with_io(capture: Capture, device) -> list[str]:
         if s is not None:
             rates[path] = float(s.values.mean()) if len(s.values) else 0.0
     total = sum(rates.values())
-    return sorted(p for p, r in rates.items() if total > 0 and r / total > PATH_SHARE)
+    return sorted(p for p, r in rates.items() if total > 0 and r / total > share)
 
 
-def _adapters_with_io(capture: Capture) -> list[str]:
+def _adapters_with_io(capture: Capture, share: float) -> list[str]:
     rates = {}
     for adapter in capture.objects("adapters"):
         s = st.series(capture, "adapters", adapter, st.IOPS)
         if s is not None:
             rates[adapter] = float(s.values.mean()) if len(s.values) else 0.0
     total = sum(rates.values())
-    return sorted(a for a, r in rates.items() if total > 0 and r / total > PATH_SHARE)
+    return sorted(a for a, r in rates.items() if total > 0 and r / total > share)
 
 
-def _adapter_checks(capture: Capture, adapter, link_speeds) -> dict[str, tuple[bool, str]]:
+def _adapter_checks(capture: Capture, adapter, link_speeds, limits: thresholds.Thresholds) -> dict[str, tuple[bool, str]]:
+    """Saturated: one direction (links are full duplex) above the alert's line at the percentile."""
     speed = link_speeds.get(adapter, link_speeds.get("*"))
-    s = st.series(capture, "adapters", adapter, st.MBPS)
-    if speed is None or s is None or not len(s.values):
+    if speed is None:
         return {}
-    p95 = float(np.quantile(s.values, 0.95))
-    return {"link saturation": (p95 >= LINK_SATURATION * speed, f"p95 {p95 / st.MIB:.0f} MiB/s of {speed / st.MIB:.0f} MiB/s")}
+    line = limits.link_saturated_share_of_speed * speed
+    busiest = None
+    for direction, field in (("read", m.READ_BYTES), ("write", m.WRITTEN_BYTES)):
+        values = st.rate_values(capture, "adapters", adapter, field)
+        if values is not None and len(values):
+            q = float(np.quantile(values, limits.percentile))
+            if busiest is None or q > busiest[1]:
+                busiest = (direction, q)
+    if busiest is None:
+        return {}
+    direction, q = busiest
+    return {
+        "link saturation": (
+            q > line,
+            f"p{limits.percentile * 100:g} {direction} {q / st.MIB:.0f} MiB/s, line {line / st.MIB:.0f} MiB/s "
+            f"({limits.link_saturation_ratio:g} x {limits.link_payload_ratio:g} x {speed / st.MIB:.0f} MiB/s)",
+        )
+    }
 
 
-def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsnro: float | None) -> list[Finding]:
+def evaluate(
+    before: Capture,
+    after: Capture,
+    link_speeds: dict[str, float],
+    dsnro: float | None,
+    limits: thresholds.Thresholds | None = None,
+) -> list[Finding]:
+    limits = limits or thresholds.read()
     found: list[Finding] = []
 
     def add(name, checks_b, checks_a):
@@ -142,10 +166,10 @@ def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsn
     for device in dict.fromkeys([*before.objects("luns"), *after.objects("luns")]):
         add(
             device,
-            _lun_checks(before, device, dsnro) if device in before.objects("luns") else {},
-            _lun_checks(after, device, dsnro) if device in after.objects("luns") else {},
+            _lun_checks(before, device, dsnro, limits) if device in before.objects("luns") else {},
+            _lun_checks(after, device, dsnro, limits) if device in after.objects("luns") else {},
         )
-        pb, pa = _paths_with_io(before, device), _paths_with_io(after, device)
+        pb, pa = _paths_with_io(before, device, limits.path_share), _paths_with_io(after, device, limits.path_share)
         if (pb or pa) and pb != pa:
             found.append(
                 Finding(
@@ -157,7 +181,7 @@ def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsn
                     f"{len(pa)} ({', '.join(pa) or 'none'})",
                 )
             )
-    ab, aa = _adapters_with_io(before), _adapters_with_io(after)
+    ab, aa = _adapters_with_io(before, limits.path_share), _adapters_with_io(after, limits.path_share)
     if (ab or aa) and ab != aa:  # the host's I/O spread over more (or fewer) links
         found.append(
             Finding(
@@ -172,7 +196,7 @@ def evaluate(before: Capture, after: Capture, link_speeds: dict[str, float], dsn
     for adapter in dict.fromkeys([*before.objects("adapters"), *after.objects("adapters")]):
         add(
             adapter,
-            _adapter_checks(before, adapter, link_speeds) if adapter in before.objects("adapters") else {},
-            _adapter_checks(after, adapter, link_speeds) if adapter in after.objects("adapters") else {},
+            _adapter_checks(before, adapter, link_speeds, limits) if adapter in before.objects("adapters") else {},
+            _adapter_checks(after, adapter, link_speeds, limits) if adapter in after.objects("adapters") else {},
         )
     return [x for x in found if x.before or x.after or x.rule in SPREAD_RULES]

@@ -87,6 +87,12 @@ def _col(capture: Capture, family, obj, name):
     return None if s is None else s.to_numpy(dtype=float)
 
 
+def rate_values(capture: Capture, family: str, obj, field: str):
+    """One model rate field (bytes read per second ...) per measured sample, or None."""
+    values = _col(capture, family, obj, field)
+    return None if values is None else values[capture.measured]
+
+
 def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
     """The metric's values per measured sample, or None if the capture has no column for it."""
     rows = capture.measured

@@ -48,6 +48,11 @@ def register(subparsers):
     )
     parser.add_argument("--allow-other-host", action="store_true", help="compare captures of two different hosts")
     parser.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="thresholds file the findings judge by, as the alerts and dashboards do (default: the package's thresholds.yaml)",
+    )
+    parser.add_argument(
         "--progress",
         action=__import__("argparse").BooleanOptionalAction,
         default=None,
@@ -57,6 +62,7 @@ def register(subparsers):
 
 
 def run(args) -> int:
+    from exporter import thresholds
     from exporter.analysis import compare, report_text
     from exporter.analysis.capture import CaptureError, load
     from exporter.cli import fail
@@ -68,8 +74,9 @@ def run(args) -> int:
         skip = parse_duration(args.skip)
         before = load(args.before, args.progress).skip(skip)
         after = load(args.after, args.progress).skip(skip)
-        result = compare.compare(before, after, args.allow_other_host, speeds, args.dsnro)
-    except (CaptureError, ValueError) as err:
+        limits = thresholds.read(args.thresholds)
+        result = compare.compare(before, after, args.allow_other_host, speeds, args.dsnro, limits)
+    except (CaptureError, ValueError, thresholds.ThresholdsError) as err:
         return fail(err, EXIT_BAD_INPUT)
     sys.stdout.write(report_text.render(result))
     if args.html:

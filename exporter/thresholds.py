@@ -1,0 +1,90 @@
+"""Every threshold and definition that judges storage health, from one file (thresholds.yaml).
+
+The alert generator, the dashboard generator and `compare` read their numbers here, so a latency
+line, a link's saturation or a queue overrun mean the same thing in a page, on a panel and in a
+before/after report. ESXI_STORAGE_THRESHOLDS=FILE points every reader at another copy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+DEFAULT = Path(__file__).resolve().with_name("thresholds.yaml")
+ENV = "ESXI_STORAGE_THRESHOLDS"
+SECTIONS = ("values", "compare", "dashboards")
+
+
+class ThresholdsError(Exception):
+    """A problem in the thresholds file, naming the file and the entry."""
+
+
+def path(explicit: str | Path | None = None) -> Path:
+    return Path(explicit or os.environ.get(ENV) or DEFAULT)
+
+
+def load(source: str | Path | None = None) -> dict:
+    """The whole file, checked: every entry of every section has a value and a reason."""
+    where = path(source)
+    try:
+        with open(where, encoding="utf-8") as f:
+            config = yaml.safe_load(f)
+    except OSError as err:
+        raise ThresholdsError(f"{where}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ThresholdsError(f"{where}: not valid YAML: {str(err).splitlines()[0]}") from None
+    if not isinstance(config, dict):
+        raise ThresholdsError(f"{where}: expected a mapping with sections {', '.join(SECTIONS)}")
+    for section in SECTIONS:
+        entries = config.get(section)
+        if not isinstance(entries, dict):
+            raise ThresholdsError(f"{where}: {section}: missing or not a mapping")
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or "value" not in entry or not str(entry.get("why", "")).strip():
+                raise ThresholdsError(f"{where}: {section}.{name}: needs a 'value' and a 'why'")
+    return config
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The judging numbers in base units, for Python readers (dashboards, compare)."""
+
+    latency_critical_seconds: float
+    latency_warning_seconds: float
+    link_payload_ratio: float  # payload a link carries, as a share of its nominal speed
+    link_saturation_ratio: float  # share of that payload, one direction, at which the link is full
+    shared_lun_max_queue_depth: float
+    queue_overrun_share: float
+    percentile: float
+    path_share: float
+    kernel_latency_bad_seconds: float
+
+    @property
+    def link_saturated_share_of_speed(self) -> float:
+        """Bytes per second in one direction, as a share of the link speed, that saturate the link."""
+        return self.link_payload_ratio * self.link_saturation_ratio
+
+
+def read(source: str | Path | None = None) -> Thresholds:
+    config = load(source)
+
+    def number(section: str, name: str) -> float:
+        value = config[section].get(name, {}).get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ThresholdsError(f"{path(source)}: {section}.{name}: needs a number, not {value!r}")
+        return float(value)
+
+    return Thresholds(
+        latency_critical_seconds=number("values", "latency_critical_seconds"),
+        latency_warning_seconds=number("values", "latency_warning_seconds"),
+        link_payload_ratio=number("values", "link_payload_ratio"),
+        link_saturation_ratio=number("values", "link_saturation_ratio"),
+        shared_lun_max_queue_depth=number("values", "shared_lun_max_queue_depth"),
+        queue_overrun_share=number("compare", "queue_overrun_share"),
+        percentile=number("compare", "percentile"),
+        path_share=number("compare", "path_share"),
+        kernel_latency_bad_seconds=number("dashboards", "kernel_latency_bad_seconds"),
+    )
