@@ -38,6 +38,7 @@ QUEUED = "queued_commands"  # QUED
 USED = "used_ratio"  # %USD / 100
 LOAD = "load"  # LOAD = (ACTV + QUED) / DQLEN
 CPU_UTIL = "utilization_ratio"  # % Util Time / 100
+CPU_USAGE_HERTZ = "cpu_usage_hertz"  # host CPU in use (vSphere cpu.usagemhz), a host-level value
 
 RATE_FIELDS = (COMMANDS, READS, WRITES, READ_BYTES, WRITTEN_BYTES, RESERVATIONS, CONFLICTS, ABORTS, RESETS, FAILED)
 LATENCY_FIELDS = (DAVG, KAVG, GAVG, QAVG)
@@ -64,6 +65,10 @@ class Sample:
     paths: dict[str, dict[str, float]] = field(default_factory=dict)  # runtime name -> stats
     worlds: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (device, world id) -> stats
     cpus: dict[str, dict[str, float]] = field(default_factory=dict)  # "0".."N-1", "_Total" -> stats
+    # Datastore-level I/O: an NFS volume (esxtop's NFS Volume object, vSphere's datastore.*
+    # counters) and, from vSphere, VMFS datastores as the host sees them. name -> stats
+    datastores: dict[str, dict[str, float]] = field(default_factory=dict)
+    host_values: dict[str, float] = field(default_factory=dict)  # host-level values (CPU_USAGE_HERTZ)
     path_devices: dict[str, str] = field(default_factory=dict)  # path -> device, where known
     world_vms: dict[str, str] = field(default_factory=dict)  # world id -> VM name, where known
     source: str = "esxtop"  # which source produced it: esxtop | vsphere

@@ -57,7 +57,7 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
             counters[key] = counters.get(key, 0.0) + latency * rate * interval
 
 
-FAMILIES = ("luns", "adapters", "paths", "worlds", "cpus")
+FAMILIES = ("luns", "adapters", "paths", "worlds", "cpus", "datastores")
 
 
 @dataclass(slots=True)
@@ -66,6 +66,7 @@ class HostState:
     objects: dict[str, dict] = field(default_factory=lambda: {f: {} for f in FAMILIES})
     path_devices: dict[str, str] = field(default_factory=dict)
     world_vms: dict[str, str] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)  # host-level values of the newest sample
     samples: int = 0
     last_timestamp: float = 0.0
     source: str = "esxtop"
@@ -108,6 +109,7 @@ class Store:
                         del objects[key]
             host.path_devices = sample.path_devices
             host.world_vms = sample.world_vms
+            host.values = sample.host_values
             host.samples += 1
             host.last_timestamp = now
             self.version += 1

@@ -19,7 +19,7 @@ RULES = ALERTS / "esxi-storage.rules.yml"
 TEST_FILES = sorted((ALERTS / "tests").glob("*.test.yml"))
 RUNBOOK = ALERTS / "RUNBOOK.md"
 STATE_ALERTS = {"EsxiVsphereTargetDown", "EsxiCollectorFailing"}  # value is a 0/1 state; labels say it all
-IDENTITY_LABELS = ("host", "device", "adapter", "target", "stream", "reason", "collector")
+IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector")
 
 
 def promtool(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -33,7 +33,7 @@ def assert_same_as_reader(path):
     checked = 0
     for i, sample in enumerate(samples):
         assert sample.timestamp == capture.timestamps[i]
-        for family in ("luns", "adapters", "paths", "worlds", "cpus"):
+        for family in ("luns", "adapters", "paths", "worlds", "cpus", "datastores"):
             for key, stats in getattr(sample, family).items():
                 for field, value in stats.items():
                     assert capture.frame[(family, key, field)].iloc[i] == value, (family, key, field, i)

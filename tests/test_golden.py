@@ -146,8 +146,8 @@ def test_esxi60_golden_matches_csv_cells(ic_capture, request):
     ):
         cell = float(row[col[f"\\\\localhost\\Physical Disk SCSI Device({device})\\{counter}"]].strip('"'))
         assert sample.luns[device][field] == pytest.approx(cell / divisor)
-    assert "datastore3-nfs" in sample.luns  # NFS volume, GAVG only
-    assert set(sample.luns["datastore3-nfs"]) == {
+    assert "datastore3-nfs" in sample.datastores and "datastore3-nfs" not in sample.luns  # NFS volume, GAVG only
+    assert set(sample.datastores["datastore3-nfs"]) == {
         "active_commands",
         "commands_per_second",
         "reads_per_second",

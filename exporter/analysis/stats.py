@@ -57,10 +57,18 @@ FAMILY_METRICS = {
     "luns": (GAVG, DAVG, KAVG, QAVG, ACTV, QUED, QUED_SHARE, DQLEN, IOPS, MBPS, RESV, CONS),
     "adapters": (GAVG, DAVG, KAVG, QAVG, AQLEN, LINK_IOPS, LINK_MBPS, RESV, CONS),
     "paths": (GAVG, DAVG, LINK_IOPS, LINK_MBPS),
+    "datastores": (GAVG, IOPS, MBPS),  # NFS volumes: guest latency only
     "worlds": (OUTSTANDING,),
     "cpus": (CPU,),
 }
-FAMILY_LABEL = {"luns": "LUN", "adapters": "adapter", "paths": "path", "worlds": "world", "cpus": "CPU"}
+FAMILY_LABEL = {
+    "luns": "LUN",
+    "adapters": "adapter",
+    "paths": "path",
+    "worlds": "world",
+    "cpus": "CPU",
+    "datastores": "datastore",
+}
 _LATENCY_FIELD = {"gavg": m.GAVG, "davg": m.DAVG, "kavg": m.KAVG, "qavg": m.QAVG}
 
 

@@ -4,12 +4,13 @@
 `--collector.NAME` / `--no-collector.NAME` flag and a `collector` label on the self-metrics.
 """
 
-from exporter.collectors import adapter, cpu, esxtop, inventory, lun, path, world
+from exporter.collectors import adapter, cpu, datastore, esxtop, inventory, lun, path, world
 
 COLLECTORS = {
     "lun": (lun.collect, True),
     "adapter": (adapter.collect, True),
     "path": (path.collect, True),
+    "datastore": (datastore.collect, True),
     "world": (world.collect, True),
     "cpu": (cpu.collect, True),
     "inventory": (inventory.collect, True),

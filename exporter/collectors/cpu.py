@@ -2,6 +2,7 @@
 
 from exporter import model as m
 from exporter.collectors.io import gauge_families, labels_of
+from exporter.textformat import gauge, label_string
 
 GAUGES = (
     (
@@ -19,3 +20,9 @@ def collect(store):
         for cpu, obj in host.objects["cpus"].items()
     ]
     yield from gauge_families("esxi_cpu", rows, GAUGES)
+    hertz = gauge("esxi_host_cpu_usage_hertz", "Host CPU in use over the last interval (vSphere cpu.usagemhz).")
+    for host in store.hosts.values():
+        value = host.values.get(m.CPU_USAGE_HERTZ)
+        if value is not None:
+            hertz.add(label_string(("host",), (host.host,)), value)
+    yield hertz

@@ -1,15 +1,11 @@
-"""The vSphere source's own health per target, and the families the model has no place for:
-host-level datastore I/O and CPU MHz. Registered as an `extra` collector of the exposition
+"""The vSphere source's own health per target. Registered as an `extra` collector of the exposition
 (one over every target for /metrics, one per target for /probe?target=NAME)."""
 
 from __future__ import annotations
 
-from exporter.collectors.io import io_families, labels_of
 from exporter.textformat import counter, gauge, label_string
-from exporter.vsphere.mapping import CPU_HERTZ
 
 OBJECT_KINDS = ("host", "lun", "adapter", "path", "datastore")
-DATASTORE_LABELS = ("host", "datastore")
 
 
 def make_collect(targets):
@@ -26,8 +22,6 @@ def make_collect(targets):
         dropped = counter("esxi_vsphere_dropped_series_total", "Perf series that could not be placed in time, by reason.")
         samples = counter("esxi_vsphere_samples_total", "Real-time samples ingested.")
         last = gauge("esxi_vsphere_last_sample_timestamp_seconds", "Server time of the newest real-time sample.")
-        hertz = gauge("esxi_host_cpu_usage_hertz", "Host CPU in use over the last 20 s (cpu.usagemhz).")
-        datastore_rows = []
         for target in targets:
             name = target.name
             with target.lock:
@@ -42,18 +36,11 @@ def make_collect(targets):
                     labels = label_string(("host",), (host,))
                     samples.add(labels, float(count))
                     last.add(labels, target.last_timestamp.get(host, 0.0))
-                for host, values in sorted(target.host_values.items()):
-                    if CPU_HERTZ in values:
-                        hertz.add(label_string(("host",), (host,)), values[CPU_HERTZ])
-                datastore_rows.extend(
-                    (labels_of(state, DATASTORE_LABELS, key), state) for key, state in sorted(target.datastores.items())
-                )
             topology = target.topology
             if topology is not None:
                 counts = topology.counts()
                 for kind in OBJECT_KINDS:
                     objects.add(label_string(("target", "kind"), (name, kind)), float(counts[kind]))
-        yield from (up, duration, objects, errors, dropped, samples, last, hertz)
-        yield from io_families("esxi_datastore", datastore_rows)
+        yield from (up, duration, objects, errors, dropped, samples, last)
 
     return collect

@@ -50,7 +50,7 @@ CPU_COUNTERS = {"% Util Time": (m.CPU_UTIL, _PCT)}
 ADAPTER_QDEPTH = {"Adapter Q Depth": (m.QUEUE_DEPTH, 1.0)}
 
 # Families of the model a column can land in.
-LUN, ADAPTER, PATH, WORLD, CPU = "luns", "adapters", "paths", "worlds", "cpus"
+LUN, ADAPTER, PATH, WORLD, CPU, DATASTORE = "luns", "adapters", "paths", "worlds", "cpus", "datastores"
 
 # Instance shapes of the legacy `Physical Disk(...)` object.
 _ADAPTER = re.compile(r"^vmhba\d+$")
@@ -80,9 +80,9 @@ def classify(obj: str, instance: str | None, counter: str, has_path_object: bool
         hit = WORLD_COUNTERS.get(counter)
         device, sep, world = instance.rpartition("-")  # the device part may contain '-' or ':'
         return (WORLD, (device, world)) + hit if hit and sep else None
-    if obj == "Physical Disk NFS Volume":
+    if obj == "Physical Disk NFS Volume":  # a datastore, named as vSphere names it: one object, one name
         hit = DEVICE_COUNTERS.get(counter)
-        return (LUN, instance) + hit if hit else None
+        return (DATASTORE, instance) + hit if hit else None
     if obj == "Physical Cpu":
         hit = CPU_COUNTERS.get(counter)
         return (CPU, instance) + hit if hit else None

@@ -184,6 +184,7 @@ class EsxtopReader:
             c.PATH: sample.paths,
             c.WORLD: sample.worlds,
             c.CPU: sample.cpus,
+            c.DATASTORE: sample.datastores,
         }
         for family, key, fields, start, end in layout.spans:
             families[family][key] = dict(zip(fields, values[start:end]))

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from exporter import model as m
 from exporter import units
 
-# Extra families the model has no place for; the vSphere collector exports them.
-DATASTORES = "datastores"  # host-level datastore.* by datastore name
-HOST = "host"  # host-wide values (cpu.usagemhz)
-CPU_HERTZ = "cpu_usage_hertz"
+DATASTORES = "datastores"  # host-level datastore.* by datastore name (Sample.datastores)
+HOST = "host"  # host-wide values (cpu.usagemhz): Sample.host_values
+CPU_HERTZ = m.CPU_USAGE_HERTZ
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter import gcpause
 from exporter import model as m
-from exporter.state import ObjectState, Store, integrate
+from exporter.state import Store
 from exporter.vsphere import discovery, mapping, perf
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.settings import TargetConfig
@@ -57,8 +57,6 @@ class VsphereTarget:
         self.durations: dict[str, float] = {}  # phase -> seconds of the last run
         self.errors: dict[str, int] = {"discovery": 0, "collection": 0}
         self.dropped: dict[str, int] = {}  # reason -> series dropped
-        self.datastores: dict[tuple[str, str], ObjectState] = {}  # (host, datastore) -> state
-        self.host_values: dict[str, dict[str, float]] = {}  # host -> {cpu_usage_hertz: ...}
         self.samples: dict[str, int] = {}  # host -> samples ingested
 
     # --- health --------------------------------------------------------------------------
@@ -179,7 +177,7 @@ class VsphereTarget:
             sample = m.Sample(
                 host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere", path_devices=topo.path_devices
             )
-            extra: dict[str, dict[str, dict[str, float]]] = {mapping.DATASTORES: {}, mapping.HOST: {}}
+            host_level: dict[str, dict[str, float]] = {}  # "" -> host-wide values
             wildcards = 0
             routes = topo.routes
             for series_key, values in series.values.items():
@@ -195,25 +193,20 @@ class VsphereTarget:
                     wildcards += 1
                     continue
                 family_name, object_key, counter = route
-                family = extra.get(family_name)
-                if family is None:
-                    family = getattr(sample, family_name)
+                family = host_level if family_name == mapping.HOST else getattr(sample, family_name)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
+            sample.host_values = host_level.get("", {})
             for sink in self.sinks:
                 sink.ingest(sample)
-            self._ingest_extra(topo.name, extra, float(interval), wildcards)
+            self._count_sample(topo.name, wildcards)
             last = stamp
         self.last_timestamp[topo.name] = last
 
-    def _ingest_extra(self, host: str, extra, interval: float, wildcards: int) -> None:
+    def _count_sample(self, host: str, wildcards: int) -> None:
         with self.lock:
             if wildcards:
                 self.dropped["wildcard_instance"] = self.dropped.get("wildcard_instance", 0) + wildcards
             self.samples[host] = self.samples.get(host, 0) + 1
-            self.host_values[host] = extra[mapping.HOST].get("", {})
-            for name, stats in extra[mapping.DATASTORES].items():
-                state = self.datastores.setdefault((host, name), ObjectState())
-                integrate(state, stats, interval)
 
     # --- running -----------------------------------------------------------------------
     def run_once(self) -> bool:

@@ -1,0 +1,18 @@
+"""Datastore-level I/O: an NFS volume (esxtop's NFS Volume object) and every datastore as vSphere's
+host-level datastore.* counters see it, under one family whichever source saw it."""
+
+from exporter import model as m
+from exporter.collectors.io import gauge_families, io_families, labels_of
+
+GAUGES = ((m.ACTIVE, "active_commands", "Commands in flight to the datastore (NFS volume ACTV)."),)
+LABELS = ("host", "datastore")
+
+
+def collect(store):
+    rows = [
+        (labels_of(obj, LABELS, (host.host, name)), obj)
+        for host in store.hosts.values()
+        for name, obj in host.objects["datastores"].items()
+    ]
+    yield from gauge_families("esxi_datastore", rows, GAUGES)
+    yield from io_families("esxi_datastore", rows)
