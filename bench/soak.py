@@ -37,7 +37,7 @@ def side(runs: int, stale_after: float) -> list[dict]:
     ts, marks, start = 1_700_000_000.0, [], time.monotonic()
     every = max(1, runs // 10)
     for run in range(runs):
-        pump(run_lines(run, 10, ts), reader, store)
+        pump(run_lines(run, 10, ts), reader, store.ingest, store.count_parse_error)
         ts += 50.0
         body = exposition.body()
         if run % every == every - 1:

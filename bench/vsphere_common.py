@@ -44,9 +44,8 @@ def series_count(body: bytes) -> int:
 
 
 def render(t: VsphereTarget) -> bytes:
-    from exporter.commands.serve import vsphere_extra
 
-    return Exposition(t.store, extra=vsphere_extra([t])).body()
+    return Exposition(t.store).body()
 
 
 def median(values):

@@ -1,7 +1,8 @@
 """Command line: `esxi-storage-exporter [COMMAND] [options]`; with no command it serves.
 
 Each command is a module in exporter.commands with `register(subparsers)`; options that also
-live in the config file are declared once in exporter.config.OPTIONS and become flags here.
+live in the config file are declared once in exporter.config.OPTIONS and become flags in
+exporter.flags. Commands import nothing from here: the imports run one way.
 """
 
 from __future__ import annotations
@@ -13,28 +14,10 @@ import pkgutil
 import sys
 
 from exporter import __version__, commands
-from exporter.config import ConfigError, Option
+from exporter.config import ConfigError
+from exporter.flags import PROG, fail
 
-PROG = "esxi-storage-exporter"
 ANALYSIS_MODULES = {"pandas", "pyarrow", "numpy"}  # the `analysis` extra: compare, capacity, backfill
-
-
-def add_option_flags(parser: argparse.ArgumentParser, options: list[Option]) -> None:
-    """One flag per option, grouped by section; values stay None unless given (see config.load)."""
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for option in options:
-        section = option.key.split(".", 1)[0]
-        group = groups.get(section) or groups.setdefault(section, parser.add_argument_group(f"{section} options"))
-        help_text = f"{option.help} (env {option.env}; default {option.default!r})"
-        if option.parse.__name__ == "_bool":
-            group.add_argument(option.flag, dest=option.dest, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-        elif isinstance(option.default, list):
-            group.add_argument(option.flag, dest=option.dest, action="append", default=None, metavar="VALUE", help=help_text)
-        else:
-            group.add_argument(option.flag, dest=option.dest, default=None, metavar="VALUE", help=help_text)
-    parser.add_argument(
-        "--config.file", dest="config_file", metavar="FILE", help="YAML config file (sections as in the option names)."
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,12 +28,6 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"{commands.__name__}.{module_info.name}")
         module.register(subparsers)
     return parser
-
-
-def fail(message: str, code: int = 1) -> int:
-    for line in str(message).splitlines() or [""]:
-        print(f"{PROG}: {line}", file=sys.stderr)
-    return code
 
 
 def main(argv: list[str] | None = None) -> int:

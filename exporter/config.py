@@ -96,6 +96,7 @@ class Option:
     default: Any
     help: str
     secret: bool = False  # never echoed in errors or logs
+    aliases: tuple[str, ...] = ()  # more flags for the same option, declared with it
 
     @property
     def flag(self) -> str:
@@ -114,11 +115,19 @@ class Option:
 OPTIONS: list[Option] = [
     Option("web.listen_address", _listen_address, ":10114", "Address to serve metrics on."),
     Option("web.telemetry_path", str, "/metrics", "Path under which to expose metrics."),
-    Option("esxtop.stdin", _bool, False, "Read esxtop batch output from standard input."),
-    Option("esxtop.follow", _str_list, [], "Follow a growing esxtop capture like tail -F (repeatable)."),
-    Option("esxtop.file", _str_list, [], "Read a saved esxtop capture to the end (repeatable)."),
+    Option("esxtop.stdin", _bool, False, "Read esxtop batch output from standard input.", aliases=("--esxtop-stdin",)),
+    Option(
+        "esxtop.follow", _str_list, [], "Follow a growing esxtop capture like tail -F (repeatable).", aliases=("--esxtop-follow",)
+    ),
+    Option("esxtop.file", _str_list, [], "Read a saved esxtop capture to the end (repeatable).", aliases=("--esxtop-file",)),
     Option("esxtop.stale_after", _duration, 300.0, "Drop an object's series this long after it left the esxtop output."),
-    Option("simulate.scenario", str, None, "Serve a built-in simulated host running this scenario (see `simulate --list`)."),
+    Option(
+        "simulate.scenario",
+        str,
+        None,
+        "Serve a built-in simulated host running this scenario (see `simulate --list`).",
+        aliases=("--simulate",),
+    ),
     Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
     Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
     Option(
@@ -135,6 +144,7 @@ OPTIONS: list[Option] = [
         str,
         None,
         "vCenter or standalone ESXi URL (https://HOST[:PORT]); more targets: vsphere.targets in the config file.",
+        aliases=("--vsphere",),
     ),
     Option("vsphere.user", str, None, "vSphere user (a read-only role is enough)."),
     Option(
@@ -158,7 +168,13 @@ OPTIONS: list[Option] = [
 
 # esxtop over SSH (exporter/esxtop/ssh.py); per-host overrides in the esxtop.ssh_targets section.
 OPTIONS += [
-    Option("esxtop.ssh", _str_list, [], "Run esxtop on USER@HOST[:PORT] over SSH and read it live (repeatable)."),
+    Option(
+        "esxtop.ssh",
+        _str_list,
+        [],
+        "Run esxtop on USER@HOST[:PORT] over SSH and read it live (repeatable).",
+        aliases=("--esxtop-ssh",),
+    ),
     Option("esxtop.ssh_interval", _duration, 5.0, "esxtop delay (-d) for SSH hosts."),
     Option("esxtop.ssh_identity_file", str, None, "SSH private key for the hosts (default: the ssh client's own)."),
     Option("esxtop.ssh_known_hosts", str, None, "known_hosts file to check host keys against (default: the ssh client's)."),
@@ -168,7 +184,7 @@ OPTIONS += [
     Option("esxtop.ssh_import_entity", str, None, "Entity file on the host (esxtop -import-entity FILE)."),
     Option("esxtop.ssh_stall_after", _duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
     Option("esxtop.ssh_backoff_max", _duration, 60.0, "Longest wait between reconnection attempts."),
-    Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth (also --web.config.file)."),
+    Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]
 
 

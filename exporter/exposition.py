@@ -22,10 +22,10 @@ log = logging.getLogger(__name__)
 
 
 class Exposition:
-    """Cached text exposition of a store.
+    """Cached text exposition of a store (or of one target's view of it).
 
-    extra: (name, collect function) pairs from other sources (vSphere, SSH streams) that keep
-    their own state; their collect(store) runs under the store lock like the built-in ones.
+    enabled: names of registered collectors (exporter.collectors.COLLECTORS); extra: more
+    (name, collect function) pairs, for tests that need a collector of their own.
     """
 
     def __init__(self, store, enabled=None, extra=()):

@@ -1,7 +1,8 @@
 """The contract between sources and collectors: one interval of one host, in base units.
 
-Every source (esxtop reader, vSphere client, simulator via the esxtop reader) produces
-`Sample` objects; collectors and analysis read them and nothing else. Units are converted
+Every source (esxtop reader and streams, SSH, vSphere client, simulator via the esxtop reader)
+produces `Sample`s, `Inventory`s and its own `SourceHealth`, and nothing else; collectors and
+analysis read them. This module imports only exporter.units. Units are converted
 before a value enters a Sample (see `exporter.units`): seconds, bytes, ratios 0..1, per-second
 rates. A field absent from a stats dict means "this source/capture does not have it", which is
 not the same as zero; collectors then export no series for it.
@@ -156,3 +157,20 @@ class Inventory:
     cpu_core_hertz: float | None = None  # nominal clock of one physical core (esxtop has none)
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
     datastores: dict[str, DatastoreConfig] = field(default_factory=dict)  # datastore -> type and adapter
+
+
+@dataclass(slots=True)
+class SourceHealth:
+    """A source's own health, pushed into the store whole on every change (sources keep no
+    exporter-facing state): one vSphere target, or one esxtop-over-SSH stream."""
+
+    kind: str  # vsphere | esxtop_ssh
+    name: str  # the target name, or the SSH host as configured
+    up: int = 0
+    durations: dict[str, float] = field(default_factory=dict)  # phase -> seconds of its last run
+    errors: dict[str, int] = field(default_factory=dict)  # phase -> failures so far
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> series that could not be placed
+    restarts: dict[str, int] = field(default_factory=dict)  # reason -> sessions ended and restarted
+    objects: dict[str, int] = field(default_factory=dict)  # kind -> objects found by the last discovery
+    samples: dict[str, int] = field(default_factory=dict)  # host -> samples ingested
+    last_timestamp: dict[str, float] = field(default_factory=dict)  # host -> newest sample time

@@ -27,11 +27,11 @@ def run_simulation(settings, store, stop) -> None:
     for inventory in sim.inventories():
         store.set_inventory(inventory)
     for host, reader in readers.items():
-        pump([sim.header(host)], reader, store)
+        pump([sim.header(host)], reader, store.ingest, store.count_parse_error)
     log.info("simulating %s: %d host(s), one sample every %gs", settings["simulate.scenario"], len(readers), interval)
     deadline = time.monotonic()
     while not stop.is_set():
         for host, line in sim.step().items():
-            pump([line], readers[host], store)
+            pump([line], readers[host], store.ingest, store.count_parse_error)
         deadline += interval
         stop.wait(max(0.0, deadline - time.monotonic()))

@@ -1,8 +1,11 @@
 """Turns a stream of Samples into exportable state: gauges from the last interval and counters
 that integrate every interval's rates over its real length.
 
-Sources push Samples and Inventories in; collectors read a consistent view under the lock.
-`version` changes on every update so the exposition can be rendered once per change.
+Sources push Samples, Inventories and their SourceHealth in (one Store per process); collectors
+read a consistent view under the lock. Each host, inventory and health record remembers the source
+(`origin`: a vSphere target's name, "" for the others), so `/probe?target=NAME` renders
+`store.view(NAME)`, the same store seen through that target. `version` changes on every update so
+the exposition can be rendered once per change.
 """
 
 from __future__ import annotations
@@ -70,28 +73,35 @@ class HostState:
     samples: int = 0
     last_timestamp: float = 0.0
     source: str = "esxtop"
+    origin: str = ""  # the vSphere target that reports this host, "" for esxtop sources
 
 
 class Store:
     """All hosts' state. Objects absent from the newest sample lose their gauges at once and
-    their counters after `stale_after` seconds (LUNs and worlds come and go)."""
+    their counters after `stale_after` seconds (LUNs and worlds come and go).
+
+    State is kept per (origin, host): two vSphere targets that both report a host (its vCenter and
+    the host itself) never add into one counter. `hosts` and `inventories` show each host once,
+    from the first source that reported it, so /metrics holds no duplicate series; a target's
+    view shows its own."""
 
     def __init__(self, stale_after: float = 300.0, lun_filter=None):
         self.stale_after = stale_after
         self.lun_filter = lun_filter or None  # exporter.filters.LunFilter; None keeps every LUN
         self.lock = threading.Lock()
-        self.hosts: dict[str, HostState] = {}
-        self.inventories: dict[str, m.Inventory] = {}
+        self.host_states: dict[tuple[str, str], HostState] = {}  # (origin, host) -> state
+        self.host_inventories: dict[tuple[str, str], m.Inventory] = {}  # (origin, host) -> inventory
         self.parse_errors: dict[tuple[str, str], int] = {}  # (stream, reason) -> lines rejected
+        self.health: dict[tuple[str, str], m.SourceHealth] = {}  # (kind, name) -> newest record
         self.version = 0
 
-    def ingest(self, sample: m.Sample) -> None:
+    def ingest(self, sample: m.Sample, origin: str = "") -> None:
         if self.lun_filter is not None:
             sample = self.lun_filter.sample(sample)
         with self.lock:
-            host = self.hosts.get(sample.host)
+            host = self.host_states.get((origin, sample.host))
             if host is None:
-                host = self.hosts[sample.host] = HostState(sample.host, source=sample.source)
+                host = self.host_states[(origin, sample.host)] = HostState(sample.host, source=sample.source, origin=origin)
             now = sample.timestamp
             for family in FAMILIES:
                 objects = host.objects[family]
@@ -114,18 +124,36 @@ class Store:
             host.last_timestamp = now
             self.version += 1
 
-    def set_inventory(self, inventory: m.Inventory) -> None:
+    def set_inventory(self, inventory: m.Inventory, origin: str = "") -> None:
         if self.lun_filter is not None:
             inventory = self.lun_filter.inventory(inventory)
         with self.lock:
-            self.inventories[inventory.host] = inventory
+            self.host_inventories[(origin, inventory.host)] = inventory
             self.version += 1
 
-    def drop_inventories(self, hosts) -> None:
+    @property
+    def hosts(self) -> dict[str, HostState]:
+        """Each host once: the state of the first source that reported it."""
+        return _first_per_host(self.host_states)
+
+    @property
+    def inventories(self) -> dict[str, m.Inventory]:
+        return _first_per_host(self.host_inventories)
+
+    def set_health(self, record: m.SourceHealth) -> None:
+        """A source's health, replaced whole (the source hands over a record it no longer changes)."""
+        with self.lock:
+            self.health[(record.kind, record.name)] = record
+            self.version += 1
+
+    def view(self, origin: str) -> StoreView:
+        return StoreView(self, origin)
+
+    def drop_inventories(self, hosts, origin: str = "") -> None:
         """Hosts that left a source's inventory lose their configuration series."""
         with self.lock:
             for host in hosts:
-                self.inventories.pop(host, None)
+                self.host_inventories.pop((origin, host), None)
             self.version += 1
 
     def count_parse_error(self, stream: str, reason: str) -> None:
@@ -134,10 +162,10 @@ class Store:
             self.parse_errors[key] = self.parse_errors.get(key, 0) + 1
             self.version += 1
 
-    def drop_gauges(self, host: str) -> None:
+    def drop_gauges(self, host: str, origin: str = "") -> None:
         """A live stream of this host died: its last values are no longer current (counters stay)."""
         with self.lock:
-            state = self.hosts.get(host)
+            state = self.host_states.get((origin, host))
             if state is not None:
                 for objects in state.objects.values():
                     for obj in objects.values():
@@ -148,3 +176,37 @@ class Store:
         """Mark the state changed (a source's own health metrics moved)."""
         with self.lock:
             self.version += 1
+
+
+class StoreView:
+    """The store as one source sees it (/probe?target=NAME): its hosts, inventories and health.
+    Same lock and version as the store, so a probe renders from the same consistent snapshot."""
+
+    def __init__(self, store: Store, origin: str):
+        self.store, self.origin = store, origin
+        self.lock = store.lock
+        self.parse_errors: dict[tuple[str, str], int] = {}  # esxtop streams have no target
+
+    @property
+    def version(self) -> int:
+        return self.store.version
+
+    @property
+    def hosts(self) -> dict[str, HostState]:
+        return {name: h for (origin, name), h in self.store.host_states.items() if origin == self.origin}
+
+    @property
+    def inventories(self) -> dict[str, m.Inventory]:
+        return {name: inv for (origin, name), inv in self.store.host_inventories.items() if origin == self.origin}
+
+    @property
+    def health(self) -> dict[tuple[str, str], m.SourceHealth]:
+        return {key: r for key, r in self.store.health.items() if r.name == self.origin}
+
+
+def _first_per_host(by_origin: dict) -> dict:
+    """(origin, host) -> x as host -> x, the first-inserted origin winning (dicts keep insertion order)."""
+    out: dict = {}
+    for (_, name), value in by_origin.items():
+        out.setdefault(name, value)
+    return out

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from exporter import config
-from exporter.commands.serve import options
+from exporter.flags import exporter_options as options
 from tests.support.deploy import DEPLOY
 
 EXAMPLES = sorted((DEPLOY / "config").glob("*.yml"))

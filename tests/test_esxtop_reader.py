@@ -241,7 +241,7 @@ def test_a_live_stream_counts_bad_lines_and_goes_on():
     lines.insert(2, '"garbage"')
     lines.insert(3, lines[2][: len(lines[2]) // 2])  # a row cut mid-line
     store = Store()
-    pump(lines, EsxtopReader("live"), store)
+    pump(lines, EsxtopReader("live"), store.ingest, store.count_parse_error)
     assert store.parse_errors == {("live", "cell_count"): 2}
     assert store.hosts["esx01"].samples == 3
 

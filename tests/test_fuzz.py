@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exporter import config, webconfig
-from exporter.commands.serve import options as serve_options
 from exporter.esxtop import EsxtopError, EsxtopReader
 from exporter.esxtop.ssh import targets_from_settings
+from exporter.flags import exporter_options as serve_options
 from tests.support import captures
 from tests.support.servers import CAPTURES
 

@@ -24,7 +24,7 @@ def test_rss_flat_while_luns_and_worlds_come_and_go():
     ts = 1_700_000_000.0
     marks = []
     for run in range(RUNS):
-        pump(run_lines(run, ROWS, ts, INTERVAL, LUNS, SHIFT, WORLDS), reader, store)
+        pump(run_lines(run, ROWS, ts, INTERVAL, LUNS, SHIFT, WORLDS), reader, store.ingest, store.count_parse_error)
         ts += ROWS * INTERVAL
         body = exposition.body()  # a scrape per run
         if run % 10 == 9:

@@ -212,13 +212,10 @@ def _clock(reader: EsxtopReader, stamps: list[str], lines: list[int]) -> tuple[n
     timestamps = np.empty(len(stamps))
     intervals = np.empty(len(stamps))
     for i, text in enumerate(stamps):
-        reader.lineno = lines[i]
         try:
-            timestamps[i] = reader._timestamp(text.strip().strip('"'))
+            timestamps[i], interval = reader.clock(text, lines[i])
         except EsxtopError as err:
             raise CaptureError(str(err)) from None
-        interval = reader._interval(timestamps[i])
-        timestamps[i] = reader._prev_ts  # the reader may step a repeated stamp forward
         intervals[i] = np.nan if interval is None else interval
     return timestamps, intervals
 

@@ -1,10 +1,12 @@
 """Collectors: one module per object family, each `collect(store) -> iterable of metric families`.
 
-`COLLECTORS` is the registry: name -> (collect function, enabled by default). Each name becomes a
-`--collector.NAME` / `--no-collector.NAME` flag and a `collector` label on the self-metrics.
+`COLLECTORS` is the registry, the one place every collector is named: name -> (collect function,
+enabled by default). Each name becomes a `--collector.NAME` / `--no-collector.NAME` flag and a
+`collector` label on esxi_scrape_collector_success / _duration_seconds. Collectors read only the
+store (model objects); none reaches into a source.
 """
 
-from exporter.collectors import adapter, cpu, datastore, esxtop, inventory, lun, path, world
+from exporter.collectors import adapter, cpu, datastore, esxtop, inventory, lun, path, ssh, vsphere, world
 
 COLLECTORS = {
     "lun": (lun.collect, True),
@@ -15,4 +17,6 @@ COLLECTORS = {
     "cpu": (cpu.collect, True),
     "inventory": (inventory.collect, True),
     "esxtop": (esxtop.collect, True),
+    "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
+    "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
 }

@@ -65,7 +65,7 @@ def run(args) -> int:
     from exporter import thresholds
     from exporter.analysis import compare, report_text
     from exporter.analysis.capture import CaptureError, load
-    from exporter.cli import fail
+    from exporter.flags import fail
 
     try:
         speeds = dict(parse_link_speed(s) for s in args.link_speed)

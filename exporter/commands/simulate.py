@@ -116,6 +116,6 @@ def _targets(out: str, hosts: list[str]) -> dict[str, Path | None]:
 
 
 def _fail(message: str) -> int:
-    from exporter.cli import fail
+    from exporter.flags import fail
 
     return fail(f"simulate: {message}", 2)

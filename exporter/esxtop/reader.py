@@ -201,6 +201,16 @@ class EsxtopReader:
                 return self._error("bad_value", f"column {index + 1} ({layout.names[index]}) is not a number: {cell[:40]!r}")
         return self._error("bad_value", "a value is not a number")
 
+    def clock(self, stamp: str, lineno: int | None = None) -> tuple[float, float | None]:
+        """The reader's clock for one row's timestamp cell, as feed() applies it: the row's time
+        (a repeated stamp stepped forward) and the interval since the previous row (None for the
+        first). For readers of whole captures that parse the other cells themselves (analysis)."""
+        if lineno is not None:
+            self.lineno = lineno
+        ts = self._timestamp(stamp.strip().strip('"'))
+        interval = self._interval(ts)
+        return self._prev_ts, interval
+
     def _timestamp(self, text: str) -> float:
         found = _TS_FULL.match(text)
         time_only = found is None

@@ -25,11 +25,11 @@ import tempfile
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
+from exporter import model as m
 from exporter.esxtop.reader import EsxtopReader
 from exporter.esxtop.streams import pump
-from exporter.textformat import counter, gauge, label_string
 
 log = logging.getLogger(__name__)
 
@@ -290,12 +290,6 @@ def classify(returncode: int | None, stderr: str, delivered: bool) -> tuple[str,
     return "esxtop_exited", f"esxtop exited with status {returncode}" + (f": {last}" if last else "")
 
 
-@dataclass
-class Health:
-    up: int = 0
-    restarts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
-
-
 class SshStream:
     """Runs esxtop on one host over SSH until `stop` is set, restarting it when it ends."""
 
@@ -310,29 +304,32 @@ class SshStream:
     ):
         self.target, self.store, self.stop, self.per_world = target, store, stop, per_world
         self.ssh, self.backoff_initial = ssh, backoff_initial
-        self.health = Health()
+        self.up = 0
+        self.restarts = dict.fromkeys(REASONS, 0)
         self.lock = threading.Lock()
         self._sample_hosts: set[str] = set()  # host names esxtop used (the header's, not ours)
         self._last_row = 0.0
+        self._delivered = 0  # samples this stream has read
         self._stalled = False
         self._announce = True
         self._stderr: deque[str] = deque(maxlen=40)
 
-    # health, read by the collector
+    # health: a SourceHealth record in the store after every change
     def _set_up(self, value: int) -> None:
         with self.lock:
-            changed, self.health.up = self.health.up != value, value
+            changed, self.up = self.up != value, value
         if changed:
-            self.store.touch()
+            self.publish()
 
     def _count_restart(self, reason: str) -> None:
         with self.lock:
-            self.health.restarts[reason] += 1
-        self.store.touch()
+            self.restarts[reason] += 1
+        self.publish()
 
-    def snapshot(self) -> tuple[int, dict[str, int]]:
+    def publish(self) -> None:
         with self.lock:
-            return self.health.up, dict(self.health.restarts)
+            record = m.SourceHealth(kind="esxtop_ssh", name=self.target.label, up=self.up, restarts=dict(self.restarts))
+        self.store.set_health(record)
 
     # the loop
     def run(self) -> None:
@@ -380,9 +377,9 @@ class SshStream:
             self.target.remote_command(),
         )
         reader = EsxtopReader(f"ssh:{self.target.label}", per_world=self.per_world)
-        counting = _SampleSink(self)
+        delivered_before = self._delivered
         try:
-            pump(self._lines(proc), reader, counting, self.stop)
+            pump(self._lines(proc), reader, self._on_sample, self.store.count_parse_error, self.stop)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -390,7 +387,7 @@ class SshStream:
             _running.discard(proc)
             proc.stdout.close()
             proc.stderr.close()
-        delivered = counting.count > 0
+        delivered = self._delivered > delivered_before
         if self._stalled:
             return delivered, "stalled", f"no esxtop row for {self.target.stall_seconds:g}s: stream stalled, restarting it"
         reason, message = classify(returncode, "\n".join(self._stderr), delivered)
@@ -441,6 +438,7 @@ class SshStream:
                 self.store.count_parse_error(f"ssh:{self.target.label}", "partial_line")
 
     def _on_sample(self, sample) -> None:
+        self._delivered += 1
         self._last_row = time.monotonic()
         self._sample_hosts.add(sample.host)
         self.store.ingest(sample)
@@ -451,22 +449,8 @@ class SshStream:
             self.store.drop_gauges(host)
 
 
-class _SampleSink:
-    """What pump() sees as the store: samples go through the stream, errors to the store."""
-
-    def __init__(self, stream: SshStream):
-        self.stream, self.count = stream, 0
-
-    def ingest(self, sample) -> None:
-        self.count += 1
-        self.stream._on_sample(sample)
-
-    def count_parse_error(self, name: str, reason: str) -> None:
-        self.stream.store.count_parse_error(name, reason)
-
-
 class SshStreams:
-    """All SSH streams of the exporter and their health metrics (an Exposition `extra` collector)."""
+    """All SSH streams of the exporter."""
 
     def __init__(self, targets: list[SshTarget], store, stop: threading.Event, per_world: bool = True, **kwargs):
         self.streams = [SshStream(t, store, stop, per_world, **kwargs) for t in targets]
@@ -474,14 +458,6 @@ class SshStreams:
     def start(self) -> list[threading.Thread]:
         from exporter.esxtop.streams import start_thread
 
-        return [start_thread(f"esxtop-ssh:{s.target.label}", s.run) for s in self.streams]
-
-    def collect(self, store):
-        up = gauge("esxi_esxtop_up", "1 while esxtop over SSH delivers rows from the host, else 0.")
-        restarts = counter("esxi_esxtop_restarts_total", "esxtop SSH sessions that ended and were restarted, by why.")
         for stream in self.streams:
-            value, counts = stream.snapshot()
-            up.add(label_string(("host",), (stream.target.label,)), float(value))
-            for reason, count in counts.items():
-                restarts.add(label_string(("host", "reason"), (stream.target.label, reason)), float(count))
-        return [up, restarts]
+            stream.publish()  # down (0) until rows flow: visible from the first scrape
+        return [start_thread(f"esxtop-ssh:{s.target.label}", s.run) for s in self.streams]

@@ -1,5 +1,5 @@
-"""Line sources for the esxtop reader (standard input, a growing file) and the pump that feeds
-a reader's Samples into the store, counting and skipping bad lines so a live stream goes on."""
+"""Line sources for the esxtop reader (standard input, a growing file) and the pump that hands a
+reader's Samples on, counting and skipping bad lines so a live stream goes on."""
 
 from __future__ import annotations
 
@@ -13,19 +13,20 @@ from exporter.esxtop.reader import EsxtopError, EsxtopReader
 log = logging.getLogger(__name__)
 
 
-def pump(lines, reader: EsxtopReader, store, stop: threading.Event | None = None) -> None:
-    """Feed lines to the reader and Samples to the store until the lines end or stop is set."""
+def pump(lines, reader: EsxtopReader, on_sample, on_error, stop: threading.Event | None = None) -> None:
+    """Feed lines to the reader until the lines end or stop is set: each Sample to on_sample, each
+    rejected line to on_error(stream name, reason) after a warning, and go on."""
     for line in lines:
         if stop is not None and stop.is_set():
             return
         try:
             sample = reader.feed(line)
         except EsxtopError as err:
-            store.count_parse_error(reader.name, err.reason)
+            on_error(reader.name, err.reason)
             log.warning("skipped a line: %s", err)
             continue
         if sample is not None:
-            store.ingest(sample)
+            on_sample(sample)
 
 
 def stdin_lines():

@@ -1,9 +1,9 @@
 """One vSphere target as a source: discovery on its own interval (default 5 min, swapped in
-atomically), real-time collection every 20 s decoupled from scrapes, samples into the stores.
+atomically), real-time collection every 20 s decoupled from scrapes.
 
-Each target keeps its own Store (for /probe?target=NAME) and also feeds the shared one
-(/metrics). Its health (up, durations, objects, errors) and the families the model has no
-place for (host-level datastore I/O, CPU MHz) live here, read by collectors/vsphere.py.
+It pushes model objects into the process's one store, each marked with the target's name (the
+store's per-target view serves /probe?target=NAME): Samples, Inventories, and a SourceHealth
+record (up, durations, objects, errors) after every change. It keeps no exporter-facing state.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter import gcpause
 from exporter import model as m
-from exporter.state import Store
 from exporter.vsphere import discovery, mapping, perf
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.settings import TargetConfig
@@ -41,13 +40,18 @@ def _route(series_key: tuple[int, str], topo: discovery.HostTopology, resolved: 
 
 
 class VsphereTarget:
-    def __init__(self, config: TargetConfig, shared: Store | None = None, stale_after: float = 300.0):
+    def __init__(self, config: TargetConfig, store=None):
+        """store: the process's store (exporter.state.Store), where Samples, Inventories and
+        SourceHealth go; a target used on its own (a test, a benchmark) gets a store of its own."""
+        if store is None:
+            from exporter.state import Store
+
+            store = Store()
         self.config = config
         self.name = config.name
         self.client = Client(config)
-        self.store = Store(stale_after=stale_after, lun_filter=shared.lun_filter if shared is not None else None)
-        self.sinks = [self.store] + ([shared] if shared is not None else [])
-        self.lock = threading.Lock()  # guards the health and extra state below
+        self.store = store
+        self.lock = threading.Lock()  # guards the health state below
         self.topology: discovery.Topology | None = None  # replaced whole, never mutated
         self.resolved: perf.Resolved | None = None
         self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
@@ -67,7 +71,7 @@ class VsphereTarget:
             self.up, self.error = 0, message
         if changed:
             log.error("vsphere target %s: %s failed: %s", self.name, phase, message)
-        self._touch()
+        self._publish()
 
     def _ok(self) -> None:
         with self.lock:
@@ -75,10 +79,28 @@ class VsphereTarget:
             self.up, self.error = 1, ""
         if recovered:
             log.info("vsphere target %s: reachable again", self.name)
+        self._publish()
 
-    def _touch(self) -> None:
-        for sink in self.sinks:
-            sink.touch()
+    def _took(self, phase: str, start: float) -> None:
+        with self.lock:
+            self.durations[phase] = time.perf_counter() - start
+
+    def _publish(self) -> None:
+        """Hand the store a fresh health record (copies: the store's reader never sees a change)."""
+        topology = self.topology
+        with self.lock:
+            record = m.SourceHealth(
+                kind="vsphere",
+                name=self.name,
+                up=self.up,
+                durations=dict(self.durations),
+                errors=dict(self.errors),
+                dropped=dict(self.dropped),
+                objects=topology.counts() if topology is not None else {},
+                samples=dict(self.samples),
+                last_timestamp=dict(self.last_timestamp),
+            )
+        self.store.set_health(record)
 
     # --- discovery ---------------------------------------------------------------------
     def discover(self) -> bool:
@@ -97,15 +119,13 @@ class VsphereTarget:
             else:
                 topology = discovery.discover(self.client, self.config.max_parallel_queries)
         except VsphereError as err:
+            self._took("discovery", start)
             self._failed("discovery", str(err))
             return False
-        finally:
-            with self.lock:
-                self.durations["discovery"] = time.perf_counter() - start
+        self._took("discovery", start)
         previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
         for topo in topology.hosts:
-            for sink in self.sinks:
-                sink.set_inventory(topo.inventory)
+            self.store.set_inventory(topo.inventory, origin=self.name)
         if previous is not None:
             self._forget({t.name for t in previous.hosts} - {t.name for t in topology.hosts})
         self._ok()
@@ -124,10 +144,10 @@ class VsphereTarget:
         """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
         if not hosts:
             return
-        for sink in self.sinks:
-            sink.drop_inventories(hosts)
-        for host in hosts:
-            self.last_timestamp.pop(host, None)
+        self.store.drop_inventories(hosts, origin=self.name)
+        with self.lock:
+            for host in hosts:
+                self.last_timestamp.pop(host, None)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
 
     # --- collection --------------------------------------------------------------------
@@ -163,7 +183,6 @@ class VsphereTarget:
                 "vsphere target %s: %d QueryPerf failure(s), the other hosts were read: %s", self.name, len(errors), errors[0]
             )
         self._ok()
-        self._touch()
         return True
 
     def _ingest_host(self, topo: discovery.HostTopology, series: perf.HostSeries, resolved: perf.Resolved) -> None:
@@ -196,11 +215,11 @@ class VsphereTarget:
                 family = host_level if family_name == mapping.HOST else getattr(sample, family_name)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
-            for sink in self.sinks:
-                sink.ingest(sample)
+            self.store.ingest(sample, origin=self.name)
             self._count_sample(topo.name, wildcards)
             last = stamp
-        self.last_timestamp[topo.name] = last
+        with self.lock:
+            self.last_timestamp[topo.name] = last
 
     def _count_sample(self, host: str, wildcards: int) -> None:
         with self.lock:

@@ -1,0 +1,119 @@
+"""Wires the program, and only here: resolved settings -> the one Store, the sources that feed it
+(saved captures, stdin, followed files, SSH streams, vSphere targets, the simulator, the config
+file's inventory), the registered collectors that render it, and the HTTP server.
+
+    sources  --(Sample, Inventory, SourceHealth)-->  Store  -->  collectors  -->  Exposition / HTTP
+
+`serve` and `dump` are thin commands over this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from exporter import static_inventory
+from exporter.collectors import COLLECTORS
+from exporter.config import ConfigError
+from exporter.esxtop import EsxtopReader, read_file
+from exporter.esxtop.streams import follow_lines, pump, start_thread, stdin_lines
+from exporter.exposition import Exposition
+from exporter.filters import LunFilter
+from exporter.state import Store
+
+log = logging.getLogger(__name__)
+
+
+def has_live_source(settings) -> bool:
+    return bool(
+        settings["esxtop.stdin"]
+        or settings["esxtop.follow"]
+        or settings["esxtop.file"]
+        or settings["esxtop.ssh"]
+        or settings.get("esxtop.ssh_targets")
+        or settings["simulate.scenario"]
+        or settings["vsphere.url"]
+        or settings["vsphere.targets"]
+    )
+
+
+class App:
+    """One exporter process: its store, its sources and what renders them. Raises ConfigError
+    (every bad entry at once) for a bad target or inventory section."""
+
+    def __init__(self, settings, stop: threading.Event | None = None):
+        self.settings = settings
+        self.stop = stop or threading.Event()
+        self.store = Store(
+            stale_after=settings["esxtop.stale_after"], lun_filter=LunFilter(settings["lun.include"], settings["lun.exclude"])
+        )
+        self.enabled = [name for name in COLLECTORS if settings[f"collector.{name}"]]
+        self.per_world = settings["collector.world"]
+        self.vsphere = self._vsphere_targets()
+        self.ssh = self._ssh_streams()
+        self._load_inventory()
+
+    # --- sources -------------------------------------------------------------------------
+    def _vsphere_targets(self) -> list:
+        if not (self.settings["vsphere.url"] or self.settings["vsphere.targets"]):
+            return []
+        from exporter.vsphere import VsphereTarget, targets
+
+        return [VsphereTarget(config, self.store) for config in targets(self.settings)]
+
+    def _ssh_streams(self):
+        from exporter.esxtop.ssh import SshStreams, targets_from_settings
+
+        targets = targets_from_settings(self.settings)
+        return SshStreams(targets, self.store, self.stop, per_world=self.per_world) if targets else None
+
+    def _load_inventory(self) -> None:
+        """The config file's hand-written inventory (hosts no vSphere target covers)."""
+        try:
+            inventories = static_inventory.parse(self.settings.get("inventory"))
+        except static_inventory.InventoryError as err:
+            raise ConfigError(err.problems) from None
+        for inventory in inventories:
+            self.store.set_inventory(inventory)
+
+    def load_files(self) -> None:
+        """Read saved captures to the end; the first bad line is fatal (EsxtopError)."""
+        for path in self.settings["esxtop.file"]:
+            for sample in read_file(path, per_world=self.per_world):
+                self.store.ingest(sample)
+
+    def start_live(self) -> list[threading.Thread]:
+        """Start every live source in its own thread(s)."""
+        store, stop = self.store, self.stop
+        threads = [thread for target in self.vsphere for thread in target.start(stop)]
+        if self.settings["esxtop.stdin"]:
+            reader = EsxtopReader("stdin", per_world=self.per_world)
+            threads.append(start_thread("esxtop-stdin", pump, stdin_lines(), reader, store.ingest, store.count_parse_error, stop))
+        for path in self.settings["esxtop.follow"]:
+            reader = EsxtopReader(path, per_world=self.per_world)
+            lines = follow_lines(path, stop)
+            threads.append(
+                start_thread(f"esxtop-follow:{path}", pump, lines, reader, store.ingest, store.count_parse_error, stop)
+            )
+        if self.settings["simulate.scenario"]:
+            from exporter.simulated import run_simulation
+
+            threads.append(start_thread("simulator", run_simulation, self.settings, store, stop))
+        if self.ssh:
+            threads += self.ssh.start()
+        return threads
+
+    def collect_vsphere_once(self) -> list:
+        """One discovery and one collection of every vSphere target (dump); the targets that failed."""
+        failed = [t for t in self.vsphere if not t.run_once()]  # each failure is logged with its reason
+        for target in self.vsphere:
+            target.client.close()
+        return failed
+
+    # --- rendering -----------------------------------------------------------------------
+    def exposition(self, target: str | None = None) -> Exposition:
+        """The whole store, or what one vSphere target reported (/probe?target=NAME)."""
+        return Exposition(self.store if target is None else self.store.view(target), self.enabled)
+
+    def probes(self) -> dict[str, Exposition]:
+        return {t.name: self.exposition(t.name) for t in self.vsphere}
