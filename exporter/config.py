@@ -162,6 +162,21 @@ OPTIONS: list[Option] = [
         "Most metric ids per QueryPerf call, under vCenter's config.vpxd.stats.maxQueryMetrics (0: no limit).",
     ),
     Option("vsphere.max_parallel_queries", _positive_int, 4, "QueryPerf calls in flight at once per target."),
+    Option(
+        "vsphere.host_include",
+        _str_list,
+        [],
+        "Only hosts whose inventory path matches one of these globs, Telegraf style (/DC1/**, /*/host/Prod/**; repeatable).",
+    ),
+    Option(
+        "vsphere.host_exclude", _str_list, [], "Leave out hosts whose inventory path matches one of these globs (repeatable)."
+    ),
+    Option(
+        "vsphere.shard",
+        str,
+        None,
+        "K/N: take shard K (0..N-1) of the hosts by a stable hash of their names; N exporters split a vCenter.",
+    ),
     Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

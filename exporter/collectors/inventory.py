@@ -61,8 +61,14 @@ def collect(store):
         "Datastore type, NFS server and the adapter (vmknic) carrying an NFS datastore's traffic. Always 1; join with group_left.",
         labels=["host", "datastore", "type", "remote_host", "adapter"],
     )
+    host_info = _Family(
+        "esxi_host_info",
+        'Where the host sits in vSphere: its datacenter and cluster ("" standalone or unknown). Always 1.',
+        labels=["host", "datacenter", "cluster"],
+    )
     shares: dict[str, int] = {}
     for host, inv in sorted(store.inventories.items()):
+        host_info.put([host, inv.datacenter, inv.cluster], 1)
         for device, lun in sorted(inv.luns.items()):
             lun_info.put([host, device, lun.display_name, lun.vendor, lun.model, lun.datastore], 1)
             if lun.configured_queue_depth is not None:
@@ -95,6 +101,7 @@ def collect(store):
     for datastore, count in sorted(shares.items()):
         datastore_hosts.put([datastore], count)
     families = [
+        host_info,
         lun_info,
         configured,
         lun_dsnro,

@@ -19,6 +19,7 @@ from pyVmomi import vim, vmodl
 
 from exporter import model as m
 from exporter.vsphere import nfs, soap
+from exporter.vsphere.selection import HostSelection
 
 HOST_PROPERTIES = [
     "name",
@@ -200,8 +201,23 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
     return topo
 
 
-def _host_spec(content):
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+# The inventory tree above the hosts: enough to name each host's path, datacenter and cluster.
+_TREE_TYPES = (vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem)
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a host sits: its inventory path (/DC/host/Cluster/esx01), datacenter and cluster."""
+
+    name: str
+    path: str
+    datacenter: str = ""
+    cluster: str = ""  # "" for a standalone host (its own compute resource)
+
+
+def _tree(content) -> list[tuple[str, str, dict]]:
+    """(type, moid, {name, parent}) of every folder, datacenter, compute resource and host."""
+    view = content.viewManager.CreateContainerView(content.rootFolder, list(_TREE_TYPES), True)
     spec = vmodl.query.PropertyCollector.FilterSpec(
         objectSet=[
             vmodl.query.PropertyCollector.ObjectSpec(
@@ -210,17 +226,46 @@ def _host_spec(content):
                 selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)],
             )
         ],
-        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=t, pathSet=["name", "parent"]) for t in _TREE_TYPES],
     )
-    return view, spec
-
-
-def _retrieve_hosts(content) -> list[tuple[str, dict]]:
-    view, spec = _host_spec(content)
     try:
-        return list(soap.retrieve(content.propertyCollector, spec))
+        return list(soap.retrieve_typed(content.propertyCollector, spec))
     finally:
         view.DestroyView()
+
+
+def host_places(tree: list[tuple[str, str, dict]]) -> dict[str, Place]:
+    """moid of each host -> its Place. The root folder is not part of a path (as in Telegraf)."""
+    nodes = {moid: (kind, _text_of(props.get("name")), _text_of(props.get("parent"))) for kind, moid, props in tree}
+    places = {}
+    for moid, (kind, name, parent) in nodes.items():
+        if kind != "HostSystem":
+            continue
+        names, datacenter, cluster = [name], "", ""
+        while parent in nodes:
+            parent_kind, parent_name, grandparent = nodes[parent]
+            if grandparent not in nodes and parent_kind == "Folder":
+                break  # the root folder ("Datacenters")
+            names.append(parent_name)
+            if parent_kind == "Datacenter" and not datacenter:
+                datacenter = parent_name
+            if parent_kind == "ClusterComputeResource" and not cluster:
+                cluster = parent_name
+            parent = grandparent
+        places[moid] = Place(name=name, path="/" + "/".join(reversed(names)), datacenter=datacenter, cluster=cluster)
+    return places
+
+
+def _retrieve_hosts(content, moids: list[str]) -> list[tuple[str, dict]]:
+    """The storage configuration of these hosts only (a filtered or sharded exporter reads no other)."""
+    if not moids:
+        return []
+    stub = content.propertyCollector._stub
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=vim.HostSystem(moid, stub), skip=False) for moid in moids],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)],
+    )
+    return list(soap.retrieve(content.propertyCollector, spec))
 
 
 def perf_counters(content) -> list[tuple[int, str]]:
@@ -292,15 +337,22 @@ def _host_settings(topo: HostTopology, options, iscsi) -> None:
                 adapter.link_speed_bytes_per_second = _iscsi_link_bytes(iscsi, name)
 
 
-def discover(client, max_parallel: int = 4) -> Topology:
+def discover(client, max_parallel: int = 4, selection: HostSelection | None = None) -> Topology:
+    """Every connected host the selection keeps (inventory paths, shard), with its storage."""
     start = time.perf_counter()
-    rows = client.call(_retrieve_hosts)
+    selection = selection or HostSelection()
+    places = host_places(client.call(_tree))
+    chosen = sorted(moid for moid, place in places.items() if selection.keeps(place.path, place.name))
+    rows = client.call(lambda content: _retrieve_hosts(content, chosen))
     stub = client.content().propertyCollector._stub
     hosts = []
     for moid, props in rows:
         if _text_of(props.get("runtime.connectionState")) != "connected":
             continue
         topo = storage_of_host(_text_of(props.get("name")), vim.HostSystem(moid, stub), props)
+        place = places.get(moid)
+        if place is not None:
+            topo.inventory.datacenter, topo.inventory.cluster = place.datacenter, place.cluster
         core_hz = _text_of(props.get("hardware.cpuInfo.hz"))
         topo.inventory.cpu_core_hertz = float(core_hz) if core_hz else None  # for CPU cost per I/O
         threads = _text_of(props.get("hardware.cpuInfo.numCpuThreads"))

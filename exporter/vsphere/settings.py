@@ -10,7 +10,8 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass, replace
 
-from exporter.config import ConfigError, _bool, _duration, _positive_int
+from exporter.config import ConfigError, _bool, _duration, _positive_int, _str_list
+from exporter.vsphere.selection import HostSelection, parse_shard
 
 # Per-target keys in vsphere.targets.NAME, and the parser of each.
 TARGET_KEYS = {
@@ -24,7 +25,11 @@ TARGET_KEYS = {
     "discovery_interval": _duration,
     "max_query_metrics": _positive_int,
     "max_parallel_queries": _positive_int,
+    "host_include": _str_list,
+    "host_exclude": _str_list,
+    "shard": parse_shard,
 }
+_SELECTION_KEYS = ("host_include", "host_exclude", "shard")
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class TargetConfig:
     discovery_interval: float = 300.0
     max_query_metrics: int = 256  # 0 = no limit (standalone ESXi has none)
     max_parallel_queries: int = 4
+    selection: HostSelection = HostSelection()  # which hosts: inventory paths and shard
 
     @property
     def host(self) -> str:
@@ -69,10 +75,37 @@ def _check_url(url: str) -> str | None:
     return None
 
 
+def _selection(values: dict, where: str, problems: list[str]) -> HostSelection | None:
+    """The host selection of these settings; None (and a problem line) if a pattern or shard is bad."""
+    shard = values.get("shard")
+    if isinstance(shard, str):
+        try:
+            shard = parse_shard(shard)
+        except ValueError as err:
+            problems.append(f"{where}.shard: {err}")
+            return None
+    try:
+        return HostSelection(tuple(values.get("host_include") or ()), tuple(values.get("host_exclude") or ()), shard)
+    except ValueError as err:
+        problems.append(f"{where}: host_include/host_exclude: {err}")
+        return None
+
+
 def targets(settings) -> list[TargetConfig]:
     """Every configured target; raises ConfigError listing every bad entry at once."""
+    problems: list[str] = []
+    selection = _selection(
+        {
+            "host_include": settings.get("vsphere.host_include") or [],
+            "host_exclude": settings.get("vsphere.host_exclude") or [],
+            "shard": settings.get("vsphere.shard"),
+        },
+        "vsphere",
+        problems,
+    )
     defaults = TargetConfig(
         name="",
+        selection=selection or HostSelection(),
         url="",
         user=settings.get("vsphere.user"),
         password_file=settings.get("vsphere.password_file"),
@@ -85,7 +118,6 @@ def targets(settings) -> list[TargetConfig]:
         max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4),
     )
     found: list[TargetConfig] = []
-    problems: list[str] = []
     if settings.get("vsphere.url"):
         url = settings["vsphere.url"]
         if "://" not in url:
@@ -114,6 +146,15 @@ def targets(settings) -> list[TargetConfig]:
                 values[key] = parse(raw)
             except (ValueError, TypeError) as err:
                 problems.append(f"{where}.{key}: {err}")
+        if any(key in values for key in _SELECTION_KEYS):
+            own = {key: values.pop(key, None) for key in _SELECTION_KEYS}
+            base = defaults.selection
+            merged = {
+                "host_include": own["host_include"] if own["host_include"] is not None else list(base.include),
+                "host_exclude": own["host_exclude"] if own["host_exclude"] is not None else list(base.exclude),
+                "shard": own["shard"] if own["shard"] is not None else base.shard,
+            }
+            values["selection"] = _selection(merged, where, problems) or base
         url = values.get("url")
         if not url:
             problems.append(f"{where}.url: missing")

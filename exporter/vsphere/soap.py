@@ -126,13 +126,21 @@ _OBJECTS, _OBJ, _PROPSET, _NAME, _VAL, _TOKEN = (_NS + n for n in ("objects", "o
 
 def retrieve(collector, spec, page: int = 100):
     """RetrievePropertiesEx with paging: yields (moref id, {property path: <val> element})."""
+    for _, moid, props in retrieve_typed(collector, spec, page):
+        yield moid, props
+
+
+def retrieve_typed(collector, spec, page: int = 100):
+    """As retrieve, with each object's managed type first: (type, moref id, properties)."""
     options = vmodl.query.PropertyCollector.RetrieveOptions(maxObjects=page)
     root = invoke(collector, _RETRIEVE, [[spec], options])
     while True:
         token = None
         for ret in root.iter(_RETURNVAL):
             for obj in ret.iterfind(_OBJECTS):
-                yield obj.findtext(_OBJ, ""), {p.findtext(_NAME, ""): p.find(_VAL) for p in obj.iterfind(_PROPSET)}
+                ref = obj.find(_OBJ)
+                kind, moid = ("", "") if ref is None else (ref.get("type", ""), (ref.text or "").strip())
+                yield kind, moid, {p.findtext(_NAME, ""): p.find(_VAL) for p in obj.iterfind(_PROPSET)}
             token = ret.findtext(_TOKEN)
         if not token:
             return

@@ -114,10 +114,10 @@ class VsphereTarget:
                 # First run: the counter catalogue is read while the server walks the inventory.
                 with ThreadPoolExecutor(max_workers=1) as pool:
                     counters = pool.submit(self._resolve_counters)
-                    topology = discovery.discover(self.client, self.config.max_parallel_queries)
+                    topology = discovery.discover(self.client, self.config.max_parallel_queries, self.config.selection)
                     counters.result()
             else:
-                topology = discovery.discover(self.client, self.config.max_parallel_queries)
+                topology = discovery.discover(self.client, self.config.max_parallel_queries, self.config.selection)
         except VsphereError as err:
             self._took("discovery", start)
             self._failed("discovery", str(err))

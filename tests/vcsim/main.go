@@ -564,6 +564,8 @@ func main() {
 	user := flag.String("username", "user", "login user")
 	pass := flag.String("password", "pass", "login password")
 	maxQueryMetrics := flag.Int("max-query-metrics", 0, "vCenter's config.vpxd.stats.maxQueryMetrics advanced setting (0: not set)")
+	datacenters := flag.Int("datacenters", 1, "vCenter mode: datacenters the hosts are spread over (hosts must divide evenly)")
+	clusterSize := flag.Int("cluster-size", 50, "vCenter mode: most hosts per cluster")
 	flag.Parse()
 
 	var fx *Fixture
@@ -586,13 +588,19 @@ func main() {
 	} else {
 		model = simulator.VPX()
 		model.Host = 0
-		// Hosts in clusters of at most 50: the simulator adds a host to a cluster in time
-		// linear in the cluster's size, so one cluster of 1,000 takes minutes to build.
+		// Hosts in clusters of at most 50 (-cluster-size): the simulator adds a host to a cluster
+		// in time linear in the cluster's size, so one cluster of 1,000 takes minutes to build.
+		// The model's counts are per datacenter.
+		if *datacenters < 1 || len(fx.Hosts)%*datacenters != 0 {
+			log.Fatalf("-datacenters %d does not divide %d hosts", *datacenters, len(fx.Hosts))
+		}
+		model.Datacenter = *datacenters
+		perDC := len(fx.Hosts) / *datacenters
 		model.Cluster = 1
-		for len(fx.Hosts)/model.Cluster > 50 || len(fx.Hosts)%model.Cluster != 0 {
+		for perDC/model.Cluster > *clusterSize || perDC%model.Cluster != 0 {
 			model.Cluster++
 		}
-		model.ClusterHost = len(fx.Hosts) / model.Cluster
+		model.ClusterHost = perDC / model.Cluster
 	}
 	model.Machine = 0
 	model.Autostart = false
