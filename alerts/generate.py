@@ -24,6 +24,11 @@ from exporter import thresholds  # noqa: E402
 
 CONFIG = thresholds.DEFAULT
 RULES_OUT = ALERTS_DIR / "esxi-storage.rules.yml"
+# Scale-out (docs/scale.md): each Prometheus shard evaluates the per-host rules over its own hosts;
+# the rules that add one LUN up over every host sharing it (device:*) run once, on the global store.
+SHARD_OUT = ALERTS_DIR / "esxi-storage.shard.rules.yml"
+GLOBAL_OUT = ALERTS_DIR / "esxi-storage.global.rules.yml"
+CROSS_HOST = re.compile(r"\bdevice:[a-z_]+:[a-z_]+")
 K8S_OUT = REPO / "deploy" / "kubernetes" / "prometheusrule.yaml"
 
 # ${name}, or ${name:format} for prose: ms (0.05 -> "50 ms"), percent (0.9 -> "90%").
@@ -184,9 +189,34 @@ def prometheus_rule(groups: list[dict]) -> str:
     )
 
 
+def is_cross_host(rule: dict) -> bool:
+    """A rule over one LUN's series from every host sharing it: it records a device:* series or
+    reads one. Split over shards it would see only part of the hosts."""
+    return rule.get("record", "").startswith("device:") or bool(CROSS_HOST.search(rule["expr"]))
+
+
+def split_cross_host(groups: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(per-shard groups, global groups): the same rules, the cross-host ones moved to the global file."""
+    shard, global_ = [], []
+    for group in groups:
+        local = [r for r in group["rules"] if not is_cross_host(r)]
+        cross = [r for r in group["rules"] if is_cross_host(r)]
+        if local:
+            shard.append({**group, "rules": local})
+        if cross:
+            global_.append({**group, "name": group["name"] + ".global", "rules": cross})
+    return shard, global_
+
+
 def outputs(config: dict | None = None) -> dict[Path, str]:
     groups = render_groups(config if config is not None else load_config())
-    return {RULES_OUT: rule_file(groups), K8S_OUT: prometheus_rule(groups)}
+    shard, global_ = split_cross_host(groups)
+    return {
+        RULES_OUT: rule_file(groups),
+        K8S_OUT: prometheus_rule(groups),
+        SHARD_OUT: rule_file(shard),
+        GLOBAL_OUT: rule_file(global_),
+    }
 
 
 def main(argv=None) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from exporter.sharding import parse_shard
 from exporter.units import parse_duration
 
 ENV_PREFIX = "ESXI_EXPORTER_"
@@ -130,6 +131,12 @@ OPTIONS: list[Option] = [
     ),
     Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
     Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
+    Option(
+        "simulate.shard",
+        parse_shard,
+        None,
+        "K/N: serve only shard K (0..N-1) of the scenario's hosts (the whole scenario is still simulated).",
+    ),
     Option(
         "lun.include", _regex, None, "Only LUNs whose device name matches this regular expression (their paths and worlds too)."
     ),

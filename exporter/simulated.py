@@ -8,6 +8,7 @@ import time
 
 from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
+from exporter.sharding import shard_of
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +24,21 @@ def run_simulation(settings, store, stop) -> None:
     sim = open_simulation(settings)
     interval = settings["simulate.interval"]
     per_world = settings["collector.world"]
-    readers = {host: EsxtopReader(f"simulator:{host}", per_world=per_world) for host in sim.hosts}
+    # --simulate.shard K/N: every exporter simulates the whole scenario (an array's queue is shared
+    # by all its hosts) and serves its share of the hosts, as --vsphere.shard splits a vCenter.
+    shard = settings.get("simulate.shard")  # (K, N) or None
+    mine = [h for h in sim.hosts if shard is None or shard_of(h, shard[1]) == shard[0]]
+    readers = {host: EsxtopReader(f"simulator:{host}", per_world=per_world) for host in mine}
     for inventory in sim.inventories():
-        store.set_inventory(inventory)
+        if inventory.host in readers:
+            store.set_inventory(inventory)
     for host, reader in readers.items():
         pump([sim.header(host)], reader, store.ingest, store.count_parse_error)
     log.info("simulating %s: %d host(s), one sample every %gs", settings["simulate.scenario"], len(readers), interval)
     deadline = time.monotonic()
     while not stop.is_set():
         for host, line in sim.step().items():
-            pump([line], readers[host], store.ingest, store.count_parse_error)
+            if host in readers:
+                pump([line], readers[host], store.ingest, store.count_parse_error)
         deadline += interval
         stop.wait(max(0.0, deadline - time.monotonic()))

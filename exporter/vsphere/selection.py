@@ -5,36 +5,17 @@
   there are some). `*` matches within one path element, `**` across elements:
   `/DC1/**` (a datacenter), `/*/host/Prod/**` (a cluster in any datacenter), `/**/esx0[1-4]*` (hosts).
   A host is kept if it matches an include pattern (none given: every host) and no exclude pattern.
-- A share of the hosts by a stable hash of the host's name (`--vsphere.shard K/N`): N exporters
-  with shards 0..N-1 take every host exactly once. SHA-256 of the lower-cased name, so the split
-  is the same on every restart and machine (Python's own hash() is salted per process), and a
-  host keeps its shard across vCenter reconnects and moid changes; the name is the `host` label,
-  so `esxi-storage-exporter` users can tell where a host went.
+- A share of the hosts by a stable hash of the host's name (`--vsphere.shard K/N`, see
+  exporter.sharding): N exporters with shards 0..N-1 take every host exactly once.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """'K/N' -> (K, N) with 0 <= K < N; ValueError with the reason."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
-    if not match:
-        raise ValueError(f"{text!r} is not K/N (this exporter's shard K of N, counted from 0, e.g. 0/3)")
-    k, n = int(match.group(1)), int(match.group(2))
-    if n < 1 or k >= n:
-        raise ValueError(f"{text!r}: the shard K must be 0 to N-1 and N at least 1")
-    return k, n
-
-
-def shard_of(host: str, total: int) -> int:
-    """The shard (0..total-1) a host belongs to."""
-    digest = hashlib.sha256(host.lower().encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % total
+from exporter.sharding import shard_of
 
 
 @lru_cache(maxsize=256)

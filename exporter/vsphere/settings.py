@@ -11,7 +11,8 @@ import urllib.parse
 from dataclasses import dataclass, replace
 
 from exporter.config import ConfigError, _bool, _duration, _positive_int, _str_list
-from exporter.vsphere.selection import HostSelection, parse_shard
+from exporter.sharding import parse_shard
+from exporter.vsphere.selection import HostSelection
 
 # Per-target keys in vsphere.targets.NAME, and the parser of each.
 TARGET_KEYS = {
