@@ -28,6 +28,8 @@ RULES_OUT = ALERTS_DIR / "esxi-storage.rules.yml"
 # the rules that add one LUN up over every host sharing it (device:*) run once, on the global store.
 SHARD_OUT = ALERTS_DIR / "esxi-storage.shard.rules.yml"
 GLOBAL_OUT = ALERTS_DIR / "esxi-storage.global.rules.yml"
+K8S_SHARD_RULES = REPO / "deploy" / "kubernetes" / "sharded" / "prometheusrule-shard.yaml"
+K8S_GLOBAL_RULES = REPO / "deploy" / "kubernetes" / "sharded" / "vmalert-rules.yaml"
 CROSS_HOST = re.compile(r"\bdevice:[a-z_]+:[a-z_]+")
 K8S_OUT = REPO / "deploy" / "kubernetes" / "prometheusrule.yaml"
 
@@ -171,13 +173,25 @@ def rule_file(groups: list[dict]) -> str:
     return HEADER + dump({"groups": groups})
 
 
-def prometheus_rule(groups: list[dict]) -> str:
+def global_rules_configmap(groups: list[dict]) -> str:
+    """The global rule file as a ConfigMap for vmalert (or Thanos Ruler) in Kubernetes."""
+    return HEADER + dump(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "esxi-storage-global-rules", "labels": {"app.kubernetes.io/name": "esxi-storage-exporter"}},
+            "data": {"esxi-storage.global.rules.yml": dump({"groups": groups})},
+        }
+    )
+
+
+def prometheus_rule(groups: list[dict], name: str = "esxi-storage-exporter") -> str:
     return HEADER + dump(
         {
             "apiVersion": "monitoring.coreos.com/v1",
             "kind": "PrometheusRule",
             "metadata": {
-                "name": "esxi-storage-exporter",
+                "name": name,
                 "labels": {
                     "app.kubernetes.io/name": "esxi-storage-exporter",
                     "app.kubernetes.io/component": "alert-rules",
@@ -216,6 +230,8 @@ def outputs(config: dict | None = None) -> dict[Path, str]:
         K8S_OUT: prometheus_rule(groups),
         SHARD_OUT: rule_file(shard),
         GLOBAL_OUT: rule_file(global_),
+        K8S_SHARD_RULES: prometheus_rule(shard, name="esxi-storage-exporter-shard"),
+        K8S_GLOBAL_RULES: global_rules_configmap(global_),
     }
 
 

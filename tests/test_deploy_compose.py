@@ -212,3 +212,47 @@ def test_grafana_datasource_is_the_projects_with_the_compose_url(stack):
     assert path in mounts, f"the dashboards provider reads {path}, which is not mounted"
     home = Path(stack["services"]["grafana"]["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"])
     assert (mounts[path] / home.relative_to(path)).is_file(), f"home dashboard {home} is not among the provisioned ones"
+
+
+def test_sharded_profile_runs_two_shards_into_victoria_metrics(tmp_path):
+    """`--profile sharded`: the shard's own start command, run by sh here, writes a config that
+    promtool accepts with that shard's number, and vmalert gets the global rules."""
+    result = subprocess.run(
+        [*compose_command(), "-f", str(COMPOSE_FILE), "--profile", "sharded", "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    services = json.loads(result.stdout)["services"]
+    assert {
+        "exporter-shard-0",
+        "exporter-shard-1",
+        "prometheus-shard-0",
+        "prometheus-shard-1",
+        "victoria-metrics",
+        "vmalert",
+    } <= set(services)
+    for k in (0, 1):
+        assert f"--vsphere.shard={k}/2" in services[f"exporter-shard-{k}"]["command"]
+        shard = services[f"prometheus-shard-{k}"]
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+", shard["image"].rpartition(":")[2])
+        mounts = bind_mounts(shard)
+        root = tmp_path / f"shard-{k}"
+        (root / "rules").mkdir(parents=True)
+        shutil.copy(mounts["/etc/prometheus/shard.yml"], root / "shard.yml")
+        shutil.copy(mounts["/prometheus/rules/esxi-storage.shard.rules.yml"], root / "rules" / "esxi-storage.shard.rules.yml")
+        # `compose config` keeps $$ (Compose's escape for a literal $), which the container sees as $.
+        script = shard["command"][0].replace("$$", "$").replace("/etc/prometheus/shard.yml", str(root / "shard.yml"))
+        script = script.replace("/prometheus/prometheus.yml", str(root / "prometheus.yml")).split(" && exec ")[0]
+        subprocess.run(["sh", "-c", script], env={**os.environ, "SHARD": shard["environment"]["SHARD"]}, check=True)
+        config = yaml.safe_load((root / "prometheus.yml").read_text())
+        assert config["global"]["external_labels"]["prometheus_shard"] == str(k)
+        keep = [r for r in config["scrape_configs"][0]["relabel_configs"] if r.get("action") == "keep"]
+        assert keep[0]["regex"] == str(k)
+        checked = subprocess.run(["promtool", "check", "config", str(root / "prometheus.yml")], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        bind_mounts(services["vmalert"])["/etc/vmalert/esxi-storage.global.rules.yml"]
+        == ROOT / "alerts" / "esxi-storage.global.rules.yml"
+    )

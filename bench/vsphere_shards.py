@@ -1,0 +1,122 @@
+"""A big vCenter split across N exporters by --vsphere.shard K/N, against one unsplit exporter.
+
+  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--splits 1,2,4] [--rounds 3]
+
+One storage simulator holds the whole inventory (8 LUNs x 2 HBAs x 2 paths per host by default).
+Each exporter of each split runs in a fresh process, one after another (a 2-core machine running
+them at once would measure the machine, not the exporter), and reports: discovery, collection per
+20 s interval (median of --rounds, every host answering), render time, series and peak RSS.
+Printed per split: the slowest exporter's figures and their ratio to the unsplit one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
+from vsphere_common import ROOT, StorageSim, Timer, median, password_file, render, series_count, target  # noqa: E402
+
+from exporter.vsphere.selection import HostSelection  # noqa: E402
+
+
+def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int) -> dict:
+    """One exporter's share, measured in this process."""
+
+    class Sim:  # what vsphere_common.target needs of a simulator
+        pass
+
+    sim = Sim()
+    sim.url, sim.cert = url, cert
+    t = target(sim, Path(secret), selection=HostSelection(shard=(k, n)))
+    with Timer() as discovery:
+        assert t.discover(), t.error
+    collections = []
+    for _ in range(rounds):
+        t.last_timestamp.clear()  # every host answers with its newest sample, as every 20 s
+        with Timer() as timer:
+            assert t.collect(), t.error
+        collections.append(timer.wall)
+    with Timer() as rendering:
+        body = render(t)
+    t.client.close()
+    return {
+        "hosts": t.topology.counts()["host"],
+        "discovery_s": discovery.wall,
+        "collection_s": median(collections),
+        "render_s": rendering.wall,
+        "series": series_count(body),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hosts", type=int, default=2500)
+    parser.add_argument("--luns", type=int, default=8)
+    parser.add_argument("--splits", default="1,2,4", help="numbers of exporters, comma-separated (1 first: the baseline)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--worker", nargs=5, metavar=("URL", "CERT", "SECRET", "K", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        url, cert, secret, k, n = args.worker
+        print(json.dumps(worker(url, cert, secret, int(k), int(n), args.rounds)))
+        return 0
+    splits = [int(s) for s in args.splits.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-vsphere-shards-"))
+    with Timer() as boot:
+        sim = StorageSim(tmp, "-hosts", str(args.hosts), "-luns", str(args.luns), fixture=None)
+    secret = password_file(tmp)
+    results: dict[int, list[dict]] = {}
+    try:
+        for n in splits:
+            results[n] = []
+            for k in range(n):
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--rounds",
+                        str(args.rounds),
+                        "--worker",
+                        sim.url,
+                        str(sim.cert),
+                        str(secret),
+                        str(k),
+                        str(n),
+                    ],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                results[n].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    finally:
+        sim.stop()
+    print(f"# {args.hosts} hosts x {args.luns} LUNs (simulator built in {boot.wall:.0f} s); each exporter measured alone")
+    print("| exporters | hosts per exporter | discovery s | collection s per 20 s | render s | series | peak RSS MiB |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    base = max(results[splits[0]], key=lambda r: r["collection_s"])
+    for n in splits:
+        rows = results[n]
+        worst = {key: max(r[key] for r in rows) for key in rows[0]}
+        hosts = "/".join(str(r["hosts"]) for r in rows)
+        ratio = {key: worst[key] / base[key] for key in ("discovery_s", "collection_s", "render_s", "series", "peak_rss_mib")}
+        print(
+            f"| {n} | {hosts} | {worst['discovery_s']:.2f} ({ratio['discovery_s']:.2f}x) | {worst['collection_s']:.2f} "
+            f"({ratio['collection_s']:.2f}x) | {worst['render_s']:.2f} ({ratio['render_s']:.2f}x) | {worst['series']:,} "
+            f"({ratio['series']:.2f}x) | {worst['peak_rss_mib']:.0f} ({ratio['peak_rss_mib']:.2f}x) |"
+        )
+    assert sum(r["hosts"] for r in results[splits[-1]]) == args.hosts, "the shards must cover every host exactly once"
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
