@@ -65,7 +65,10 @@ class App:
         from exporter.esxtop.ssh import SshStreams, targets_from_settings
 
         targets = targets_from_settings(self.settings)
-        return SshStreams(targets, self.store, self.stop, per_world=self.per_world) if targets else None
+        if not targets:
+            return None
+        interval = self.settings["esxtop.ssh_inventory_interval"]
+        return SshStreams(targets, self.store, self.stop, per_world=self.per_world, inventory_interval=interval)
 
     def _load_inventory(self) -> None:
         """The config file's hand-written inventory (hosts no vSphere target covers)."""

@@ -206,6 +206,12 @@ OPTIONS += [
     Option("esxtop.ssh_import_entity", str, None, "Entity file on the host (esxtop -import-entity FILE)."),
     Option("esxtop.ssh_stall_after", _duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
     Option("esxtop.ssh_backoff_max", _duration, 60.0, "Longest wait between reconnection attempts."),
+    Option(
+        "esxtop.ssh_inventory_interval",
+        _duration,
+        300.0,
+        "How often to read the SSH hosts' storage configuration with esxcli (DSNRO, queue depths, multipathing); 0: never.",
+    ),
     Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]
 

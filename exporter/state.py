@@ -93,6 +93,7 @@ class Store:
         self.host_inventories: dict[tuple[str, str], m.Inventory] = {}  # (origin, host) -> inventory
         self.parse_errors: dict[tuple[str, str], int] = {}  # (stream, reason) -> lines rejected
         self.health: dict[tuple[str, str], m.SourceHealth] = {}  # (kind, name) -> newest record
+        self.esxcli_errors: dict[tuple[str, str, str], int] = {}  # (host, command, reason) -> count
         self.version = 0
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
@@ -156,6 +157,12 @@ class Store:
                 self.host_inventories.pop((origin, host), None)
             self.version += 1
 
+    def count_esxcli_error(self, host: str, command: str, reason: str) -> None:
+        with self.lock:
+            key = (host, command, reason)
+            self.esxcli_errors[key] = self.esxcli_errors.get(key, 0) + 1
+            self.version += 1
+
     def count_parse_error(self, stream: str, reason: str) -> None:
         with self.lock:
             key = (stream, reason)
@@ -186,6 +193,7 @@ class StoreView:
         self.store, self.origin = store, origin
         self.lock = store.lock
         self.parse_errors: dict[tuple[str, str], int] = {}  # esxtop streams have no target
+        self.esxcli_errors: dict[tuple[str, str, str], int] = {}
 
     @property
     def version(self) -> int:

@@ -6,7 +6,7 @@ enabled by default). Each name becomes a `--collector.NAME` / `--no-collector.NA
 store (model objects); none reaches into a source.
 """
 
-from exporter.collectors import adapter, cpu, datastore, esxtop, inventory, lun, path, ssh, vsphere, world
+from exporter.collectors import adapter, cpu, datastore, device_config, esxtop, inventory, lun, path, ssh, vsphere, world
 
 COLLECTORS = {
     "lun": (lun.collect, True),
@@ -16,6 +16,7 @@ COLLECTORS = {
     "world": (world.collect, True),
     "cpu": (cpu.collect, True),
     "inventory": (inventory.collect, True),
+    "device_config": (device_config.collect, True),  # per-device tuning and health (esxcli, vSphere)
     "esxtop": (esxtop.collect, True),
     "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)

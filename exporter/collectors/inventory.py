@@ -1,7 +1,7 @@
 """Storage configuration: LUN identity and datastores, queue-depth settings, HBA and NFS link
 speeds, path states. Comes from the vSphere API, the simulator, or the config file's inventory section."""
 
-from exporter.model import PATH_STATES
+from exporter.model import PATH_STATES, device_kind
 from exporter.textformat import gauge, label_string
 
 
@@ -19,7 +19,7 @@ def collect(store):
     lun_info = _Family(
         "esxi_lun_info",
         "LUN identity and the datastore on it. Always 1; join with group_left.",
-        labels=["host", "device", "display_name", "vendor", "model", "datastore"],
+        labels=["host", "device", "display_name", "vendor", "model", "datastore", "plugin", "kind"],
     )
     configured = _Family("esxi_lun_configured_queue_depth", "Configured device queue depth.", labels=["host", "device"])
     lun_dsnro = _Family("esxi_lun_dsnro", "Per-device outstanding I/Os with competing worlds (DSNRO).", labels=["host", "device"])
@@ -70,7 +70,9 @@ def collect(store):
     for host, inv in sorted(store.inventories.items()):
         host_info.put([host, inv.datacenter, inv.cluster], 1)
         for device, lun in sorted(inv.luns.items()):
-            lun_info.put([host, device, lun.display_name, lun.vendor, lun.model, lun.datastore], 1)
+            lun_info.put(
+                [host, device, lun.display_name, lun.vendor, lun.model, lun.datastore, lun.plugin, device_kind(device, lun)], 1
+            )
             if lun.configured_queue_depth is not None:
                 configured.put([host, device], lun.configured_queue_depth)
             if lun.dsnro is not None:

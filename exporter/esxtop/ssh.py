@@ -72,7 +72,8 @@ class SshTarget:
         args += ["-d", f"{self.interval:g}", "-n", "0"]
         return " ".join(shlex.quote(a) for a in args)
 
-    def ssh_argv(self, ssh: str = "ssh") -> list[str]:
+    def ssh_argv(self, ssh: str = "ssh", remote: str | None = None) -> list[str]:
+        """The ssh client's arguments; remote: another command than esxtop (esxcli)."""
         interactive_secret = bool(self.password_file or self.password_env)
         argv = [
             ssh,
@@ -101,7 +102,7 @@ class SshTarget:
             argv += ["-p", str(self.port)]
         if self.user:
             argv += ["-l", self.user]
-        return argv + ["--", self.host, self.remote_command()]
+        return argv + ["--", self.host, remote if remote is not None else self.remote_command()]
 
 
 def parse_target(text: str) -> SshTarget:
@@ -444,6 +445,10 @@ class SshStream:
         self.store.ingest(sample)
         self._set_up(1)
 
+    def host_name(self) -> str | None:
+        """The host's name as esxtop reports it (its header), once a sample has arrived."""
+        return next(iter(sorted(self._sample_hosts)), None)
+
     def _drop_gauges(self) -> None:
         for host in self._sample_hosts:
             self.store.drop_gauges(host)
@@ -452,12 +457,30 @@ class SshStream:
 class SshStreams:
     """All SSH streams of the exporter."""
 
-    def __init__(self, targets: list[SshTarget], store, stop: threading.Event, per_world: bool = True, **kwargs):
+    def __init__(
+        self,
+        targets: list[SshTarget],
+        store,
+        stop: threading.Event,
+        per_world: bool = True,
+        inventory_interval: float = 300.0,
+        **kwargs,
+    ):
         self.streams = [SshStream(t, store, stop, per_world, **kwargs) for t in targets]
+        self.inventory_interval = inventory_interval  # esxcli storage configuration; 0: not read
 
     def start(self) -> list[threading.Thread]:
         from exporter.esxtop.streams import start_thread
 
+        threads = []
         for stream in self.streams:
             stream.publish()  # down (0) until rows flow: visible from the first scrape
-        return [start_thread(f"esxtop-ssh:{s.target.label}", s.run) for s in self.streams]
+            threads.append(start_thread(f"esxtop-ssh:{stream.target.label}", stream.run))
+            if self.inventory_interval > 0:
+                from exporter.esxcli.ssh import EsxcliOverSsh
+
+                esxcli = EsxcliOverSsh(
+                    stream.target, stream.store, stream.stop, stream.host_name, self.inventory_interval, stream.ssh
+                )
+                threads.append(start_thread(f"esxcli-ssh:{stream.target.label}", esxcli.run))
+        return threads

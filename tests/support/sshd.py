@@ -59,6 +59,9 @@ class Sshd:
         esxtop = bin_dir / "esxtop"
         esxtop.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.support.fake_esxtop "$@"\n')
         esxtop.chmod(0o755)
+        esxcli = bin_dir / "esxcli"
+        esxcli.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.support.fake_esxcli "$@"\n')
+        esxcli.chmod(0o755)
         session = tmp / "session"
         session.write_text(
             "#!/bin/sh\n"

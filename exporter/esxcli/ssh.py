@@ -1,0 +1,70 @@
+"""esxcli over the esxtop stream's own SSH connection settings (key, known_hosts, askpass for a
+password, never an argument): the storage configuration of each esxtop-over-SSH host, refreshed
+on the inventory interval and pushed into the store as the host's Inventory."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import subprocess
+import threading
+
+from exporter import model as m
+from exporter.esxcli import parse
+from exporter.esxcli.inventory import EsxcliError, read
+from exporter.esxtop.ssh import SshTarget, ssh_environment
+
+log = logging.getLogger(__name__)
+
+# How each command prints by default: blocks of `Key: Value`, or a dashed table.
+SHAPES = {
+    "storage core device list": parse.blocks,
+    "storage nmp device list": parse.blocks,
+    "storage hpp device list": parse.blocks,
+    "storage core adapter list": parse.table,
+    "system module parameters list": parse.table,
+}
+
+
+class EsxcliOverSsh:
+    def __init__(self, target: SshTarget, store, stop: threading.Event, host_name, interval: float = 300.0, ssh: str = "ssh"):
+        """host_name(): the host's name as its esxtop stream reports it (None until known), so
+        the Inventory joins the samples."""
+        self.target, self.store, self.stop, self.host_name = target, store, stop, host_name
+        self.interval, self.ssh = interval, ssh
+
+    def fetch(self, words: list[str]):
+        command = " ".join(w for w in words if not w.startswith("-"))
+        shape = next((f for prefix, f in SHAPES.items() if command.startswith(prefix)), parse.blocks)
+        argv = self.target.ssh_argv(self.ssh, remote="esxcli " + shlex.join(words))
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=ssh_environment(self.target))
+        except subprocess.TimeoutExpired:
+            raise EsxcliError("no answer within 60 s") from None
+        if done.returncode != 0:
+            last = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[-1]
+            raise EsxcliError(last[:200])
+        return shape(done.stdout)
+
+    def refresh(self, host: str) -> bool:
+        inventory, problems = read(host, self.fetch)
+        self.store.set_inventory(inventory)
+        for command, reason, message in problems:
+            self.store.count_esxcli_error(host, command, reason)
+            log.warning("esxcli on %s: %s: %s", self.target.label, command, message)
+        failed = any(reason == "failed" for _, reason, _ in problems)
+        self.store.set_health(m.SourceHealth(kind="esxcli", name=host, up=0 if failed else 1))
+        return not failed
+
+    def run(self) -> None:
+        host = None
+        while not self.stop.is_set() and host is None:
+            host = self.host_name()
+            if host is None:
+                self.stop.wait(1.0)
+        while not self.stop.is_set():
+            try:
+                self.refresh(host)
+            except Exception:  # noqa: BLE001 - the loop must survive anything one refresh does
+                log.exception("esxcli on %s: refresh failed", self.target.label)
+            self.stop.wait(self.interval)

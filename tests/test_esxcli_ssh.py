@@ -1,0 +1,54 @@
+"""Per-device configuration over the esxtop stream's own SSH connection: a real sshd on 127.0.0.1
+whose `esxcli` prints what real hosts print; exact values on /metrics, joined to the esxtop host."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.promtext import eventually, value
+from tests.test_esxcli import GOLD, NVME, PE, SAN
+from tests.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.integration
+HOST = "esx-sim"  # the name the fake esxtop's header gives
+
+
+def test_device_configuration_from_esxcli_over_ssh(sshd, exporter_for):  # noqa: F811
+    sshd.set_control(devices=[SAN])
+    exporter = exporter_for()
+    text = eventually(
+        lambda: (lambda t: t if "esxi_lun_dsnro{" in t else None)(exporter.metrics()), timeout=30, what="esxcli values"
+    )
+    assert value(text, "esxi_lun_dsnro", host=HOST, device=SAN) == 32
+    assert value(text, "esxi_lun_configured_queue_depth", host=HOST, device=SAN) == 64
+    assert value(text, "esxi_lun_dsnro", host=HOST, device=GOLD) == 64
+    assert value(text, "esxi_lun_queue_full_sample_size", host=HOST, device=GOLD) == 32
+    assert value(text, "esxi_lun_queue_full_threshold", host=HOST, device=GOLD) == 4
+    assert value(text, "esxi_lun_status", host=HOST, device=GOLD, status="degraded") == 1
+    assert value(text, "esxi_lun_psp_iops_limit", host=HOST, device=SAN) == 1
+    multipath = dict(host=HOST, device=SAN, plugin="NMP", satp="VMW_SATP_ALUA_CX", psp="VMW_PSP_RR", psp_limit_type="Iops")
+    assert value(text, "esxi_lun_multipath_info", **multipath) == 1
+    assert value(text, "esxi_lun_vvol_pe", host=HOST, device=PE) == 1
+    assert value(text, "esxi_lun_local", host=HOST, device=NVME) == 1
+    assert (
+        value(
+            text, "esxi_adapter_driver_queue_depth", host=HOST, adapter="vmhba1", driver="qlnativefc", parameter="ql2xmaxqdepth"
+        )
+        == 64
+    )
+    assert value(text, "esxi_host_dsnro_source", host=HOST, source="device") == 1
+    assert value(text, "esxi_esxcli_up", host=HOST) == 1
+    assert "esxi_esxcli_errors_total{" not in text  # no HPP namespace on this host is not an error
+    # the esxtop series of the same host and device sit beside them
+    assert value(text, "esxi_lun_queue_depth", host=HOST, device=SAN) is not None
+    runs = [json.loads(line)["argv"] for line in (sshd.control.with_name("esxcli-runs.jsonl")).read_text().splitlines()]
+    assert ["storage", "core", "device", "list"] in runs and [
+        "system",
+        "module",
+        "parameters",
+        "list",
+        "-m",
+        "qlnativefc",
+    ] in runs
