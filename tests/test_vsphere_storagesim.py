@@ -289,6 +289,8 @@ def test_storage_configuration(vc_dump):
             vendor="PURE",
             model="FlashArray",
             datastore="ds-local-03",
+            plugin="NMP",  # the multipath plugin and queue semantics (issue 15)
+            kind="scsi",
         )
         == 1
     )
@@ -556,3 +558,20 @@ def test_series_expected_per_call_bound_what_the_server_answers(vc, password_fil
         assert not errors and {topo.ref._moId for topo in target.topology.hosts} == set(results)
     finally:
         target.client.close()
+
+
+def test_device_state_flags_and_multipathing_from_the_standard_api(vc_dump):
+    """ScsiLun.operationalState, HostScsiDisk.ssd/localDisk, and the PSP and SATP of the multipath
+    info: read with no esxcli. One LUN of the fixture is degraded, on MRU and flash."""
+    degraded, healthy = "naa.600a098038303053453f463045727a62", "naa.600a098038303053453f463045727a61"
+    host = "esx01.lab.local"
+    assert value(vc_dump, "esxi_lun_operational_state", host=host, device=degraded, state="degraded") == 1
+    assert value(vc_dump, "esxi_lun_operational_state", host=host, device=degraded, state="ok") == 0
+    assert value(vc_dump, "esxi_lun_operational_state", host=host, device=healthy, state="ok") == 1
+    assert value(vc_dump, "esxi_lun_ssd", host=host, device=degraded) == 1
+    assert value(vc_dump, "esxi_lun_ssd", host=host, device=healthy) == 0
+    assert value(vc_dump, "esxi_lun_local", host=host, device=healthy) == 0
+    mru = dict(host=host, device=degraded, plugin="NMP", satp="VMW_SATP_ALUA", psp="VMW_PSP_MRU", psp_limit_type="")
+    assert value(vc_dump, "esxi_lun_multipath_info", **mru) == 1
+    rr = dict(host=host, device=healthy, plugin="NMP", satp="VMW_SATP_ALUA", psp="VMW_PSP_RR", psp_limit_type="")
+    assert value(vc_dump, "esxi_lun_multipath_info", **rr) == 1

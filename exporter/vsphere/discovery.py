@@ -180,10 +180,23 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
             model=_text(lun, "model"),
             datastore=extent_datastore.get(canonical, ""),
             configured_queue_depth=float(depth) if depth else None,
+            # Standard-API device state and flags (no esxcli needed): the first operational state
+            # is the device's, the rest qualify it.
+            operational_state=_text(lun, "operationalState"),
+            is_ssd=_flag(lun, "ssd"),
+            is_local=_flag(lun, "localDisk"),
+            is_vvol_pe=_flag(lun, "protocolEndpoint"),
         )
     multipath = props.get("config.storageDevice.multipathInfo")
     for unit in _all(multipath, "lun"):
         device = lun_names.get(_text(unit, "lun"), _text(unit, "id"))
+        config = inv.luns.get(device)
+        if config is not None:
+            policy = unit.find(_NS + "policy")
+            hpp = policy is not None and "Hpp" in policy.get(_XSI_TYPE, "")
+            config.plugin = "HPP" if hpp else "NMP"
+            config.psp = _text(unit, "policy/policy") or _text(unit, "policy/pathSelectionScheme")
+            config.satp = _text(unit, "storageArrayTypePolicy/policy")
         for path in _all(unit, "path"):
             path_name = _text(path, "name")
             adapter = adapters.get(_text(path, "adapter")) or m.path_adapter(path_name)
@@ -380,6 +393,11 @@ def discover(client, max_parallel: int = 4, selection: HostSelection | None = No
         topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
     topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
     return Topology(hosts=topos, duration=time.perf_counter() - start)
+
+
+def _flag(element, path: str) -> bool | None:
+    text = _text(element, path).lower()
+    return None if text not in ("true", "false") else text == "true"
 
 
 def _text_of(element) -> str:

@@ -53,6 +53,19 @@ type Lun struct {
 	Datastore  string           `json:"datastore"`
 	Paths      []Path           `json:"paths"`
 	Perf       map[string]int64 `json:"perf"`
+	// Standard-API device state and multipathing (defaults: ok, VMW_PSP_RR, VMW_SATP_ALUA).
+	State string `json:"state"`
+	Psp   string `json:"psp"`
+	Satp  string `json:"satp"`
+	Ssd   bool   `json:"ssd"`
+	Local bool   `json:"local"`
+}
+
+func orDefault(value, fallback string) string {
+	if value == "" {
+		return fallback
+	}
+	return value
 }
 
 // Hba is a Fibre Channel adapter, or (Type "iscsi") a software iSCSI adapter bound to Vmnics.
@@ -251,14 +264,17 @@ func buildHost(hostIdx int, fx *Host) (*types.HostStorageDeviceInfo, []types.Hos
 				Vendor:           lun.Vendor,
 				Model:            lun.Model,
 				QueueDepth:       lun.QueueDepth,
-				OperationalState: []string{"ok"},
+				OperationalState: []string{orDefault(lun.State, "ok")},
 			},
 			Capacity:   types.HostDiskDimensionsLba{BlockSize: 512, Block: 2147483648},
 			DevicePath: "/vmfs/devices/disks/" + lun.Name,
+			Ssd:        types.NewBool(lun.Ssd),
+			LocalDisk:  types.NewBool(lun.Local),
 		})
 		mpLun := types.HostMultipathInfoLogicalUnit{
 			Key: "key-vim.host.MultipathInfo.LogicalUnit-" + lun.Name, Id: lun.Name, Lun: lunKey,
-			Policy: &types.HostMultipathInfoLogicalUnitPolicy{Policy: "VMW_PSP_RR"},
+			Policy:                 &types.HostMultipathInfoLogicalUnitPolicy{Policy: orDefault(lun.Psp, "VMW_PSP_RR")},
+			StorageArrayTypePolicy: &types.HostMultipathInfoLogicalUnitStorageArrayTypePolicy{Policy: orDefault(lun.Satp, "VMW_SATP_ALUA")},
 		}
 		for _, p := range lun.Paths {
 			runtime := fmt.Sprintf("%s:C0:T%d:L%d", p.Adapter, p.Target, l)
