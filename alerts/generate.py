@@ -30,7 +30,8 @@ SHARD_OUT = ALERTS_DIR / "esxi-storage.shard.rules.yml"
 GLOBAL_OUT = ALERTS_DIR / "esxi-storage.global.rules.yml"
 K8S_SHARD_RULES = REPO / "deploy" / "kubernetes" / "sharded" / "prometheusrule-shard.yaml"
 K8S_GLOBAL_RULES = REPO / "deploy" / "kubernetes" / "sharded" / "vmalert-rules.yaml"
-CROSS_HOST = re.compile(r"\bdevice:[a-z_]+:[a-z_]+")
+# device:* sums one LUN over the hosts sharing it; an aggregation by cluster spans a cluster's hosts.
+CROSS_HOST = re.compile(r"\bdevice:[a-z_]+:[a-z_]+|\bby \([^)]*\bcluster\b")
 K8S_OUT = REPO / "deploy" / "kubernetes" / "prometheusrule.yaml"
 
 # ${name}, or ${name:format} for prose: ms (0.05 -> "50 ms"), percent (0.9 -> "90%").
@@ -204,8 +205,8 @@ def prometheus_rule(groups: list[dict], name: str = "esxi-storage-exporter") -> 
 
 
 def is_cross_host(rule: dict) -> bool:
-    """A rule over one LUN's series from every host sharing it: it records a device:* series or
-    reads one. Split over shards it would see only part of the hosts."""
+    """A rule over series of several hosts: one LUN's from every host sharing it (it records or
+    reads a device:* series) or a cluster's. Split over shards it would see only part of them."""
     return rule.get("record", "").startswith("device:") or bool(CROSS_HOST.search(rule["expr"]))
 
 

@@ -92,7 +92,7 @@ def run(tmp: Path, sim: StorageSim, secret: Path, n: int, seconds: float, scrape
         elapsed = time.monotonic() - t0
         sent = sum(counter(p.url + "/metrics", "prometheus_remote_storage_samples_total") for p in shards) - sent0
         rows = counter(vm.url + "/metrics", "vm_rows_inserted_total") - rows0
-        series = [float(p.query("prometheus_tsdb_head_series")[0]["value"][1]) for p in shards]
+        series = [counter(p.url + "/metrics", "prometheus_tsdb_head_series") for p in shards]
         durations = [float(p.query("scrape_duration_seconds")[0]["value"][1]) for p in shards]
         return {
             "sent_per_s": sent / elapsed,

@@ -18,7 +18,12 @@ ALERTS = ROOT / "alerts"
 RULES = ALERTS / "esxi-storage.rules.yml"
 TEST_FILES = sorted((ALERTS / "tests").glob("*.test.yml"))
 RUNBOOK = ALERTS / "RUNBOOK.md"
-STATE_ALERTS = {"EsxiVsphereTargetDown", "EsxiCollectorFailing"}  # value is a 0/1 state; labels say it all
+STATE_ALERTS = {
+    "EsxiVsphereTargetDown",
+    "EsxiCollectorFailing",
+    "EsxiPathDead",
+    "EsxiLunDeviceNotOk",
+}  # value is a 0/1 state; labels say it all
 IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector")
 
 
