@@ -98,3 +98,26 @@ def test_same_scenario_other_seed_differs_in_nothing(tmp_path, scenario):
     assert significant(result) == set()
     assert all(f.state == "persists" for f in result.findings)
     assert all(not names for side in result.only.values() for names in side.values())
+
+
+def test_what_was_tuned_comes_from_the_inventory_snapshots_beside_the_captures(tmp_path, dqlen64):
+    before = simulate(tmp_path, "queue-overrun", 1, "10m")
+    after = simulate(tmp_path, dqlen64, 2, "10m")
+    assert before.with_suffix(".inventory.json").exists() and after.with_suffix(".inventory.json").exists()
+    result = cmp.compare(load(before), load(after))
+    assert result.tuning == [
+        "esx01.lab.local: Disk.SchedNumReqOutstanding 32 -> 64",
+        f"esx01.lab.local {LUN}: queue depth 32 -> 64",
+        f"esx01.lab.local {LUN}: DSNRO 32 -> 64",
+    ]
+    report = run_cli("compare", before, after)
+    assert "What was tuned (the inventory snapshots beside the captures):" in report.stdout
+    assert f"esx01.lab.local {LUN}: queue depth 32 -> 64" in report.stdout
+    # no snapshot, nothing claimed
+    before.with_suffix(".inventory.json").unlink()
+    assert cmp.compare(load(before), load(after)).tuning == []
+    # a broken one is one line, exit 2
+    before.with_suffix(".inventory.json").write_text("{not json")
+    broken = run_cli("compare", before, after)
+    assert broken.returncode == 2 and "inventory.json: not an inventory snapshot" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from exporter import inventory_snapshot
 from exporter.analysis import findings as f
 from exporter.analysis import stats as st
+from exporter.analysis import tuning
 from exporter.analysis.capture import Capture, CaptureError
 from exporter.analysis.significance import ALPHA, holm, welch_blocks
 
@@ -35,6 +37,7 @@ class Comparison:
     only: dict[str, dict[str, list[str]]]  # "before"/"after" -> family -> names
     findings: list
     series: dict = field(default_factory=dict)  # (family, name, metric key) -> (before Series, after Series)
+    tuning: list[str] = field(default_factory=list)  # settings that differ in the inventory snapshots
 
     @property
     def worse(self) -> list:
@@ -90,7 +93,8 @@ def compare(
         row.p_adjusted = p
         _judge(row)
     found = f.evaluate(before, after, link_speeds or {}, dsnro, limits)
-    return Comparison(before, after, rows, only, found, series)
+    tuned = tuning.changes(inventory_snapshot.read(before.path), inventory_snapshot.read(after.path))
+    return Comparison(before, after, rows, only, found, series, tuned)
 
 
 def _row(family, name, metric, sb, sa) -> Row | None:

@@ -66,6 +66,9 @@ def render(comparison: Comparison) -> str:
     out = [f"before: {describe(comparison.before)}", f"after:  {describe(comparison.after)}"]
     for capture in (comparison.before, comparison.after):
         out.extend(f"note: {n}" for n in capture.notes)
+    if comparison.tuning:
+        out += ["", "What was tuned (the inventory snapshots beside the captures):"]
+        out += [f"  {line}" for line in comparison.tuning]
     out += ["", METHOD, "", "Findings (the paper's rules):"]
     if not comparison.findings:
         out.append("  none: no rule is broken in either capture")

@@ -98,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
             for h, f in files.items():
                 f.write(lines[h] + "\n")
     if args.out != "-":
+        # The storage configuration beside each capture, for compare's "what was tuned".
+        from exporter import inventory_snapshot
+
+        by_host = {inv.host: inv for inv in sim.inventories()}
+        for host, target in targets.items():
+            if target is not None:
+                inventory_snapshot.write(target, [by_host[host]])
         print(f"wrote {samples} samples of {len(targets)} host(s) to {args.out}", file=sys.stderr)
     return 0
 

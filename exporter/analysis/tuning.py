@@ -1,0 +1,51 @@
+"""What was tuned between two captures: the settings that differ in their inventory snapshots."""
+
+from __future__ import annotations
+
+from exporter import model as m
+
+# LunConfig field -> how a person names it
+LUN_SETTINGS = {
+    "configured_queue_depth": "queue depth",
+    "dsnro": "DSNRO",
+    "queue_full_sample_size": "queue-full sample size",
+    "queue_full_threshold": "queue-full threshold",
+    "plugin": "multipath plugin",
+    "psp": "path selection policy",
+    "psp_limit_type": "round robin limit type",
+    "psp_iops_limit": "round robin IOPS limit",
+    "psp_bytes_limit": "round robin bytes limit",
+}
+ADAPTER_SETTINGS = {"queue_depth_parameter_value": "driver queue depth", "link_speed_bytes_per_second": "link speed (bytes/s)"}
+
+
+def _show(value) -> str:
+    if value is None or value == "":
+        return "unset"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def changes(before: dict[str, m.Inventory] | None, after: dict[str, m.Inventory] | None) -> list[str]:
+    """One line per setting that differs, e.g. 'esx01 naa.1: DSNRO 32 -> 64'."""
+    if not before or not after:
+        return []
+    out = []
+    for host in sorted(set(before) & set(after)):
+        b, a = before[host], after[host]
+        if b.dsnro != a.dsnro:
+            out.append(f"{host}: Disk.SchedNumReqOutstanding {_show(b.dsnro)} -> {_show(a.dsnro)}")
+        for device in sorted(set(b.luns) & set(a.luns)):
+            for field, label in LUN_SETTINGS.items():
+                old, new = getattr(b.luns[device], field), getattr(a.luns[device], field)
+                if old != new:
+                    out.append(f"{host} {device}: {label} {_show(old)} -> {_show(new)}")
+        for name in sorted(set(b.adapters) & set(a.adapters)):
+            for field, label in ADAPTER_SETTINGS.items():
+                old, new = getattr(b.adapters[name], field), getattr(a.adapters[name], field)
+                if old != new:
+                    out.append(f"{host} {name}: {label} {_show(old)} -> {_show(new)}")
+        for device in sorted(set(a.luns) - set(b.luns)):
+            out.append(f"{host} {device}: LUN added")
+        for device in sorted(set(b.luns) - set(a.luns)):
+            out.append(f"{host} {device}: LUN removed")
+    return out
