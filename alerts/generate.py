@@ -106,6 +106,8 @@ def placeholders(config: dict) -> dict[str, str]:
     scope = list(config.get("scope_labels") or [])
     values = {name: _format_value(entry["value"]) for name, entry in config["values"].items()}
     values["scope"] = "".join(f"{label}, " for label in scope)
+    # Rules that group by the vSphere cluster themselves cannot also carry it as a scope label.
+    values["scope_no_cluster"] = "".join(f"{label}, " for label in scope if label != "cluster")
     values["array_queue_limit_expr"] = array_queue_limit_expr(config["array_queue_limit"], scope)
     for name, pairs in SELECTOR_LABELS.items():
         values[name] = selector_template(pairs, scope)

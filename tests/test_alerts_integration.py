@@ -49,6 +49,11 @@ FAST = {
     "for_vsphere_down": "5s",
     "for_parse_errors": "15s",
     "for_collector_failing": "10s",
+    "for_path_dead": "5s",
+    "for_no_active_path": "5s",
+    "for_device_state": "5s",
+    "for_queue_throttled": "10s",
+    "for_datastore_mounts": "15s",
 }
 # Watch this long after the first scrape: the longest `for:` (30s) after its window fills, and the
 # stale stream's 3 intervals + 10s after its feed stops, plus margin, so a late alert is seen too.
@@ -119,6 +124,31 @@ SCENARIOS = {
             {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
         ],
     ),
+    # Storage health a modern host reports (issue 15), one problem per scenario, each seen alone.
+    "path-dead": (
+        "path-dead",
+        [{"alertname": "EsxiPathDead", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0061", "adapter": "vmhba2"}],
+    ),
+    "lost-redundancy": (
+        "lost-redundancy",
+        [{"alertname": "EsxiLunRedundancyLost", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0062"}],
+    ),
+    "no-active-path": (
+        "no-active-path",
+        [{"alertname": "EsxiLunNoActivePath", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0063"}],
+    ),
+    "device-degraded": (
+        "device-degraded",
+        [{"alertname": "EsxiLunDeviceNotOk", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0064"}],
+    ),
+    "qfull-throttled": (
+        "qfull-throttled",
+        [{"alertname": "EsxiLunQueueDepthThrottled", "host": esx(1), "device": "naa.600601601e3021001a2b3c4d5e6f0065"}],
+    ),
+    "datastore-not-everywhere": (
+        "datastore-not-everywhere",
+        [{"alertname": "EsxiDatastoreMountedOnFewerHosts", "cluster": "prod-health", "datastore": "vmfs-two-hosts"}],
+    ),
 }
 # The pipeline itself: an esxtop stream on stdin that sends a malformed line with every sample, then
 # falls silent (the SSH session dies) while the exporter keeps running.
@@ -130,7 +160,7 @@ PIPELINE = [
 # Its parse errors stop with the stream, so that alert has resolved by the end of the run.
 RESOLVED_BY_THE_END = {"pipeline": [PIPELINE[0]]}
 EXPECTED = {**{name: predicted for name, (_, predicted) in SCENARIOS.items()}, "pipeline": PIPELINE}
-IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason")
+IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason", "cluster", "datastore")
 RECEIVER_OF_SEVERITY = {"critical": "pager", "warning": "work-queue", "info": "context"}
 
 

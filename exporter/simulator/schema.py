@@ -219,6 +219,7 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
     cpu_mhz = node.take("cpu_mhz", _number, 2660.0, check=_positive, check_msg="must be above zero")
     base_util = node.take("base_cpu_util", _number, 0.05, check=lambda v: 0 <= v < 1, check_msg="must be in 0..1")
     dsnro = node.take("dsnro", _int, 32, check=_positive, check_msg="must be above zero")
+    cluster = node.take("cluster", _text, "")
     adapters = {}
     for where, raw in node.items("adapters"):
         a = _adapter(_Node(raw, where, node.file))
@@ -246,6 +247,7 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
                 adapters=tuple(adapters.values()),
                 luns=tuple(host_luns.values()),
                 vms=vms,
+                cluster=cluster,
             )
         )
     return hosts
@@ -302,8 +304,37 @@ def _host_lun(node: _Node, luns: dict[str, LunSpec], adapters: dict[str, Adapter
         paths.append((str(runtime), str(state)))
     if not any(state == "active" for _, state in paths):
         raise node.fail("paths", "at least one path must be active")
+    config = _lun_config(node.node("config", {}), {p for p, _ in paths}) if "config" in node.data else ()
     node.done()
-    return HostLunSpec(device=device, queue_depth=qd, paths=tuple(paths))
+    return HostLunSpec(device=device, queue_depth=qd, paths=tuple(paths), config=config)
+
+
+# config: of a host's LUN: what its configuration and health report (model.LunConfig fields).
+_LUN_CONFIG_NUMBERS = ("configured_queue_depth", "dsnro", "queue_full_sample_size", "queue_full_threshold", "psp_iops_limit")
+_LUN_CONFIG_TEXTS = ("plugin", "satp", "psp", "psp_limit_type", "status", "operational_state")
+
+
+def _lun_config(node: _Node, paths: set[str]) -> tuple[tuple[str, Any], ...]:
+    out = []
+    for key in _LUN_CONFIG_NUMBERS:
+        if key in node.data:
+            out.append((key, float(node.take(key, _int, check=lambda v: v >= 0, check_msg="must not be negative"))))
+    for key in _LUN_CONFIG_TEXTS:
+        if key in node.data:
+            out.append((key, node.take(key, _text)))
+    if "path_states" in node.data:
+        states = node.node("path_states")
+        reported = []
+        for runtime in list(states.data):
+            if str(runtime) not in paths:
+                raise states.fail(str(runtime), "not one of this LUN's paths")
+            state = states.take(
+                runtime, _text, check=lambda s: s in PATH_STATES, check_msg=f"state must be one of {', '.join(PATH_STATES)}"
+            )
+            reported.append((str(runtime), state))
+        out.append(("path_states", tuple(reported)))
+    node.done()
+    return tuple(out)
 
 
 _VM_OVERRIDES = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from ..model import AdapterConfig, Inventory, LunConfig, PathConfig
+from ..model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig
 from . import queueing
 from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout
 from .spec import HostSpec, Phase, Scenario, VmSpec
@@ -73,7 +73,7 @@ class Simulation:
                     mounts.setdefault(ds, set()).add(h.name)
         out = []
         for h in self.scenario.hosts:
-            inv = Inventory(host=h.name, dsnro=float(h.dsnro), cpu_core_hertz=h.cpu_mhz * 1e6)
+            inv = Inventory(host=h.name, dsnro=float(h.dsnro), cpu_core_hertz=h.cpu_mhz * 1e6, cluster=h.cluster)
             for a in h.adapters:
                 inv.adapters[a.name] = AdapterConfig(
                     type=a.type, model=a.model, driver=a.driver, link_speed_bytes_per_second=a.link_speed
@@ -88,10 +88,15 @@ class Simulation:
                     configured_queue_depth=float(hl.queue_depth),
                     dsnro=float(min(h.dsnro, hl.queue_depth)),
                 )
+                config = dict(hl.config)
+                reported = dict(config.pop("path_states", ()))
+                for field, value in config.items():  # what the host reports beyond the simulated I/O
+                    setattr(inv.luns[hl.device], field, value)
                 for path, state in hl.paths:
-                    inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0], state=state)
+                    inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0], state=reported.get(path, state))
                 if lun.datastore:
                     inv.datastore_hosts[lun.datastore] = len(mounts[lun.datastore])
+                    inv.datastores[lun.datastore] = DatastoreConfig(type="vmfs")
             out.append(inv)
         return out
 

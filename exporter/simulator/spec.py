@@ -50,6 +50,9 @@ class HostLunSpec:
     device: str
     queue_depth: int  # DQLEN
     paths: tuple[tuple[str, str], ...]  # (runtime name, state)
+    # What the host's configuration and health report for the device (vSphere API, esxcli), on
+    # top of the simulated I/O: model.LunConfig fields, and path_states overriding reported states.
+    config: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class HostSpec:
     adapters: tuple[AdapterSpec, ...]
     luns: tuple[HostLunSpec, ...]
     vms: tuple[VmSpec, ...]
+    cluster: str = ""  # vSphere cluster (esxi_host_info)
 
 
 @dataclass(frozen=True, slots=True)
