@@ -573,5 +573,34 @@ def test_device_state_flags_and_multipathing_from_the_standard_api(vc_dump):
     assert value(vc_dump, "esxi_lun_local", host=host, device=healthy) == 0
     mru = dict(host=host, device=degraded, plugin="NMP", satp="VMW_SATP_ALUA", psp="VMW_PSP_MRU", psp_limit_type="")
     assert value(vc_dump, "esxi_lun_multipath_info", **mru) == 1
-    rr = dict(host=host, device=healthy, plugin="NMP", satp="VMW_SATP_ALUA", psp="VMW_PSP_RR", psp_limit_type="")
+    # the round robin limit type is esxcli's (read through the method executer, on by default)
+    rr = dict(host=host, device=healthy, plugin="NMP", satp="VMW_SATP_ALUA", psp="VMW_PSP_RR", psp_limit_type="Default")
     assert value(vc_dump, "esxi_lun_multipath_info", **rr) == 1
+
+
+def test_esxcli_through_the_hosts_method_executer_per_device_values(vc_dump):
+    """No SSH: esxcli storage core/nmp device list through RetrieveManagedMethodExecuter and
+    ExecuteSoap on the logged-in session; the simulator answers as a real host does."""
+    host, n61, n62 = "esx01.lab.local", "naa.600a098038303053453f463045727a61", "naa.600a098038303053453f463045727a62"
+    assert value(vc_dump, "esxi_lun_dsnro", host=host, device=n61) == 32  # DSNRO 32 on DQLEN 64
+    assert value(vc_dump, "esxi_lun_configured_queue_depth", host=host, device=n61) == 64
+    assert value(vc_dump, "esxi_lun_queue_full_sample_size", host=host, device=n62) == 32
+    assert value(vc_dump, "esxi_lun_queue_full_threshold", host=host, device=n62) == 4
+    assert value(vc_dump, "esxi_lun_queue_full_sample_size", host=host, device=n61) == 0
+    assert value(vc_dump, "esxi_lun_psp_iops_limit", host=host, device=n61) == 1000
+    assert value(vc_dump, "esxi_lun_status", host=host, device=n62, status="degraded") == 1
+    assert value(vc_dump, "esxi_host_dsnro_source", host=host, source="device") == 1
+    assert value(vc_dump, "esxi_esxcli_up", host=host) == 1
+    assert (
+        value(
+            vc_dump,
+            "esxi_adapter_driver_queue_depth",
+            host=host,
+            adapter="vmhba2",
+            driver="qlnativefc",
+            parameter="ql2xmaxqdepth",
+        )
+        == 64
+    )
+    # no HPP namespace on this host is no error; nothing else failed
+    assert not [k for k in vc_dump if k[0] == "esxi_esxcli_errors_total"]

@@ -29,6 +29,7 @@ TARGET_KEYS = {
     "host_include": _str_list,
     "host_exclude": _str_list,
     "shard": parse_shard,
+    "esxcli": _bool,
 }
 _SELECTION_KEYS = ("host_include", "host_exclude", "shard")
 
@@ -47,6 +48,7 @@ class TargetConfig:
     max_query_metrics: int = 256  # 0 = no limit (standalone ESXi has none)
     max_parallel_queries: int = 4
     selection: HostSelection = HostSelection()  # which hosts: inventory paths and shard
+    esxcli: bool = True  # read per-device settings with esxcli through the host's method executer
 
     @property
     def host(self) -> str:
@@ -117,6 +119,7 @@ def targets(settings) -> list[TargetConfig]:
         discovery_interval=settings.get("vsphere.discovery_interval", 300.0),
         max_query_metrics=settings.get("vsphere.max_query_metrics", 256),
         max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4),
+        esxcli=settings.get("vsphere.esxcli", True),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):

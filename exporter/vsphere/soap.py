@@ -59,6 +59,18 @@ def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
     stub = mo._stub
     if request is None:
         request = stub.SerializeRequest(mo, info, args)
+    status, body = post(stub, request)
+    if status == 200:
+        return ET.fromstring(body)
+    if status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
+        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(body), info.result)
+        if isinstance(fault, BaseException):
+            raise fault
+    raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
+
+
+def post(stub, request: bytes) -> tuple[int, bytes]:
+    """POST a SOAP request over the stub's session and connection pool: (HTTP status, body)."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,
@@ -80,13 +92,16 @@ def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
         stub.cookie = cookie
     if response.getheader("Content-Encoding", "").lower() == "gzip":
         body = gzip.decompress(body)
-    if response.status == 200:
-        return ET.fromstring(body)
-    if response.status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
-        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(body), info.result)
-        if isinstance(fault, BaseException):
-            raise fault
-    raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {response.status}")
+    return response.status, body
+
+
+def envelope(body: str) -> bytes:
+    """A SOAP request of methods pyVmomi has no binding for (the managed method executer)."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
+        f"<soapenv:Body>{body}</soapenv:Body></soapenv:Envelope>"
+    ).encode()
 
 
 def query_perf_request(perf_manager, specs, interval: int) -> bytes:

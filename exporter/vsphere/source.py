@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter import gcpause
 from exporter import model as m
-from exporter.vsphere import discovery, mapping, perf
+from exporter.vsphere import discovery, esxcli, mapping, perf
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.settings import TargetConfig
 
@@ -122,6 +122,8 @@ class VsphereTarget:
             self._took("discovery", start)
             self._failed("discovery", str(err))
             return False
+        if self.config.esxcli:
+            self._read_esxcli(topology)
         self._took("discovery", start)
         previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
         for topo in topology.hosts:
@@ -131,6 +133,27 @@ class VsphereTarget:
         self._ok()
         log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
         return True
+
+    def _read_esxcli(self, topology: discovery.Topology) -> None:
+        """Per-device DSNRO, adaptive queue depth and round robin limits from esxcli through each
+        host's managed method executer; a host that cannot answer keeps what the API said."""
+        stub = self.client.content().propertyCollector._stub
+
+        def one(topo):
+            problems = self.client.call(lambda _content: esxcli.read_into(stub, topo.ref._moId, topo.inventory))
+            for command, reason, _message in problems:
+                self.store.count_esxcli_error(topo.name, command, reason)
+            failed = any(reason == "failed" for _, reason, _ in problems)
+            if failed:
+                log.debug("vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2])
+            self.store.set_health(m.SourceHealth(kind="esxcli", name=topo.name, up=0 if failed else 1))
+
+        with ThreadPoolExecutor(max_workers=max(1, self.config.max_parallel_queries)) as pool:
+            list(pool.map(one, topology.hosts))
+        for topo in topology.hosts:
+            inv = topo.inventory
+            if inv.dsnro_source != "device":
+                inv.dsnro_source = "host_option" if inv.dsnro is not None else "none"
 
     def _resolve_counters(self) -> None:
         """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""

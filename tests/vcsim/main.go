@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"reflect"
 	"sort"
 	"strings"
 	"syscall"
@@ -59,6 +60,10 @@ type Lun struct {
 	Satp  string `json:"satp"`
 	Ssd   bool   `json:"ssd"`
 	Local bool   `json:"local"`
+	// What esxcli reports per device (ExecuteSoap): DSNRO (default: the host's) and adaptive queue depth.
+	EsxcliDsnro    int32 `json:"esxcli_dsnro"`
+	QfullSample    int32 `json:"qfull_sample_size"`
+	QfullThreshold int32 `json:"qfull_threshold"`
 }
 
 func orDefault(value, fallback string) string {
@@ -658,6 +663,7 @@ func main() {
 			om.Setting = append(om.Setting, &types.OptionValue{Key: "Disk.SchedNumReqOutstanding", Value: fh.Dsnro})
 		}
 		perf.hosts[h.Self.Value] = hs
+		installStorageCLI(reg, h, fh)
 		if len(hs.iscsi) > 0 {
 			im := &IscsiManager{bound: hs.iscsi}
 			im.Self = types.ManagedObjectReference{Type: "IscsiManager", Value: "iscsiManager-" + h.Self.Value}
@@ -690,4 +696,124 @@ func main() {
 	<-sig
 	server.Close()
 	model.Remove()
+}
+
+// StorageCLI answers esxcli's storage commands through a host's managed method executer, as a real
+// host does (govc host.esxcli, the exporter's vSphere path); every other command goes to the
+// simulator's own executer. The simulator's request and answer types are internal to govmomi, so
+// they are reached by reflection: the answer is the one the simulator builds for a command it
+// knows, with our response put in it.
+type StorageCLI struct {
+	types.ManagedObjectReference
+	inner   mo.Reference
+	answers map[string][]map[string]string // esxcli method -> DataObjects (field -> value)
+}
+
+func (c *StorageCLI) ExecuteSoap(ctx *simulator.Context, req any) soap.HasFault {
+	method := reflect.ValueOf(req).Elem().FieldByName("Method")
+	rows, ok := c.answers[method.String()]
+	if !ok {
+		return c.call(ctx, req)
+	}
+	asked := method.String()
+	method.SetString("vim.EsxCLI.hardware.clock.get")
+	res := c.call(ctx, req)
+	method.SetString(asked)
+	returnval := reflect.ValueOf(res).Elem().FieldByName("Res").Elem().FieldByName("Returnval").Elem()
+	returnval.FieldByName("Response").SetString(dataObjects(asked, rows))
+	return res
+}
+
+func (c *StorageCLI) call(ctx *simulator.Context, req any) soap.HasFault {
+	out := reflect.ValueOf(c.inner).MethodByName("ExecuteSoap").Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(req)})
+	return out[0].Interface().(soap.HasFault)
+}
+
+func dataObjects(method string, rows []map[string]string) string {
+	kind := strings.ReplaceAll(strings.TrimPrefix(method, "vim."), ".", "")
+	var b strings.Builder
+	b.WriteString(`<obj xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns="urn:vim25" versionId="5.0" xsi:type="ArrayOfDataObject">`)
+	for _, row := range rows {
+		fmt.Fprintf(&b, `<DataObject xsi:type="%s">`, kind)
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			var v strings.Builder
+			_ = xmlEscape(&v, row[k])
+			fmt.Fprintf(&b, "<%s>%s</%s>", k, v.String(), k)
+		}
+		b.WriteString("</DataObject>")
+	}
+	b.WriteString("</obj>")
+	return b.String()
+}
+
+func xmlEscape(b *strings.Builder, s string) error {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	_, err := b.WriteString(r.Replace(s))
+	return err
+}
+
+func installStorageCLI(reg *simulator.Registry, h *simulator.HostSystem, fh *Host) {
+	ctx := simulator.NewContext()
+	ctx.Map = reg
+	retrieve := reflect.ValueOf(h).MethodByName("RetrieveManagedMethodExecuter")
+	retrieve.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.Zero(retrieve.Type().In(1))})
+	ref := types.ManagedObjectReference{Type: "ManagedMethodExecuter", Value: h.Self.Value}
+	devices, nmp := []map[string]string{}, []map[string]string{}
+	for _, lun := range fh.Luns {
+		dsnro := lun.EsxcliDsnro
+		if dsnro == 0 {
+			dsnro = int32(min(atoi(fh.Dsnro), int(lun.QueueDepth)))
+		}
+		devices = append(devices, map[string]string{
+			"Device": lun.Name, "DisplayName": lun.Display, "Vendor": lun.Vendor + "     ", "Model": lun.Model,
+			"MultipathPlugin": "NMP", "Status": map[bool]string{true: "degraded", false: "on"}[lun.State == "degraded"],
+			"IsSSD": fmt.Sprint(lun.Ssd), "IsLocal": fmt.Sprint(lun.Local), "IsVVOLPE": "false",
+			"DeviceMaxQueueDepth": fmt.Sprint(lun.QueueDepth), "NoofoutstandingIOswithcompetingworlds": fmt.Sprint(dsnro),
+			"QueueFullSampleSize": fmt.Sprint(lun.QfullSample), "QueueFullThreshold": fmt.Sprint(orDefaultInt(lun.QfullThreshold, 8)),
+		})
+		psp := orDefault(lun.Psp, "VMW_PSP_RR")
+		config := "Current Path=" + lun.Name
+		if psp == "VMW_PSP_RR" {
+			config = "{policy=rr,iops=1000,bytes=10485760,useANO=0; lastPathIndex=0: NumIOsPending=0,numBytesPending=0}"
+		}
+		nmp = append(nmp, map[string]string{
+			"Device": lun.Name, "StorageArrayType": orDefault(lun.Satp, "VMW_SATP_ALUA"),
+			"PathSelectionPolicy": psp, "PathSelectionPolicyDeviceConfig": config,
+		})
+	}
+	adapters := []map[string]string{}
+	for _, hba := range fh.Hbas {
+		adapters = append(adapters, map[string]string{
+			"HBAName": hba.Device, "Driver": hba.Driver, "LinkState": "link-up", "UID": "fc." + hba.Device, "Description": hba.Model,
+		})
+	}
+	// The drivers' module parameters: the LUN queue depth set on the FC driver, the iSCSI one at its default.
+	params := []map[string]string{
+		{"Name": "ql2xmaxqdepth", "Type": "int", "Value": "64", "Description": "Maximum queue depth to report for target devices."},
+		{"Name": "iscsivmk_LunQDepth", "Type": "int", "Value": "", "Description": "Maximum Outstanding Commands Per LUN"},
+	}
+	reg.Put(&StorageCLI{ManagedObjectReference: ref, inner: reg.Get(ref), answers: map[string][]map[string]string{
+		"vim.EsxCLI.storage.core.device.list":      devices,
+		"vim.EsxCLI.storage.nmp.device.list":       nmp,
+		"vim.EsxCLI.storage.core.adapter.list":     adapters,
+		"vim.EsxCLI.system.module.parameters.list": params,
+	}})
+}
+
+func atoi(s any) int {
+	var n int
+	fmt.Sscan(fmt.Sprint(s), &n)
+	return n
+}
+
+func orDefaultInt(value, fallback int32) int32 {
+	if value == 0 {
+		return fallback
+	}
+	return value
 }

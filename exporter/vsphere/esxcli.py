@@ -1,0 +1,119 @@
+"""esxcli through the vSphere API, with no SSH: the host's managed method executer on the logged-in
+session (RetrieveManagedMethodExecuter, then ExecuteSoap), as govc host.esxcli does. pyVmomi has
+no binding for these calls, so the requests are written here and posted over the session's own
+connection (exporter.vsphere.soap). Works through vCenter and against a standalone host."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from xml.sax.saxutils import escape
+
+from exporter.esxcli.inventory import EsxcliError
+from exporter.esxcli.parse import key
+from exporter.vsphere import soap
+
+_NS = "{urn:vim25}"
+LONG_NAMES = {"-m": "module", "-d": "device"}  # esxcli's short flags as the API names the arguments
+
+
+def _call(stub, body: str) -> ET.Element:
+    status, answer = soap.post(stub, soap.envelope(body))
+    root = ET.fromstring(answer)
+    if status != 200:
+        fault = root.findtext(".//faultstring") or f"HTTP {status}"
+        raise EsxcliError(fault.strip()[:200])
+    return root
+
+
+def executer(stub, host_moid: str) -> str:
+    """The host's executer (its moref id)."""
+    root = _call(
+        stub,
+        f'<RetrieveManagedMethodExecuter xmlns="urn:vim25"><_this type="HostSystem">{escape(host_moid)}</_this></RetrieveManagedMethodExecuter>',
+    )
+    found = root.find(f".//{_NS}returnval")
+    if found is None or not (found.text or "").strip():
+        raise EsxcliError("the host returned no managed method executer")
+    return found.text.strip()
+
+
+def run(stub, executer_moid: str, words: list[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """`esxcli <words>` (a namespace path and method, then -x VALUE pairs) as records."""
+    first_flag = next((i for i, w in enumerate(words) if w.startswith("-")), len(words))
+    path, flags = words[:first_flag], words[first_flag:]
+    namespace = path[:-1]
+    args = "".join(
+        f"<argument><name>{name}</name><val>{escape(f'<{name}>{escape(value)}</{name}>')}</val></argument>"
+        for name, value in ((LONG_NAMES.get(f, f.lstrip("-")), v) for f, v in zip(flags[::2], flags[1::2]))
+    )
+    body = (
+        f'<ExecuteSoap xmlns="urn:vim25"><_this type="ManagedMethodExecuter">{escape(executer_moid)}</_this>'
+        f"<moid>ha-cli-handler-{'-'.join(namespace)}</moid><version>urn:vim25/5.0</version>"
+        f"<method>vim.EsxCLI.{'.'.join(path)}</method>{args}</ExecuteSoap>"
+    )
+    root = _call(stub, body)
+    result = root.find(f".//{_NS}returnval")
+    if result is None:
+        raise EsxcliError(f"esxcli {' '.join(path)}: no answer")
+    fault = result.find(f"{_NS}fault")
+    if fault is not None:
+        raise EsxcliError((fault.findtext(f"{_NS}faultMsg") or "esxcli fault").strip()[:200])
+    response = result.findtext(f"{_NS}response") or ""
+    if not response.strip():
+        return [], []
+    try:
+        objects = ET.fromstring(response)
+    except ET.ParseError as err:
+        raise EsxcliError(f"esxcli {' '.join(path)}: the answer is not XML: {err}") from None
+    records = []
+    for obj in objects.iter():
+        if obj.tag.rsplit("}", 1)[-1] == "DataObject":
+            records.append({key(child.tag.rsplit("}", 1)[-1]): (child.text or "").strip() for child in obj})
+    return records, []
+
+
+# The per-device settings esxcli knows and the standard API does not (or knows less well).
+_LUN_FIELDS = (
+    "dsnro",
+    "configured_queue_depth",
+    "queue_full_sample_size",
+    "queue_full_threshold",
+    "plugin",
+    "satp",
+    "psp",
+    "psp_limit_type",
+    "psp_iops_limit",
+    "psp_bytes_limit",
+    "status",
+    "is_ssd",
+    "is_local",
+    "is_vvol_pe",
+)
+
+
+def read_into(stub, host_moid: str, inventory) -> list[tuple[str, str, str]]:
+    """esxcli's storage configuration of one host, merged into the Inventory discovery built;
+    returns the problems as (command, reason, message)."""
+    from exporter.esxcli.inventory import read
+
+    try:
+        moid = executer(stub, host_moid)
+    except EsxcliError as err:
+        return [("RetrieveManagedMethodExecuter", "failed", str(err))]
+    found, problems = read(inventory.host, lambda words: run(stub, moid, words))
+    for device, lun in found.luns.items():
+        target = inventory.luns.get(device)
+        if target is None:
+            continue  # a device the API does not list (filtered out): not ours to add
+        for field in _LUN_FIELDS:
+            value = getattr(lun, field)
+            if value not in (None, ""):
+                setattr(target, field, value)
+    for name, adapter in found.adapters.items():
+        target = inventory.adapters.get(name)
+        if target is not None and adapter.queue_depth_parameter:
+            target.queue_depth_parameter = adapter.queue_depth_parameter
+            target.queue_depth_parameter_value = adapter.queue_depth_parameter_value
+    if any(lun.dsnro is not None for lun in found.luns.values()):
+        inventory.dsnro_source = "device"
+    return problems
