@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import variables as v
 from ..panels import Column, Q, row, table_panel, text_panel, timeseries_panel
-from ..promql import HOST, LUN, RANGE, RATE, gauge, world_outstanding
+from ..promql import HOST, LUN, RANGE, RATE, gauge, sel, world_outstanding
 from ..render import new_dashboard
 
 UID = "esxi-capacity"
@@ -66,7 +66,8 @@ def build():
         table_panel(
             "m = d/a: VMs per host on each LUN",
             "d, a and m = d/a per host and LUN, against the VMs the host actually runs on the LUN. More VMs "
-            "than m (red headroom) means this host's queue for the LUN overflows: raise d or move VMs.",
+            "than m (red headroom) means this host's queue for the LUN overflows: raise d or move VMs. "
+            "DSNRO and the configured maximum queue depth are the device's settings (esxcli).",
             ("host", "device"),
             [
                 Column("d (DQLEN)", d_queue_depth(RANGE)),
@@ -79,6 +80,10 @@ def build():
                     "short",
                     ((None, "red"), (0, "yellow"), (1, "green")),
                 ),
+                # The settings d depends on (esxcli): DSNRO caps d when VMs share the LUN; DQLEN under
+                # the configured maximum means adaptive queue depth lowered it.
+                Column("DSNRO", f"max by (host, device) ({sel('esxi_lun_dsnro', HOST, LUN)})"),
+                Column("max queue depth", f"max by (host, device) ({sel('esxi_lun_configured_queue_depth', HOST, LUN)})"),
             ],
             sort_by="headroom (VMs)",
             w=24,

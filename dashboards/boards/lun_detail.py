@@ -10,6 +10,8 @@ from ..render import new_dashboard
 
 UID = "esxi-lun-detail"
 FILE = "lun-detail.json"
+STATE_OK = sel("esxi_lun_operational_state", HOST, LUN, 'state="ok"')
+MULTIPATH = sel("esxi_lun_multipath_info", HOST, LUN)
 LINE_50MS = LATENCY_LINE  # the alerts' critical latency
 WHO = "{{host}} {{device}}"
 
@@ -158,6 +160,37 @@ def build():
             sort_by="outstanding",
             w=8,
             h=9,
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Device configuration",
+            "What the host's esxcli and vSphere API report for the device, next to the live queue: configured "
+            "maximum queue depth against DQLEN now (lower: adaptive queue depth at work), DSNRO (should equal "
+            "DQLEN when VMs share the LUN), adaptive queue depth's sample size (0: off) and threshold, and the "
+            "round robin IOPS limit.",
+            ("host", "device"),
+            [
+                Column("DQLEN now", sel("esxi_lun_queue_depth", HOST, LUN)),
+                Column("max queue depth", sel("esxi_lun_configured_queue_depth", HOST, LUN)),
+                Column("DSNRO", sel("esxi_lun_dsnro", HOST, LUN)),
+                Column("qfull sample size", sel("esxi_lun_queue_full_sample_size", HOST, LUN)),
+                Column("qfull threshold", sel("esxi_lun_queue_full_threshold", HOST, LUN)),
+                Column("RR IOPS limit", sel("esxi_lun_psp_iops_limit", HOST, LUN)),
+            ],
+            w=16,
+            h=6,
+        )
+    )
+    d = d.with_panel(
+        table_panel(
+            "Multipathing and state",
+            "Multipath plugin (NMP, or HPP for NVMe, whose queue may bypass the kernel: QUED and KAVG near 0 by "
+            "design), array type, path selection policy and its limit type, and the device's state.",
+            ("host", "device", "plugin", "satp", "psp", "psp_limit_type"),
+            [Column("ok", STATE_OK + " * on (host, device) group_left (plugin, satp, psp, psp_limit_type) " + MULTIPATH)],
+            w=8,
+            h=6,
         )
     )
     d = d.with_row(row("Paths and adapters"))
