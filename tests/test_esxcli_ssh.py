@@ -52,3 +52,7 @@ def test_device_configuration_from_esxcli_over_ssh(sshd, exporter_for):  # noqa:
         "-m",
         "qlnativefc",
     ] in runs
+    # the key's secret part appears in no output: not in metrics, not in the exporter's log
+    key_lines = [line for line in (sshd.tmp / "client_key").read_text().splitlines() if line and not line.startswith("-----")]
+    log = (sshd.tmp / "exporter.log").read_text()
+    assert key_lines and not any(line in text or line in log for line in key_lines)

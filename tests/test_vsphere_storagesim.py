@@ -604,3 +604,14 @@ def test_esxcli_through_the_hosts_method_executer_per_device_values(vc_dump):
     )
     # no HPP namespace on this host is no error; nothing else failed
     assert not [k for k in vc_dump if k[0] == "esxi_esxcli_errors_total"]
+
+
+def test_esxcli_through_a_standalone_hosts_method_executer(esx, password_file):
+    """The same esxcli path against a standalone ESXi host (no vCenter)."""
+    proc = dump(esx, password_file)
+    assert proc.returncode == 0, proc.stderr
+    samples = parse(proc.stdout)
+    host, n61 = "esx01.lab.local", "naa.600a098038303053453f463045727a61"
+    assert value(samples, "esxi_lun_dsnro", host=host, device=n61) == 32
+    assert value(samples, "esxi_esxcli_up", host=host) == 1
+    assert SECRET not in proc.stderr
