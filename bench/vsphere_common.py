@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from exporter.collectors import COLLECTORS  # noqa: E402
 from exporter.exposition import Exposition  # noqa: E402
 from exporter.vsphere import TargetConfig, VsphereTarget  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
@@ -43,9 +44,10 @@ def series_count(body: bytes) -> int:
     return sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
 
 
-def render(t: VsphereTarget) -> bytes:
-
-    return Exposition(t.store).body()
+def render(t: VsphereTarget, skip: tuple[str, ...] = ()) -> bytes:
+    """The exposition with every default collector but those in skip."""
+    enabled = [name for name, (_, default) in COLLECTORS.items() if default and name not in skip]
+    return Exposition(t.store, enabled=enabled).body()
 
 
 def median(values):

@@ -1,12 +1,14 @@
 """A big vCenter split across N exporters by --vsphere.shard K/N, against one unsplit exporter.
 
-  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--splits 1,2,4] [--rounds 3]
+  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--splits 1,2,4] [--rounds 3] [--device-config-cost]
 
 One storage simulator holds the whole inventory (8 LUNs x 2 HBAs x 2 paths per host by default).
 Each exporter of each split runs in a fresh process, one after another (a 2-core machine running
 them at once would measure the machine, not the exporter), and reports: discovery, collection per
 20 s interval (median of --rounds, every host answering), render time, series and peak RSS.
-Printed per split: the slowest exporter's figures and their ratio to the unsplit one.
+Printed per split: the slowest exporter's figures and their ratio to the unsplit one. With
+--device-config-cost, one more unsplit exporter runs with --no-vsphere.esxcli and
+--no-collector.device_config, in the same run: what the per-device configuration costs.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from vsphere_common import ROOT, StorageSim, Timer, median, password_file, rende
 from exporter.vsphere.selection import HostSelection  # noqa: E402
 
 
-def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int) -> dict:
+def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int, device_config: bool = True) -> dict:
     """One exporter's share, measured in this process."""
 
     class Sim:  # what vsphere_common.target needs of a simulator
@@ -33,7 +35,7 @@ def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int) -> dic
 
     sim = Sim()
     sim.url, sim.cert = url, cert
-    t = target(sim, Path(secret), selection=HostSelection(shard=(k, n)))
+    t = target(sim, Path(secret), selection=HostSelection(shard=(k, n)), esxcli=device_config)
     with Timer() as discovery:
         assert t.discover(), t.error
     collections = []
@@ -43,7 +45,7 @@ def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int) -> dic
             assert t.collect(), t.error
         collections.append(timer.wall)
     with Timer() as rendering:
-        body = render(t)
+        body = render(t, skip=() if device_config else ("device_config",))
     t.client.close()
     return {
         "hosts": t.topology.counts()["host"],
@@ -63,11 +65,17 @@ def main() -> int:
     parser.add_argument("--luns", type=int, default=8)
     parser.add_argument("--splits", default="1,2,4", help="numbers of exporters, comma-separated (1 first: the baseline)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--device-config-cost",
+        action="store_true",
+        help="also run one unsplit exporter with --no-vsphere.esxcli --no-collector.device_config",
+    )
+    parser.add_argument("--without-device-config", action="store_true", help=argparse.SUPPRESS)  # a worker's switch
     parser.add_argument("--worker", nargs=5, metavar=("URL", "CERT", "SECRET", "K", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         url, cert, secret, k, n = args.worker
-        print(json.dumps(worker(url, cert, secret, int(k), int(n), args.rounds)))
+        print(json.dumps(worker(url, cert, secret, int(k), int(n), args.rounds, not args.without_device_config)))
         return 0
     splits = [int(s) for s in args.splits.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-vsphere-shards-"))
@@ -75,29 +83,16 @@ def main() -> int:
         sim = StorageSim(tmp, "-hosts", str(args.hosts), "-luns", str(args.luns), fixture=None)
     secret = password_file(tmp)
     results: dict[int, list[dict]] = {}
+
+    def run(k: int, n: int, *extra: str) -> dict:
+        argv = [sys.executable, __file__, "--rounds", str(args.rounds), *extra, "--worker", sim.url, str(sim.cert)]
+        out = subprocess.run([*argv, str(secret), str(k), str(n)], cwd=ROOT, capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
     try:
         for n in splits:
-            results[n] = []
-            for k in range(n):
-                out = subprocess.run(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--rounds",
-                        str(args.rounds),
-                        "--worker",
-                        sim.url,
-                        str(sim.cert),
-                        str(secret),
-                        str(k),
-                        str(n),
-                    ],
-                    cwd=ROOT,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                results[n].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            results[n] = [run(k, n) for k in range(n)]
+        bare = run(0, 1, "--without-device-config") if args.device_config_cost else None
     finally:
         sim.stop()
     print(f"# {args.hosts} hosts x {args.luns} LUNs (simulator built in {boot.wall:.0f} s); each exporter measured alone")
@@ -113,6 +108,13 @@ def main() -> int:
             f"| {n} | {hosts} | {worst['discovery_s']:.2f} ({ratio['discovery_s']:.2f}x) | {worst['collection_s']:.2f} "
             f"({ratio['collection_s']:.2f}x) | {worst['render_s']:.2f} ({ratio['render_s']:.2f}x) | {worst['series']:,} "
             f"({ratio['series']:.2f}x) | {worst['peak_rss_mib']:.0f} ({ratio['peak_rss_mib']:.2f}x) |"
+        )
+    if bare:
+        ratio = {key: bare[key] / base[key] for key in ("discovery_s", "collection_s", "render_s", "series", "peak_rss_mib")}
+        print(
+            f"| 1, no esxcli/device_config | {bare['hosts']} | {bare['discovery_s']:.2f} ({ratio['discovery_s']:.2f}x) | "
+            f"{bare['collection_s']:.2f} ({ratio['collection_s']:.2f}x) | {bare['render_s']:.2f} ({ratio['render_s']:.2f}x) | "
+            f"{bare['series']:,} ({ratio['series']:.2f}x) | {bare['peak_rss_mib']:.0f} ({ratio['peak_rss_mib']:.2f}x) |"
         )
     assert sum(r["hosts"] for r in results[splits[-1]]) == args.hosts, "the shards must cover every host exactly once"
     return 0

@@ -615,3 +615,69 @@ def test_esxcli_through_a_standalone_hosts_method_executer(esx, password_file):
     assert value(samples, "esxi_lun_dsnro", host=host, device=n61) == 32
     assert value(samples, "esxi_esxcli_up", host=host) == 1
     assert SECRET not in proc.stderr
+
+
+def test_esxcli_never_holds_back_the_topology_and_a_rediscovery_loses_no_setting(vc, password_file, monkeypatch):
+    """On a real vCenter each host's hostd answers esxcli in its own time. The API topology (LUNs,
+    paths, states) reaches the store before esxcli answers; a rediscovery whose esxcli fails keeps
+    the last answer (esxcli_up 0 says so); a setting esxcli stops reporting goes away."""
+    import threading
+
+    from exporter.exposition import Exposition
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from exporter.vsphere import esxcli as vsphere_esxcli
+
+    host, n61 = "esx01.lab.local", "naa.600a098038303053453f463045727a61"
+    real_read = vsphere_esxcli.read
+    gate, mode = threading.Event(), {"now": "slow"}
+
+    def read(stub, moid, name):
+        if mode["now"] == "slow":
+            assert gate.wait(60), "the test never opened the gate"
+            return real_read(stub, moid, name)
+        if mode["now"] == "fail":
+            return None, [("RetrieveManagedMethodExecuter", "failed", "hostd is busy")]
+        found, problems = real_read(stub, moid, name)
+        for lun in found.luns.values():
+            lun.psp_iops_limit = None  # as after a change from round robin to MRU
+        return found, problems
+
+    monkeypatch.setattr(vsphere_esxcli, "read", read)
+    target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
+    exposition = Exposition(target.store)
+    scrape = lambda: parse(exposition.body().decode())  # noqa: E731
+    try:
+        discovering = threading.Thread(target=target.discover)
+        discovering.start()
+        deadline = time.monotonic() + 60
+        while not target.store.inventories and time.monotonic() < deadline:
+            time.sleep(0.05)
+        early = scrape()
+        # the API's view is out while every host's esxcli is still pending
+        assert value(early, "esxi_lun_operational_state", host=host, device=n61, state="ok") == 1
+        assert not [k for k in early if k[0] in ("esxi_lun_dsnro", "esxi_esxcli_up", "esxi_host_dsnro_source")]
+        gate.set()
+        discovering.join(60)
+        answered = scrape()
+        assert value(answered, "esxi_lun_dsnro", host=host, device=n61) == 32
+        assert value(answered, "esxi_lun_psp_iops_limit", host=host, device=n61) == 1000
+        assert value(answered, "esxi_host_dsnro_source", host=host, source="device") == 1
+        assert value(answered, "esxi_vsphere_collection_duration_seconds", target="vc", phase="esxcli") > 0
+
+        mode["now"] = "fail"
+        assert target.discover()
+        failed = scrape()
+        assert value(failed, "esxi_esxcli_up", host=host) == 0
+        assert value(failed, "esxi_lun_dsnro", host=host, device=n61) == 32  # the last answer stands
+        assert value(failed, "esxi_lun_psp_iops_limit", host=host, device=n61) == 1000
+        assert value(failed, "esxi_esxcli_errors_total", host=host, command="RetrieveManagedMethodExecuter", reason="failed") >= 1
+
+        mode["now"] = "mru"
+        assert target.discover()
+        changed = scrape()
+        assert value(changed, "esxi_esxcli_up", host=host) == 1
+        assert value(changed, "esxi_lun_dsnro", host=host, device=n61) == 32
+        assert not [k for k in changed if k[0] == "esxi_lun_psp_iops_limit"]
+    finally:
+        gate.set()
+        target.client.close()

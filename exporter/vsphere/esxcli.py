@@ -91,16 +91,20 @@ _LUN_FIELDS = (
 )
 
 
-def read_into(stub, host_moid: str, inventory) -> list[tuple[str, str, str]]:
-    """esxcli's storage configuration of one host, merged into the Inventory discovery built;
-    returns the problems as (command, reason, message)."""
-    from exporter.esxcli.inventory import read
+def read(stub, host_moid: str, host: str):
+    """esxcli's storage configuration of one host, as an Inventory of its own, and the problems as
+    (command, reason, message)."""
+    from exporter.esxcli.inventory import read as read_commands
 
     try:
         moid = executer(stub, host_moid)
     except EsxcliError as err:
-        return [("RetrieveManagedMethodExecuter", "failed", str(err))]
-    found, problems = read(inventory.host, lambda words: run(stub, moid, words))
+        return None, [("RetrieveManagedMethodExecuter", "failed", str(err))]
+    return read_commands(host, lambda words: run(stub, moid, words))
+
+
+def merge(found, inventory) -> None:
+    """What esxcli found, laid over the Inventory discovery built from the standard API."""
     for device, lun in found.luns.items():
         target = inventory.luns.get(device)
         if target is None:
@@ -116,4 +120,3 @@ def read_into(stub, host_moid: str, inventory) -> list[tuple[str, str, str]]:
             target.queue_depth_parameter_value = adapter.queue_depth_parameter_value
     if any(lun.dsnro is not None for lun in found.luns.values()):
         inventory.dsnro_source = "device"
-    return problems

@@ -8,6 +8,7 @@ record (up, durations, objects, errors) after every change. It keeps no exporter
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -62,6 +63,7 @@ class VsphereTarget:
         self.errors: dict[str, int] = {"discovery": 0, "collection": 0}
         self.dropped: dict[str, int] = {}  # reason -> series dropped
         self.samples: dict[str, int] = {}  # host -> samples ingested
+        self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
 
     # --- health --------------------------------------------------------------------------
     def _failed(self, phase: str, message: str) -> None:
@@ -122,8 +124,15 @@ class VsphereTarget:
             self._took("discovery", start)
             self._failed("discovery", str(err))
             return False
-        if self.config.esxcli:
-            self._read_esxcli(topology)
+        # The API's view of each host, kept apart: esxcli's answers are laid over copies of it.
+        api_inventories = {topo.name: _copy(topo.inventory) for topo in topology.hosts} if self.config.esxcli else {}
+        if self.config.esxcli:  # what esxcli said last time, so a rediscovery loses no series
+            for topo in topology.hosts:
+                if topo.name in self.esxcli_found:
+                    esxcli.merge(self.esxcli_found[topo.name], topo.inventory)
+        for topo in topology.hosts:
+            if not self.config.esxcli or topo.name in self.esxcli_found:  # else: not known until esxcli answers
+                _settle_dsnro_source(topo.inventory)
         self._took("discovery", start)
         previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
         for topo in topology.hosts:
@@ -132,28 +141,44 @@ class VsphereTarget:
             self._forget({t.name for t in previous.hosts} - {t.name for t in topology.hosts})
         self._ok()
         log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
+        # esxcli after the topology is out: collection starts without waiting for it (on a real
+        # vCenter each host answers esxcli in its own time, hostd by hostd).
+        if self.config.esxcli:
+            self._read_esxcli(topology, api_inventories)
         return True
 
-    def _read_esxcli(self, topology: discovery.Topology) -> None:
+    def _read_esxcli(self, topology: discovery.Topology, api_inventories: dict[str, m.Inventory]) -> None:
         """Per-device DSNRO, adaptive queue depth and round robin limits from esxcli through each
-        host's managed method executer; a host that cannot answer keeps what the API said."""
+        host's managed method executer, laid over a copy of what the API said (a setting esxcli no
+        longer reports goes away) and handed to the store; a host that cannot answer keeps its last."""
+        start = time.perf_counter()
         stub = self.client.content().propertyCollector._stub
 
         def one(topo):
-            problems = self.client.call(lambda _content: esxcli.read_into(stub, topo.ref._moId, topo.inventory))
+            found, problems = self.client.call(lambda _content: esxcli.read(stub, topo.ref._moId, topo.name))
             for command, reason, _message in problems:
                 self.store.count_esxcli_error(topo.name, command, reason)
-            failed = any(reason == "failed" for _, reason, _ in problems)
+            failed = found is None or any(reason == "failed" for _, reason, _ in problems)
             if failed:
                 log.debug("vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2])
             self.store.set_health(m.SourceHealth(kind="esxcli", name=topo.name, up=0 if failed else 1))
+            if found is None and topo.name in self.esxcli_found:
+                return  # keeps esxcli's last answer, already laid over this discovery
+            inventory = _copy(api_inventories[topo.name])
+            if found is not None:
+                self.esxcli_found[topo.name] = found
+                esxcli.merge(found, inventory)
+            _settle_dsnro_source(inventory)  # a host esxcli never answered shows the host option or none
+            topo.inventory = inventory
+            self.store.set_inventory(inventory, origin=self.name)
 
         with ThreadPoolExecutor(max_workers=max(1, self.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))
-        for topo in topology.hosts:
-            inv = topo.inventory
-            if inv.dsnro_source != "device":
-                inv.dsnro_source = "host_option" if inv.dsnro is not None else "none"
+        names = {topo.name for topo in topology.hosts}
+        for gone in set(self.esxcli_found) - names:
+            del self.esxcli_found[gone]
+        self._took("esxcli", start)
+        self._publish()
 
     def _resolve_counters(self) -> None:
         """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""
@@ -283,3 +308,18 @@ class VsphereTarget:
                 stop.wait(max(1.0, self.config.interval - (time.monotonic() - started)))
             else:
                 stop.wait(0.5)
+
+
+def _copy(inventory: m.Inventory) -> m.Inventory:
+    """A copy esxcli can change: its own LUN and adapter records, the rest shared (never mutated)."""
+    return dataclasses.replace(
+        inventory,
+        luns={name: dataclasses.replace(lun) for name, lun in inventory.luns.items()},
+        adapters={name: dataclasses.replace(adapter) for name, adapter in inventory.adapters.items()},
+    )
+
+
+def _settle_dsnro_source(inventory: m.Inventory) -> None:
+    """Where DSNRO came from, once known: esxcli's per-device value, else the host-wide option, else none."""
+    if inventory.dsnro_source != "device":
+        inventory.dsnro_source = "host_option" if inventory.dsnro is not None else "none"
