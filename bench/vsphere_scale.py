@@ -55,7 +55,10 @@ def main() -> int:
     )
     print("| | wall s | CPU s |")
     print("|---|---:|---:|")
-    print(f"| discovery | {discovery.wall:.2f} | {discovery.cpu:.2f} |")
+    print(f"| discovery, then esxcli (all of discover()) | {discovery.wall:.2f} | {discovery.cpu:.2f} |")
+    print(
+        f"| of which the API topology (out first), esxcli | {t.durations['discovery']:.2f}, {t.durations.get('esxcli', 0):.2f} | |"
+    )
     print(f"| collection (median of {args.rounds}) | {wall:.2f} | {median([c for _, c in collections]):.2f} |")
     print(f"| render exposition | {rendering.wall:.2f} | {rendering.cpu:.2f} |")
     print(
