@@ -101,24 +101,23 @@ def main() -> int:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     base = max(results[splits[0]], key=lambda r: r["collection_s"])
+
+    def cell(r: dict, key: str, fmt: str) -> str:
+        if not r[key] or not base[key]:  # esxcli off: no esxcli phase
+            return "-"
+        return f"{r[key]:{fmt}} ({r[key] / base[key]:.2f}x)"
+
+    def row(label: str, hosts: str, r: dict) -> str:
+        keys = (("discovery_s", ".2f"), ("esxcli_s", ".2f"), ("collection_s", ".2f"), ("render_s", ".2f"))
+        keys += (("series", ","), ("peak_rss_mib", ".0f"))
+        return f"| {label} | {hosts} | " + " | ".join(cell(r, key, fmt) for key, fmt in keys) + " |"
+
     for n in splits:
         rows = results[n]
         worst = {key: max(r[key] for r in rows) for key in rows[0]}
-        hosts = "/".join(str(r["hosts"]) for r in rows)
-        ratio = {key: worst[key] / base[key] for key in ("discovery_s", "collection_s", "render_s", "series", "peak_rss_mib")}
-        esxcli = f"{worst['esxcli_s']:.2f} ({worst['esxcli_s'] / base['esxcli_s']:.2f}x)" if base["esxcli_s"] else "-"
-        print(
-            f"| {n} | {hosts} | {worst['discovery_s']:.2f} ({ratio['discovery_s']:.2f}x) | {esxcli} | {worst['collection_s']:.2f} "
-            f"({ratio['collection_s']:.2f}x) | {worst['render_s']:.2f} ({ratio['render_s']:.2f}x) | {worst['series']:,} "
-            f"({ratio['series']:.2f}x) | {worst['peak_rss_mib']:.0f} ({ratio['peak_rss_mib']:.2f}x) |"
-        )
+        print(row(str(n), "/".join(str(r["hosts"]) for r in rows), worst))
     if bare:
-        ratio = {key: bare[key] / base[key] for key in ("discovery_s", "collection_s", "render_s", "series", "peak_rss_mib")}
-        print(
-            f"| 1, no esxcli/device_config | {bare['hosts']} | {bare['discovery_s']:.2f} ({ratio['discovery_s']:.2f}x) | - | "
-            f"{bare['collection_s']:.2f} ({ratio['collection_s']:.2f}x) | {bare['render_s']:.2f} ({ratio['render_s']:.2f}x) | "
-            f"{bare['series']:,} ({ratio['series']:.2f}x) | {bare['peak_rss_mib']:.0f} ({ratio['peak_rss_mib']:.2f}x) |"
-        )
+        print(row("1, no esxcli/device_config", str(bare["hosts"]), bare))
     assert sum(r["hosts"] for r in results[splits[-1]]) == args.hosts, "the shards must cover every host exactly once"
     return 0
 

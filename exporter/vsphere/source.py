@@ -124,19 +124,12 @@ class VsphereTarget:
             self._took("discovery", start)
             self._failed("discovery", str(err))
             return False
-        # The API's view of each host, kept apart: esxcli's answers are laid over copies of it.
-        api_inventories = {topo.name: _copy(topo.inventory) for topo in topology.hosts} if self.config.esxcli else {}
-        if self.config.esxcli:  # what esxcli said last time, so a rediscovery loses no series
-            for topo in topology.hosts:
-                if topo.name in self.esxcli_found:
-                    esxcli.merge(self.esxcli_found[topo.name], topo.inventory)
-        for topo in topology.hosts:
-            if not self.config.esxcli or topo.name in self.esxcli_found:  # else: not known until esxcli answers
-                _settle_dsnro_source(topo.inventory)
         self._took("discovery", start)
         previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
         for topo in topology.hosts:
-            self.store.set_inventory(topo.inventory, origin=self.name)
+            # topo.inventory stays the API's view; esxcli's answers are laid over copies of it.
+            found = self.esxcli_found.get(topo.name) if self.config.esxcli else None
+            self.store.set_inventory(self._with_esxcli(topo, found), origin=self.name)
         if previous is not None:
             self._forget({t.name for t in previous.hosts} - {t.name for t in topology.hosts})
         self._ok()
@@ -144,10 +137,22 @@ class VsphereTarget:
         # esxcli after the topology is out: collection starts without waiting for it (on a real
         # vCenter each host answers esxcli in its own time, hostd by hostd).
         if self.config.esxcli:
-            self._read_esxcli(topology, api_inventories)
+            self._read_esxcli(topology)
         return True
 
-    def _read_esxcli(self, topology: discovery.Topology, api_inventories: dict[str, m.Inventory]) -> None:
+    def _with_esxcli(self, topo: discovery.HostTopology, found: m.Inventory | None) -> m.Inventory:
+        """The host's inventory as published: the API's view with esxcli's answer laid over a copy.
+        Without an answer yet (esxcli on), DSNRO's source stays unknown until esxcli has been asked."""
+        if found is None:
+            if not self.config.esxcli:
+                _settle_dsnro_source(topo.inventory)
+            return topo.inventory
+        inventory = _copy(topo.inventory)
+        esxcli.merge(found, inventory)
+        _settle_dsnro_source(inventory)
+        return inventory
+
+    def _read_esxcli(self, topology: discovery.Topology) -> None:
         """Per-device DSNRO, adaptive queue depth and round robin limits from esxcli through each
         host's managed method executer, laid over a copy of what the API said (a setting esxcli no
         longer reports goes away) and handed to the store; a host that cannot answer keeps its last."""
@@ -162,15 +167,13 @@ class VsphereTarget:
             if failed:
                 log.debug("vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2])
             self.store.set_health(m.SourceHealth(kind="esxcli", name=topo.name, up=0 if failed else 1))
-            if found is None and topo.name in self.esxcli_found:
-                return  # keeps esxcli's last answer, already laid over this discovery
-            inventory = _copy(api_inventories[topo.name])
             if found is not None:
                 self.esxcli_found[topo.name] = found
-                esxcli.merge(found, inventory)
-            _settle_dsnro_source(inventory)  # a host esxcli never answered shows the host option or none
-            topo.inventory = inventory
-            self.store.set_inventory(inventory, origin=self.name)
+            elif topo.name in self.esxcli_found:
+                return  # keeps esxcli's last answer, already laid over this discovery
+            else:  # never answered: the host option or none, on a copy (the published one is not changed)
+                found = m.Inventory(host=topo.name)
+            self.store.set_inventory(self._with_esxcli(topo, found), origin=self.name)
 
         with ThreadPoolExecutor(max_workers=max(1, self.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))
