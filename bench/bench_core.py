@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from exporter.esxtop import EsxtopReader  # noqa: E402
-from exporter.exposition import Exposition  # noqa: E402
-from exporter.http import MetricsServer  # noqa: E402
-from exporter.state import Store  # noqa: E402
+from exporter.serving.exposition import Exposition  # noqa: E402
+from exporter.serving.http import MetricsServer  # noqa: E402
+from exporter.store.store import Store  # noqa: E402
 from tests.support.captures import DEVICE_COUNTERS, header, row  # noqa: E402
 
 IO = [
@@ -155,7 +155,7 @@ def rss_child(target: int) -> float:
     getrusage's ru_maxrss would carry over the forking parent's peak (it survives exec)."""
     code = (
         "import sys; sys.path.insert(0, %r);"
-        "from bench.bench_core import store_with_series; from exporter.exposition import Exposition;"
+        "from bench.bench_core import store_with_series; from exporter.serving.exposition import Exposition;"
         "s, n = store_with_series(%d); Exposition(s).body();"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))" % (str(ROOT), target)
     )

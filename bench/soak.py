@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 def side(runs: int, stale_after: float) -> list[dict]:
     from exporter.esxtop import EsxtopReader
     from exporter.esxtop.streams import pump
-    from exporter.exposition import Exposition
-    from exporter.state import Store
+    from exporter.serving.exposition import Exposition
+    from exporter.store.store import Store
     from tests.support.churn import rss_bytes, run_lines
 
     store = Store(stale_after=stale_after)

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from exporter.collectors import COLLECTORS  # noqa: E402
-from exporter.exposition import Exposition  # noqa: E402
+from exporter.serving.exposition import Exposition  # noqa: E402
 from exporter.vsphere import TargetConfig, VsphereTarget  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 

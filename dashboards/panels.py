@@ -13,12 +13,12 @@ from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
-from exporter import thresholds
+from exporter.configuration import thresholds
 
 # Every panel queries the dashboard's datasource variable; provisioning and import resolve it.
 DS = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
-# Every line and colour step comes from exporter/thresholds.yaml, as the alerts' thresholds do.
+# Every line and colour step comes from exporter/configuration/thresholds.yaml, as the alerts' thresholds do.
 LIMITS = thresholds.read()
 LATENCY_WARN, LATENCY_BAD = LIMITS.latency_warning_seconds, LIMITS.latency_critical_seconds
 LATENCY_LINE = ((None, "transparent"), (LATENCY_BAD, "red"))

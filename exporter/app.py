@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 
-from exporter import static_inventory
 from exporter.collectors import COLLECTORS
-from exporter.config import ConfigError
+from exporter.configuration import static_inventory
+from exporter.configuration.config import ConfigError
+from exporter.configuration.filters import LunFilter
 from exporter.esxtop import EsxtopReader, read_file
 from exporter.esxtop.streams import follow_lines, pump, start_thread, stdin_lines
-from exporter.exposition import Exposition
-from exporter.filters import LunFilter
-from exporter.state import Store
+from exporter.serving.exposition import Exposition
+from exporter.store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class App:
                 start_thread(f"esxtop-follow:{path}", pump, lines, reader, store.ingest, store.count_parse_error, stop)
             )
         if self.settings["simulate.scenario"]:
-            from exporter.simulated import run_simulation
+            from exporter.simulator.live import run_simulation
 
             threads.append(start_thread("simulator", run_simulation, self.settings, store, stop))
         if self.ssh:

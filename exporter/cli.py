@@ -1,8 +1,8 @@
 """Command line: `esxi-storage-exporter [COMMAND] [options]`; with no command it serves.
 
 Each command is a module in exporter.commands with `register(subparsers)`; options that also
-live in the config file are declared once in exporter.config.OPTIONS and become flags in
-exporter.flags. Commands import nothing from here: the imports run one way.
+live in the config file are declared once in exporter.configuration.config.OPTIONS and become flags in
+exporter.configuration.flags. Commands import nothing from here: the imports run one way.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pkgutil
 import sys
 
 from exporter import __version__, commands
-from exporter.config import ConfigError
-from exporter.flags import PROG, fail
+from exporter.configuration.config import ConfigError
+from exporter.configuration.flags import PROG, fail
 
 ANALYSIS_MODULES = {"pandas", "pyarrow", "numpy"}  # the `analysis` extra: compare, capacity, backfill
 

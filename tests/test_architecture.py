@@ -31,8 +31,8 @@ def test_a_source_that_imports_the_text_format_breaks_a_contract(tmp_path):
     shutil.copytree(ROOT / "exporter", tmp_path / "exporter", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     streams = tmp_path / "exporter" / "esxtop" / "streams.py"
-    streams.write_text(streams.read_text() + "\nfrom exporter.textformat import gauge  # noqa: E402\n")
+    streams.write_text(streams.read_text() + "\nfrom exporter.collectors.textformat import gauge  # noqa: E402\n")
     done = lint(tmp_path)
     assert done.returncode != 0
     assert "Sources produce model objects: they import nothing that renders or wires BROKEN" in done.stdout
-    assert "exporter.esxtop.streams -> exporter.textformat" in done.stdout
+    assert "exporter.esxtop.streams -> exporter.collectors.textformat" in done.stdout

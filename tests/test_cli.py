@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from exporter import config
+from exporter.configuration import config
 from tests.support.captures import device_columns, header, row
 from tests.support.servers import CAPTURES, ROOT, Exporter, exporter_env
 

@@ -322,7 +322,7 @@ def test_link_use_counts_nfs_datastores_on_their_vmknic(tmp_path):
         f'esxi_datastore_written_bytes_total{{{job},host="esx01",datastore="vmfs-1"}}': "0+0x20",
     }
     # The panels read the alerts' recording rule: one direction over the payload capacity
-    # (0.9 x link speed, exporter/thresholds.yaml), so the project's rule file is loaded.
+    # (0.9 x link speed, exporter/configuration/thresholds.yaml), so the project's rule file is loaded.
     # In thousandths, rounded: promtool compares floats exactly.
     every = "round(1000 * " + link_use('host=~"esx01"', 'adapter=~".*"') + ")"
     only_vmk = "round(1000 * " + link_use('host=~"esx01"', 'adapter=~"vmk1"') + ")"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter import model as m
 from exporter.esxcli import parse, storage
 from exporter.esxcli.inventory import ADAPTERS, DEVICES, HPP, NMP, EsxcliError, read
+from exporter.store import model as m
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "esxcli"
 SAN, GOLD = "naa.600601601e3021001a2b3c4d5e6f0010", "naa.600601601e3021001a2b3c4d5e6f0020"

@@ -7,7 +7,7 @@ import pytest
 from exporter.esxtop import EsxtopError, EsxtopReader, read_file
 from exporter.esxtop.reader import parse_column
 from exporter.esxtop.streams import pump
-from exporter.state import Store
+from exporter.store.store import Store
 from tests.support.captures import device_columns, header, row
 
 T0 = 1_700_000_000.0

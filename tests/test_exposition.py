@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 import urllib.request
 
-from exporter import exposition as exposition_module
 from exporter.esxtop import read_file
-from exporter.exposition import Exposition
-from exporter.http import MetricsServer
-from exporter.state import Store
+from exporter.serving import exposition as exposition_module
+from exporter.serving.exposition import Exposition
+from exporter.serving.http import MetricsServer
+from exporter.store.store import Store
 from tests.support.servers import CAPTURES
 
 

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
-from exporter.exposition import Exposition
-from exporter.http import MetricsServer
-from exporter.state import Store
+from exporter.serving.exposition import Exposition
+from exporter.serving.http import MetricsServer
+from exporter.store.store import Store
 from tests.support import captures
 from tests.support.promtext import samples
 

@@ -19,10 +19,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exporter import config, webconfig
+from exporter.configuration import config
+from exporter.configuration.flags import exporter_options as serve_options
 from exporter.esxtop import EsxtopError, EsxtopReader
 from exporter.esxtop.ssh import targets_from_settings
-from exporter.flags import exporter_options as serve_options
+from exporter.serving import webconfig
 from tests.support import captures
 from tests.support.servers import CAPTURES
 

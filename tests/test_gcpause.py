@@ -1,4 +1,4 @@
-"""exporter.gcpause: the collector is off inside a pause, back on when the last one ends,
+"""exporter.vsphere.gcpause: the collector is off inside a pause, back on when the last one ends,
 whichever thread ends first, and left off if it was off before."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from exporter import gcpause
+from exporter.vsphere import gcpause
 
 
 def test_nested_pauses_across_threads_restore_the_collector_once_the_last_ends():

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from exporter.esxtop import read_file
-from exporter.exposition import Exposition
-from exporter.state import Store
+from exporter.serving.exposition import Exposition
+from exporter.store.store import Store
 from tests.support.servers import CAPTURES
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -11,8 +11,8 @@ import urllib.request
 
 import pytest
 
-from exporter import model as m
-from exporter.filters import LunFilter
+from exporter.configuration.filters import LunFilter
+from exporter.store import model as m
 from tests.support.servers import CAPTURES, ROOT, exporter_env
 
 CAPTURE = CAPTURES / "esxi65-default-3samples.csv"

@@ -11,9 +11,9 @@ from collections import OrderedDict
 import pytest
 
 from exporter import cli
-from exporter import model as m
 from exporter.esxtop import read_file
 from exporter.simulator import Simulation, list_scenarios, load_scenario
+from exporter.store import model as m
 from tests.support.servers import CAPTURES
 
 # The -a counter sets exactly as esxtop-format.md §3 lists them (written out here, not imported

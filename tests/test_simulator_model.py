@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter import model as m
 from exporter.esxtop import EsxtopReader
 from exporter.simulator import Simulation, scenario_from_text
+from exporter.store import model as m
 
 DEVICE = "naa.600000000000000a"
 

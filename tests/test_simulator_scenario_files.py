@@ -11,9 +11,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter import model as m
 from exporter.esxtop import read_file
 from exporter.simulator import ScenarioError, Simulation, list_scenarios, load_scenario
+from exporter.store import model as m
 from tests.support.servers import ROOT, exporter_env, free_port, stop, wait_http
 
 # A small valid scenario; each error case below breaks one thing in it.

@@ -17,9 +17,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import cli
-from exporter import model as m
 from exporter.esxtop import read_file
 from exporter.simulator import Simulation, load_scenario
+from exporter.store import model as m
 from tests.support.servers import ROOT, exporter_env
 
 MS = 1e-3

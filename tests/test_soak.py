@@ -9,8 +9,8 @@ import gc
 
 from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
-from exporter.exposition import Exposition
-from exporter.state import Store
+from exporter.serving.exposition import Exposition
+from exporter.store.store import Store
 from tests.support.churn import rss_bytes, run_lines
 
 RUNS, ROWS, INTERVAL = 60, 10, 5.0

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from exporter import config
+from exporter.configuration import config
+from exporter.configuration.flags import exporter_options as options
 from exporter.esxtop.ssh import SshTarget, classify, parse_target, targets_from_settings
-from exporter.flags import exporter_options as options
 from tests.support.promtext import eventually, value
 from tests.support.servers import Exporter, free_port
 from tests.support.sshd import Sshd

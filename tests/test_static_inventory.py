@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter import static_inventory
+from exporter.configuration import static_inventory
 from tests.support.promtext import value
 from tests.test_compare import REAL, run_cli
 

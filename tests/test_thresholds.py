@@ -1,4 +1,4 @@
-"""One threshold source: exporter/thresholds.yaml is read by the alert generator, the dashboard
+"""One threshold source: exporter/configuration/thresholds.yaml is read by the alert generator, the dashboard
 generator and compare's findings. Change a threshold in a copy and all three follow."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from alerts import generate
-from exporter import thresholds
 from exporter.analysis import compare as cmp
 from exporter.analysis import stats as st
 from exporter.analysis.capture import load
+from exporter.configuration import thresholds
 from tests.support.analysis_captures import Setup, write
 from tests.support.servers import ROOT, exporter_env
 

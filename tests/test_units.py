@@ -3,7 +3,7 @@
 import pytest
 
 from exporter.commands.compare import parse_link_speed
-from exporter.units import parse_duration, parse_rate
+from exporter.store.units import parse_duration, parse_rate
 
 
 @pytest.mark.parametrize("text, seconds", [("5s", 5.0), ("10m", 600.0), ("1h30m", 5400.0), ("250ms", 0.25), (7, 7.0)])

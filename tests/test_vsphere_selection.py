@@ -9,7 +9,7 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.sharding import parse_shard, shard_of
+from exporter.configuration.sharding import parse_shard, shard_of
 from exporter.vsphere.selection import HostSelection, path_regex
 from tests.support.servers import ROOT, exporter_env
 from tests.vcsim.sims import PASSWORD, USER, StorageSim

@@ -497,7 +497,7 @@ def test_a_target_that_goes_away_and_comes_back(password_file, tmp_path, caplog)
 
 
 def test_one_bad_host_does_not_cost_the_others_their_sample(vc, password_file):
-    from exporter import model as m
+    from exporter.store import model as m
     from exporter.vsphere import TargetConfig, VsphereTarget, discovery
 
     target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
@@ -623,7 +623,7 @@ def test_esxcli_never_holds_back_the_topology_and_a_rediscovery_loses_no_setting
     the last answer (esxcli_up 0 says so); a setting esxcli stops reporting goes away."""
     import threading
 
-    from exporter.exposition import Exposition
+    from exporter.serving.exposition import Exposition
     from exporter.vsphere import TargetConfig, VsphereTarget
     from exporter.vsphere import esxcli as vsphere_esxcli
 

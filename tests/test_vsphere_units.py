@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from pyVmomi import vim
 
-from exporter import model as m
-from exporter.config import ConfigError
+from exporter.configuration.config import ConfigError
+from exporter.store import model as m
 from exporter.vsphere import discovery, mapping, perf, settings
 from exporter.vsphere.source import VsphereTarget
 
@@ -151,7 +151,7 @@ def test_queries_are_chunked_under_the_series_their_answers_hold():
 
 
 def test_each_spec_expects_the_hosts_discovered_instances():
-    from exporter import model as m
+    from exporter.store import model as m
     from exporter.vsphere import discovery
 
     inv = m.Inventory(

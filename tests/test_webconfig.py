@@ -15,7 +15,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter import webconfig
+from exporter.serving import webconfig
 from tests.support.servers import ROOT, exporter_env, free_port, stop
 
 USER, PASSWORD = "prometheus", "correct horse battery staple"
@@ -159,7 +159,9 @@ def test_warning_when_plain_http_beyond_localhost(serve, cert):
     local = serve(listen="127.0.0.1")
     config = web_config(cert, "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
     tls = serve(f"--web.config.file={config}", listen="0.0.0.0")
-    warning = "WARNING exporter.webconfig: serving metrics over plain HTTP on all addresses, reachable from other machines"
+    warning = (
+        "WARNING exporter.serving.webconfig: serving metrics over plain HTTP on all addresses, reachable from other machines"
+    )
     assert warning in exposed.log.read_text()
     assert "plain HTTP" not in local.log.read_text()
     assert "plain HTTP" not in tls.log.read_text()

@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 from exporter.collectors import COLLECTORS
+from exporter.collectors.textformat import Family, escape_label
 from exporter.esxtop.reader import EsxtopError, EsxtopReader
-from exporter.state import Store
-from exporter.textformat import Family, escape_label
+from exporter.store.store import Store
 
 
 def _stamp(line: str, run_label: str, timestamp: str) -> str:

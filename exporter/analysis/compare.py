@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from exporter import inventory_snapshot
 from exporter.analysis import findings as f
 from exporter.analysis import stats as st
 from exporter.analysis import tuning
 from exporter.analysis.capture import Capture, CaptureError
 from exporter.analysis.significance import ALPHA, holm, welch_blocks
+from exporter.store import inventory_snapshot
 
 
 @dataclass
@@ -69,7 +69,7 @@ def compare(
     dsnro: float | None = None,
     limits=None,
 ) -> Comparison:
-    """limits: exporter.thresholds.Thresholds; None reads the default thresholds file."""
+    """limits: exporter.configuration.thresholds.Thresholds; None reads the default thresholds file."""
     if before.host != after.host and not allow_other_host:
         raise CaptureError(
             f"{after.path}: host {after.host!r} is not the host of {before.path} ({before.host!r}); "

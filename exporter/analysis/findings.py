@@ -1,7 +1,7 @@
 """The paper's rules ("Scalable Storage Performance", ESX 3.5), checked on each capture and put
 side by side: which problems a change resolved, which it caused, which persist.
 
-The numbers and definitions come from exporter/thresholds.yaml, the file the alert rules and the
+The numbers and definitions come from exporter/configuration/thresholds.yaml, the file the alert rules and the
 dashboards read too: a queue overrun is QUED > 0, latency is judged against the alerts' critical
 line, and a link is saturated when one direction carries more than link_saturation_ratio of its
 payload capacity (link_payload_ratio x speed), as EsxiAdapterLinkSaturated says.
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from exporter import model as m
-from exporter import thresholds
 from exporter.analysis import stats as st
 from exporter.analysis.capture import Capture
+from exporter.configuration import thresholds
+from exporter.store import model as m
 
 SPREAD_RULES = ("paths carrying I/O", "adapters carrying I/O")  # facts about a change, not problems
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from exporter import model as m
 from exporter.analysis.capture import Capture
+from exporter.store import model as m
 
 MS = 1e-3
 MIB = float(1 << 20)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter import model as m
+from exporter.store import model as m
 
 # LunConfig field -> how a person names it
 LUN_SETTINGS = {

@@ -1,7 +1,7 @@
 """Storage adapter (HBA) rates, latencies and queue depth: esxtop's disk adapter view."""
 
-from exporter import model as m
 from exporter.collectors.io import gauge_families, io_families, labels_of
+from exporter.store import model as m
 
 LABELS = ("host", "adapter")
 GAUGES = (

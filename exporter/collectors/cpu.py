@@ -1,8 +1,8 @@
 """Physical CPU utilisation, for CPU cost per I/O."""
 
-from exporter import model as m
 from exporter.collectors.io import gauge_families, labels_of
-from exporter.textformat import gauge, label_string
+from exporter.collectors.textformat import gauge, label_string
+from exporter.store import model as m
 
 GAUGES = (
     (

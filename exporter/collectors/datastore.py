@@ -1,8 +1,8 @@
 """Datastore-level I/O: an NFS volume (esxtop's NFS Volume object) and every datastore as vSphere's
 host-level datastore.* counters see it, under one family whichever source saw it."""
 
-from exporter import model as m
 from exporter.collectors.io import gauge_families, io_families, labels_of
+from exporter.store import model as m
 
 GAUGES = ((m.ACTIVE, "active_commands", "Commands in flight to the datastore (NFS volume ACTV)."),)
 LABELS = ("host", "datastore")

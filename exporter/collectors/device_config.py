@@ -4,7 +4,7 @@ The values a tuning change moves, so a before/after can say what was changed."""
 
 from __future__ import annotations
 
-from exporter.textformat import counter, gauge, label_string
+from exporter.collectors.textformat import counter, gauge, label_string
 
 LUN_STATUSES = ("on", "off", "dead", "degraded", "other")  # esxcli Status
 OPERATIONAL_STATES = ("ok", "degraded", "lostCommunication", "off", "error", "quiesced", "timeout", "unknownState")

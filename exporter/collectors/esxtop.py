@@ -1,6 +1,6 @@
 """The esxtop source's own health: samples read, newest sample time, lines rejected."""
 
-from exporter.textformat import counter, gauge, label_string
+from exporter.collectors.textformat import counter, gauge, label_string
 
 
 def collect(store):

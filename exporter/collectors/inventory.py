@@ -1,8 +1,8 @@
 """Storage configuration: LUN identity and datastores, queue-depth settings, HBA and NFS link
 speeds, path states. Comes from the vSphere API, the simulator, or the config file's inventory section."""
 
-from exporter.model import PATH_STATES, device_kind
-from exporter.textformat import gauge, label_string
+from exporter.collectors.textformat import gauge, label_string
+from exporter.store.model import PATH_STATES, device_kind
 
 
 class _Family:

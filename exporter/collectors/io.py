@@ -3,8 +3,8 @@ latencies and error counters, differing only in prefix and labels."""
 
 from __future__ import annotations
 
-from exporter import model as m
-from exporter.textformat import counter, gauge, label_string
+from exporter.collectors.textformat import counter, gauge, label_string
+from exporter.store import model as m
 
 # model field -> (counter name without _total, help)
 RATE_COUNTERS = (

@@ -1,7 +1,7 @@
 """LUN (SCSI device, NFS volume) queue statistics, rates and latencies: esxtop's disk device view."""
 
-from exporter import model as m
 from exporter.collectors.io import gauge_families, io_families, labels_of
+from exporter.store import model as m
 
 QUEUE_GAUGES = (
     (m.QUEUE_DEPTH, "queue_depth", "Device queue depth (DQLEN): the most commands the LUN accepts at once."),

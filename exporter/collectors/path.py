@@ -1,8 +1,8 @@
 """Per-path rates and latencies, and which device each path leads to."""
 
 from exporter.collectors.io import io_families, labels_of
-from exporter.model import path_adapter
-from exporter.textformat import gauge, label_string
+from exporter.collectors.textformat import gauge, label_string
+from exporter.store.model import path_adapter
 
 LABELS = ("host", "adapter", "path")
 INFO_LABELS = ("host", "path", "adapter", "device")

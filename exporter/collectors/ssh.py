@@ -3,7 +3,7 @@ store: whether rows flow, and why sessions ended."""
 
 from __future__ import annotations
 
-from exporter.textformat import counter, gauge, label_string
+from exporter.collectors.textformat import counter, gauge, label_string
 
 
 def collect(store):

@@ -3,7 +3,7 @@ store: reachability, phase durations and failures, objects found, samples ingest
 
 from __future__ import annotations
 
-from exporter.textformat import counter, gauge, label_string
+from exporter.collectors.textformat import counter, gauge, label_string
 
 OBJECT_KINDS = ("host", "lun", "adapter", "path", "datastore")
 

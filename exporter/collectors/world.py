@@ -1,7 +1,7 @@
 """Per-world outstanding commands on each LUN: which VM fills the queue (esxtop per-device-per-world)."""
 
-from exporter import model as m
 from exporter.collectors.io import gauge_families, labels_of
+from exporter.store import model as m
 
 LABELS = ("host", "device", "world", "vm")
 GAUGES = (

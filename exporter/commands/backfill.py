@@ -35,8 +35,8 @@ def register(subparsers):
 def run(args) -> int:
     from exporter.analysis.backfill import backfill
     from exporter.analysis.progress import Progress
+    from exporter.configuration.flags import fail
     from exporter.esxtop import EsxtopError
-    from exporter.flags import fail
 
     name = args.run_label or Path(args.capture).stem
     try:

@@ -43,7 +43,7 @@ def _g(value: float) -> str:
 def run(args) -> int:
     from exporter.analysis import capacity
     from exporter.analysis.capture import CaptureError, load
-    from exporter.flags import fail
+    from exporter.configuration.flags import fail
 
     try:
         if args.capture is None:

@@ -13,7 +13,7 @@ EXIT_WORSE, EXIT_BAD_INPUT = 1, 2
 
 def parse_link_speed(text: str) -> tuple[str, float]:
     """'vmhba1=2Gb/s' or '*=200MB/s' -> (adapter, bytes per second)."""
-    from exporter.units import parse_rate
+    from exporter.store.units import parse_rate
 
     adapter, sep, rate = text.partition("=")
     try:
@@ -62,14 +62,14 @@ def register(subparsers):
 
 
 def run(args) -> int:
-    from exporter import thresholds
     from exporter.analysis import compare, report_text
     from exporter.analysis.capture import CaptureError, load
-    from exporter.flags import fail
+    from exporter.configuration import thresholds
+    from exporter.configuration.flags import fail
 
     try:
         speeds = dict(parse_link_speed(s) for s in args.link_speed)
-        from exporter.units import parse_duration
+        from exporter.store.units import parse_duration
 
         skip = parse_duration(args.skip)
         before = load(args.before, args.progress).skip(skip)

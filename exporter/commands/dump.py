@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from exporter import config
 from exporter.app import App
 from exporter.commands.serve import resolve
+from exporter.configuration import config
+from exporter.configuration.flags import add_option_flags, exporter_options, fail
 from exporter.esxtop import EsxtopError
-from exporter.flags import add_option_flags, exporter_options, fail
 
 
 def register(subparsers):

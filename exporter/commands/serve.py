@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import signal
 
-from exporter import config, webconfig
 from exporter.app import App, has_live_source
+from exporter.configuration import config
+from exporter.configuration.flags import add_option_flags, exporter_options, fail
 from exporter.esxtop import EsxtopError
-from exporter.flags import add_option_flags, exporter_options, fail
-from exporter.http import MetricsServer
+from exporter.serving import webconfig
+from exporter.serving.http import MetricsServer
 
 log = logging.getLogger("exporter")
 

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                 f.write(lines[h] + "\n")
     if args.out != "-":
         # The storage configuration beside each capture, for compare's "what was tuned".
-        from exporter import inventory_snapshot
+        from exporter.store import inventory_snapshot
 
         by_host = {inv.host: inv for inv in sim.inventories()}
         for host, target in targets.items():
@@ -123,6 +123,6 @@ def _targets(out: str, hosts: list[str]) -> dict[str, Path | None]:
 
 
 def _fail(message: str) -> int:
-    from exporter.flags import fail
+    from exporter.configuration.flags import fail
 
     return fail(f"simulate: {message}", 2)

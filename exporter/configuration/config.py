@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from exporter.sharding import parse_shard
-from exporter.units import parse_duration
+from exporter.configuration.sharding import parse_shard
+from exporter.store.units import parse_duration
 
 ENV_PREFIX = "ESXI_EXPORTER_"
 

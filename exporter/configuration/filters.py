@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from exporter import model as m
+from exporter.store import model as m
 
 
 class LunFilter:

@@ -1,4 +1,4 @@
-"""Command-line flags from the option table (exporter.config.OPTIONS and the collector registry),
+"""Command-line flags from the option table (exporter.configuration.config.OPTIONS and the collector registry),
 each declared once with its aliases, and the one-line error every command ends with."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from exporter.collectors import COLLECTORS
-from exporter.config import OPTIONS, Option, collector_options
+from exporter.configuration.config import OPTIONS, Option, collector_options
 
 PROG = "esxi-storage-exporter"
 

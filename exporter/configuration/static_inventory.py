@@ -16,8 +16,8 @@ configured queue depth, and their HBAs a link speed for the saturation rule.
 
 from __future__ import annotations
 
-from exporter import model as m
-from exporter import units
+from exporter.store import model as m
+from exporter.store import units
 
 _LUN_TEXT = ("display_name", "vendor", "model", "datastore")
 _ADAPTER_TEXT = ("type", "model", "driver")

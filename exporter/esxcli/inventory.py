@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from exporter import model as m
 from exporter.esxcli import storage
+from exporter.store import model as m
 
 log = logging.getLogger(__name__)
 

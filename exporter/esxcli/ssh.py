@@ -9,10 +9,10 @@ import shlex
 import subprocess
 import threading
 
-from exporter import model as m
 from exporter.esxcli import parse
 from exporter.esxcli.inventory import EsxcliError, read
 from exporter.esxtop.ssh import SshTarget, ssh_environment
+from exporter.store import model as m
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from exporter import model as m
 from exporter.esxcli.parse import key
+from exporter.store import model as m
 
 # esxcli `storage core device list` field -> LunConfig attribute, by kind of value.
 DEVICE_NUMBERS = {

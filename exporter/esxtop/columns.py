@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from exporter import model as m
-from exporter.units import MIB, MILLISECOND, PERCENT
+from exporter.store import model as m
+from exporter.store.units import MIB, MILLISECOND, PERCENT
 
 # Values are divided by these (dividing by 1000 rounds exactly where multiplying by 1e-3 does not).
 _MS = 1 / MILLISECOND

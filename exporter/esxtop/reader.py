@@ -15,8 +15,8 @@ import sys
 import time
 from operator import truediv
 
-from exporter import model as m
 from exporter.esxtop import columns as c
+from exporter.store import model as m
 
 HEADER_MARK = "(PDH-CSV"
 csv.field_size_limit(sys.maxsize)

@@ -27,9 +27,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 
-from exporter import model as m
 from exporter.esxtop.reader import EsxtopReader
 from exporter.esxtop.streams import pump
+from exporter.store import model as m
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +141,8 @@ _TARGET_KEYS = {
 def targets_from_settings(settings) -> list[SshTarget]:
     """Targets from `--esxtop-ssh` flags and the `esxtop.ssh_targets` config list, with the
     esxtop.ssh_* options as defaults. Raises ConfigError listing every bad entry."""
-    from exporter.config import ConfigError
-    from exporter.units import parse_duration
+    from exporter.configuration.config import ConfigError
+    from exporter.store.units import parse_duration
 
     defaults = dict(
         interval=settings["esxtop.ssh_interval"],

@@ -16,7 +16,7 @@ import time
 
 from exporter import __version__
 from exporter.collectors import COLLECTORS
-from exporter.textformat import gauge, label_string, render
+from exporter.collectors.textformat import gauge, label_string, render
 
 log = logging.getLogger(__name__)
 

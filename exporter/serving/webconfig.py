@@ -22,7 +22,7 @@ import ssl
 import threading
 from dataclasses import dataclass, field
 
-from exporter.config import ConfigError, read_yaml
+from exporter.configuration.config import ConfigError, read_yaml
 
 log = logging.getLogger(__name__)
 

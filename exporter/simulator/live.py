@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import time
 
+from exporter.configuration.sharding import shard_of
 from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
-from exporter.sharding import shard_of
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from ..model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig
+from ..store.model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig
 from . import queueing
 from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout
 from .spec import HostSpec, Phase, Scenario, VmSpec

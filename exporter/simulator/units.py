@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from exporter.units import parse_rate
+from exporter.store.units import parse_rate
 
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]*)\s*$")
 

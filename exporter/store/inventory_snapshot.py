@@ -7,7 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from exporter import model as m
+from exporter.store import model as m
 
 
 def path_for(capture: str | Path) -> Path:

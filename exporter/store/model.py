@@ -2,8 +2,8 @@
 
 Every source (esxtop reader and streams, SSH, vSphere client, simulator via the esxtop reader)
 produces `Sample`s, `Inventory`s and its own `SourceHealth`, and nothing else; collectors and
-analysis read them. This module imports only exporter.units. Units are converted
-before a value enters a Sample (see `exporter.units`): seconds, bytes, ratios 0..1, per-second
+analysis read them. This module imports only exporter.store.units. Units are converted
+before a value enters a Sample (see `exporter.store.units`): seconds, bytes, ratios 0..1, per-second
 rates. A field absent from a stats dict means "this source/capture does not have it", which is
 not the same as zero; collectors then export no series for it.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from exporter import model as m
+from exporter.store import model as m
 
 
 @dataclass(slots=True)
@@ -87,7 +87,7 @@ class Store:
 
     def __init__(self, stale_after: float = 300.0, lun_filter=None):
         self.stale_after = stale_after
-        self.lun_filter = lun_filter or None  # exporter.filters.LunFilter; None keeps every LUN
+        self.lun_filter = lun_filter or None  # exporter.configuration.filters.LunFilter; None keeps every LUN
         self.lock = threading.Lock()
         self.host_states: dict[tuple[str, str], HostState] = {}  # (origin, host) -> state
         self.host_inventories: dict[tuple[str, str], m.Inventory] = {}  # (origin, host) -> inventory

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from pyVmomi import vim, vmodl
 
-from exporter import model as m
+from exporter.store import model as m
 from exporter.vsphere import nfs, soap
 from exporter.vsphere.selection import HostSelection
 

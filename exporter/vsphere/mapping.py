@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exporter import model as m
-from exporter import units
+from exporter.store import model as m
+from exporter.store import units
 
 DATASTORES = "datastores"  # host-level datastore.* by datastore name (Sample.datastores)
 HOST = "host"  # host-wide values (cpu.usagemhz): Sample.host_values

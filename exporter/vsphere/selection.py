@@ -6,7 +6,7 @@
   `/DC1/**` (a datacenter), `/*/host/Prod/**` (a cluster in any datacenter), `/**/esx0[1-4]*` (hosts).
   A host is kept if it matches an include pattern (none given: every host) and no exclude pattern.
 - A share of the hosts by a stable hash of the host's name (`--vsphere.shard K/N`, see
-  exporter.sharding): N exporters with shards 0..N-1 take every host exactly once.
+  exporter.configuration.sharding): N exporters with shards 0..N-1 take every host exactly once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from exporter.sharding import shard_of
+from exporter.configuration.sharding import shard_of
 
 
 @lru_cache(maxsize=256)

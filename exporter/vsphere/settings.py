@@ -10,8 +10,8 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass, replace
 
-from exporter.config import ConfigError, _bool, _duration, _positive_int, _str_list
-from exporter.sharding import parse_shard
+from exporter.configuration.config import ConfigError, _bool, _duration, _positive_int, _str_list
+from exporter.configuration.sharding import parse_shard
 from exporter.vsphere.selection import HostSelection
 
 # Per-target keys in vsphere.targets.NAME, and the parser of each.

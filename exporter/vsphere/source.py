@@ -14,9 +14,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from exporter import gcpause
-from exporter import model as m
-from exporter.vsphere import discovery, esxcli, mapping, perf
+from exporter.store import model as m
+from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.settings import TargetConfig
 
@@ -42,10 +41,10 @@ def _route(series_key: tuple[int, str], topo: discovery.HostTopology, resolved: 
 
 class VsphereTarget:
     def __init__(self, config: TargetConfig, store=None):
-        """store: the process's store (exporter.state.Store), where Samples, Inventories and
+        """store: the process's store (exporter.store.store.Store), where Samples, Inventories and
         SourceHealth go; a target used on its own (a test, a benchmark) gets a store of its own."""
         if store is None:
-            from exporter.state import Store
+            from exporter.store.store import Store
 
             store = Store()
         self.config = config
