@@ -40,6 +40,10 @@ USED = "used_ratio"  # %USD / 100
 LOAD = "load"  # LOAD = (ACTV + QUED) / DQLEN
 CPU_UTIL = "utilization_ratio"  # % Util Time / 100
 CPU_USAGE_HERTZ = "cpu_usage_hertz"  # host CPU in use (vSphere cpu.usagemhz), a host-level value
+# Outstanding I/O of one virtual disk now (vSphere virtualDisk.readOIO/writeOIO.latest; esxtop's
+# Virtual Disk group has none). A VM's `a` on a LUN is their sum over its disks on that LUN.
+OUTSTANDING_READS = "outstanding_reads"
+OUTSTANDING_WRITES = "outstanding_writes"
 
 RATE_FIELDS = (COMMANDS, READS, WRITES, READ_BYTES, WRITTEN_BYTES, RESERVATIONS, CONFLICTS, ABORTS, RESETS, FAILED)
 LATENCY_FIELDS = (DAVG, KAVG, GAVG, QAVG)
@@ -72,6 +76,13 @@ class Sample:
     host_values: dict[str, float] = field(default_factory=dict)  # host-level values (CPU_USAGE_HERTZ)
     path_devices: dict[str, str] = field(default_factory=dict)  # path -> device, where known
     world_vms: dict[str, str] = field(default_factory=dict)  # world id -> VM name, where known
+    # Virtual disks (vSphere virtualDisk.*, esxtop's `Virtual Disk(vm:scsi0:0)`): (vm, disk) -> stats,
+    # disk being the controller instance (scsi0:0, sata0:1, nvme0:0, ide0:0). Fields: READS, WRITES,
+    # READ_BYTES, WRITTEN_BYTES, COMMANDS, GAVG_READ, GAVG_WRITE, OUTSTANDING_READS/WRITES.
+    vdisks: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    # Per-VM totals over its disks (esxtop's `Virtual Disk(vm)`): vm -> stats, the same fields.
+    # A separate family from vdisks, so no sum over disks ever counts a VM twice.
+    vms: dict[str, dict[str, float]] = field(default_factory=dict)
     source: str = "esxtop"  # which source produced it: esxtop | vsphere
 
 
@@ -133,6 +144,21 @@ class DatastoreConfig:
 
 
 @dataclass(slots=True)
+class VirtualDiskConfig:
+    """What backs one virtual disk (vSphere only: esxtop has no backing)."""
+
+    datastore: str = ""  # the datastore holding the disk's file (an RDM's mapping file), "" unknown
+    datastore_type: str = ""  # vmfs | nfs | nfs41 | vvol | vsan | ""
+    devices: tuple[str, ...] = ()  # LUN canonical names: a VMFS datastore's extents, or the RDM's LUN
+    backing: str = ""  # flat | rdm | sparse | other
+    compatibility_mode: str = ""  # an RDM's mode: physical | virtual; "" for other backings
+    controller: str = ""  # pvscsi | lsilogic | lsilogic-sas | buslogic | ahci | nvme | ide | ""
+    provisioning: str = ""  # thin | thick_lazy | thick_eager | ""
+    iops_limit: float | None = None  # storageIOAllocation.limit; None: unlimited (-1)
+    shares: float | None = None  # storageIOAllocation.shares.shares
+
+
+@dataclass(slots=True)
 class PathConfig:
     device: str = ""
     adapter: str = ""
@@ -157,6 +183,7 @@ class Inventory:
     cpu_core_hertz: float | None = None  # nominal clock of one physical core (esxtop has none)
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
     datastores: dict[str, DatastoreConfig] = field(default_factory=dict)  # datastore -> type and adapter
+    vdisks: dict[tuple[str, str], VirtualDiskConfig] = field(default_factory=dict)  # (vm, disk) -> backing
 
 
 @dataclass(slots=True)
