@@ -278,3 +278,91 @@ def test_web_config_on_random_files(tmp_path_factory, data):
             webconfig.load(str(path))
         except config.ConfigError as err:
             assert str(err)
+
+
+# -- hostile numbers: NaN, infinities, negatives, float()'s extra syntax ---------------------------
+# Each token with what it must be: a number, a cell rejected as out of range (the row goes on
+# without it), or not a number (the row is rejected). float() takes every one of them.
+NUMBER_CORPUS = {
+    "nan": "out_of_range",
+    "NaN": "out_of_range",
+    "-nan": "out_of_range",
+    "inf": "out_of_range",
+    "-inf": "out_of_range",
+    "+Infinity": "out_of_range",
+    "1e999": "out_of_range",
+    "-1000": "out_of_range",
+    "-0.01": "out_of_range",
+    "1_000": "bad_value",
+    "\u0661\u0662": "bad_value",  # Arabic-Indic digits
+    "１": "bad_value",  # a full-width digit
+    "0x10": "bad_value",
+    "12.50": "ok",
+    "0": "ok",
+    "3e2": "ok",
+}
+DEVICES = ("naa.1", "naa.2")
+COLUMNS = [c for d in DEVICES for c in captures.device_columns(d)]
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, len(COLUMNS) - 1), st.sampled_from(sorted(NUMBER_CORPUS))), max_size=4),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_hostile_numbers_are_counted_and_counters_stay_monotonic(rows):
+    """Rows with hostile cells through the live pump into the real store: every counter stays finite
+    and never goes down, a row with a non-number is rejected whole (bad_value), and each NaN,
+    infinite or negative cell of an accepted row is counted once (out_of_range)."""
+    from exporter.esxtop.streams import pump
+    from exporter.store.store import Store
+
+    tried("reader-hostile-numbers")
+    store = Store()
+    reader = EsxtopReader("fuzz")
+    lines = [captures.header("esx", COLUMNS), captures.row(1_700_000_000, [1] * len(COLUMNS))]
+    expected = {"bad_value": 0, "out_of_range": 0}
+    for n, changes in enumerate(rows, 1):
+        values = [f"{5 + n:.2f}"] * len(COLUMNS)
+        for column, token in changes:
+            values[column] = token
+        kinds = [NUMBER_CORPUS.get(v, "ok") for v in values]
+        if "bad_value" in kinds:
+            expected["bad_value"] += 1
+        else:
+            expected["out_of_range"] += kinds.count("out_of_range")
+        lines.append(captures.row(1_700_000_000 + 5 * n, values))
+    previous: dict = {}
+    with time_limit(10):
+        for line in lines:
+            pump([line + "\n"], reader, store.ingest, store.count_parse_error)
+            for host in store.hosts.values():
+                for key, obj in host.objects["luns"].items():
+                    for name, value in obj.counters.items():
+                        assert 0.0 <= value < float("inf"), (key, name, value)
+                        assert value >= previous.get((key, name), 0.0), (key, name, value)
+                        previous[(key, name)] = value
+    counted = {reason: n for (_, reason), n in store.parse_errors.items()}
+    assert {k: counted.get(k, 0) for k in expected} == expected
+
+
+def test_number_corpus_each_token_alone():
+    """The corpus one token at a time, in the one column that feeds the most counters."""
+    column = COLUMNS.index(("Physical Disk SCSI Device", "naa.1", "Commands/sec"))
+    for token, kind in NUMBER_CORPUS.items():
+        reader = EsxtopReader("corpus")
+        reader.feed(captures.header("esx", COLUMNS))
+        values = ["1.00"] * len(COLUMNS)
+        values[column] = token
+        try:
+            sample = reader.feed(captures.row(1_700_000_000, values))
+        except EsxtopError as err:
+            assert (token, err.reason) == (token, kind), str(err)
+            assert "column" in str(err) and "corpus:2" in str(err)
+            continue
+        got = [reason for reason, _ in reader.rejected] or ["ok"]
+        assert (token, got) == (token, [kind])
+        assert ("commands_per_second" in sample.luns["naa.1"]) == (kind == "ok")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import csv
+import math
 import operator
 import re
 import sys
@@ -19,7 +20,25 @@ from exporter.esxtop import columns as c
 from exporter.store import model as m
 
 HEADER_MARK = "(PDH-CSV"
+MAX_LINE = 64 << 20  # one cap for every line source: a very large host's header is a few MB
 csv.field_size_limit(sys.maxsize)
+# What a number cell may hold. float() also takes '1_000', 'nan', 'inf' and non-ASCII digits;
+# esxtop writes none of them, so a cell with any is not a number (or, nan/inf, out of range).
+_NUMBER = re.compile(r"\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*", re.ASCII)
+_NON_FINITE = re.compile(r"\s*[-+]?(?:nan|inf|infinity)\s*", re.IGNORECASE)
+OUT_OF_RANGE = "out_of_range"  # parse_errors_total reason of a cell that is NaN, infinite or negative
+
+
+class LongLine(str):
+    """What a line source yields in place of a line longer than MAX_LINE (its text is its length
+    in bytes): the reader counts it as line_too_long and the stream goes on."""
+
+
+def utf16_hint(head: bytes) -> str:
+    """' (...)' when the first bytes of a file look UTF-16 (a Windows re-save), else ''."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head[:64].count(0) > len(head[:64]) // 4:
+        return " (the file looks UTF-16 encoded; convert it: iconv -f UTF-16 -t UTF-8)"
+    return ""
 
 
 class EsxtopError(ValueError):
@@ -126,9 +145,15 @@ class EsxtopReader:
         self._prev_ts: float | None = None
         self._last_interval: float | None = None
         self._date: tuple[int, int, int] | None = None
+        self.rejected: list[tuple[str, str]] = []  # the last line's cells left out: (reason, message)
 
     def feed(self, line: str) -> m.Sample | None:
+        """One line in: a Sample, or None (blank, header). Cells that are NaN, infinite or negative
+        are left out of the Sample and listed in `rejected` (reason, message) until the next feed."""
         self.lineno += 1
+        self.rejected: list[tuple[str, str]] = []
+        if line.__class__ is LongLine:
+            raise self._error("line_too_long", f"line of {line} bytes is longer than the {MAX_LINE >> 20} MiB limit, skipped")
         # No strip of the whole line: on a 1 MB row each copy costs more than the parse. A
         # trailing newline only reaches the last cell, which float() and the timestamp ignore.
         if len(line) < 8 and not line.strip():
@@ -173,10 +198,17 @@ class EsxtopReader:
         needed = ",".join(layout.pick(cells)) if layout.targets else ""
         if '"' in needed:
             needed = needed.replace('"', "")
-        try:
-            values = list(map(truediv, map(float, needed.split(",")), layout.divisors)) if needed else []
-        except ValueError:
-            raise self._bad_value(cells, layout) from None
+        # Cheap substring tests keep the strict check off the hot path: only a row holding '_',
+        # an 'n' (nan, inf) or a non-ASCII character can fool float().
+        if "_" in needed or "n" in needed or "N" in needed or not needed.isascii():
+            values = self._strict_values(cells, layout)
+        else:
+            try:
+                values = list(map(truediv, map(float, needed.split(",")), layout.divisors)) if needed else []
+            except ValueError:
+                raise self._bad_value(cells, layout) from None
+            if "-" in needed or "e" in needed or "E" in needed:  # a negative, or an exponent that overflowed
+                values = self._in_range(values, cells, layout)
         sample = m.Sample(host=layout.host, timestamp=timestamp, interval=self._interval(timestamp))
         families = {
             c.LUN: sample.luns,
@@ -186,8 +218,12 @@ class EsxtopReader:
             c.CPU: sample.cpus,
             c.DATASTORE: sample.datastores,
         }
-        for family, key, fields, start, end in layout.spans:
-            families[family][key] = dict(zip(fields, values[start:end]))
+        if self.rejected:
+            for family, key, fields, start, end in layout.spans:
+                families[family][key] = {f: v for f, v in zip(fields, values[start:end]) if v is not None}
+        else:
+            for family, key, fields, start, end in layout.spans:
+                families[family][key] = dict(zip(fields, values[start:end]))
         sample.path_devices = layout.path_devices
         sample.world_vms = layout.world_vms
         return sample
@@ -195,11 +231,41 @@ class EsxtopReader:
     def _bad_value(self, cells, layout) -> EsxtopError:
         for index, _, _, _ in layout.targets:
             cell = cells[index]
-            try:
-                float(cell[1:-1] if cell[:1] == '"' else cell)
-            except ValueError:
+            text = cell[1:-1] if cell[:1] == '"' else cell
+            if not _NUMBER.fullmatch(text) and not _NON_FINITE.fullmatch(text):
                 return self._error("bad_value", f"column {index + 1} ({layout.names[index]}) is not a number: {cell[:40]!r}")
         return self._error("bad_value", "a value is not a number")
+
+    def _strict_values(self, cells, layout) -> list:
+        """The slow path: each needed cell checked against _NUMBER; NaN and infinity are rejected
+        cells (None), anything else that is not a number rejects the line."""
+        values = []
+        for index, _, _, divisor in layout.targets:
+            cell = cells[index]
+            text = cell[1:-1] if cell[:1] == '"' else cell
+            if _NUMBER.fullmatch(text):
+                values.append(float(text) / divisor)
+            elif _NON_FINITE.fullmatch(text):
+                values.append(math.nan)
+            else:
+                raise self._bad_value(cells, layout)
+        return self._in_range(values, cells, layout)
+
+    def _in_range(self, values: list, cells, layout) -> list:
+        """Values with every NaN, infinite or negative one replaced by None and listed in `rejected`:
+        a rate, latency or queue length is never negative, and one such cell would corrupt a counter."""
+        for position, value in enumerate(values):
+            if not (0.0 <= value < math.inf):
+                index = layout.targets[position][0]
+                self.rejected.append(
+                    (
+                        OUT_OF_RANGE,
+                        f"{self.name}:{self.lineno}: column {index + 1} ({layout.names[index]}) "
+                        f"is out of range (NaN, infinite or negative): {cells[index].strip()[:40]!r}, cell skipped",
+                    )
+                )
+                values[position] = None
+        return values
 
     def clock(self, stamp: str, lineno: int | None = None) -> tuple[float, float | None]:
         """The reader's clock for one row's timestamp cell, as feed() applies it: the row's time
@@ -251,16 +317,29 @@ class EsxtopReader:
 
 
 def read_file(path: str, per_world: bool = True):
-    """Yield every Sample of a saved capture; raise EsxtopError on the first bad line."""
+    """Yield every Sample of a saved capture; raise EsxtopError on the first bad line (a line
+    over MAX_LINE and a NaN, infinite or negative cell included)."""
+    from exporter.esxtop.streams import bounded_lines
+
     reader = EsxtopReader(str(path), per_world=per_world)
-    with open(path, encoding="utf-8", errors="replace", newline=None) as stream:
+    with open(path, "rb") as raw:
+        hint = utf16_hint(raw.read(64))
+        raw.seek(0)
         seen = False
-        for line in stream:
+        for line in bounded_lines(raw):
             seen = seen or bool(line.strip())
-            sample = reader.feed(line)
+            try:
+                sample = reader.feed(line)
+            except EsxtopError as err:
+                if hint:
+                    raise EsxtopError(err.reason, f"{err}{hint}") from None
+                raise
+            if reader.rejected:
+                reason, message = reader.rejected[0]
+                raise EsxtopError(reason, message)
             if sample is not None:
                 yield sample
     if not seen:
         raise EsxtopError("empty", f"{path}: empty file, no esxtop header")
     if reader.layout is None:
-        raise EsxtopError("no_header", f"{path}:1: no esxtop header")
+        raise EsxtopError("no_header", f"{path}:1: no esxtop header{hint}")

@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 
-from exporter.esxtop.reader import EsxtopError, EsxtopReader
+from exporter.esxtop.reader import MAX_LINE, EsxtopError, EsxtopReader, LongLine
 
 log = logging.getLogger(__name__)
 
@@ -25,17 +25,50 @@ def pump(lines, reader: EsxtopReader, on_sample, on_error, stop: threading.Event
             on_error(reader.name, err.reason)
             log.warning("skipped a line: %s", err)
             continue
+        if reader.rejected:
+            for reason, _ in reader.rejected:
+                on_error(reader.name, reason)
+            more = f" (and {len(reader.rejected) - 1} more on this line)" if len(reader.rejected) > 1 else ""
+            log.warning("skipped a value: %s%s", reader.rejected[0][1], more)
         if sample is not None:
             on_sample(sample)
 
 
-def stdin_lines():
-    # Line-buffered reads: a sample reaches the store as soon as esxtop writes it.
-    stream = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", newline=None, closefd=False)
-    yield from iter(stream.readline, "")
+def stdin_lines(max_line: int = MAX_LINE):
+    # Buffered binary reads return each line as soon as it is complete: a sample reaches the
+    # store as soon as esxtop writes it.
+    yield from bounded_lines(open(sys.stdin.fileno(), "rb", closefd=False), max_line)
 
 
-def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start: bool = False):
+def bounded_lines(raw, max_line: int = MAX_LINE):
+    """Decoded lines of a binary stream, LF, CRLF or bare CR ended. A line longer than max_line
+    is never held whole: it is read past in 1 MiB pieces and stands as one LongLine."""
+    while True:
+        line = raw.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) > max_line and not line.endswith(b"\n"):
+            size = len(line)
+            while True:
+                more = raw.readline(1 << 20)
+                size += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield LongLine(size)
+            continue
+        text = _decode(line)
+        cr = text.find("\r")
+        if 0 <= cr < len(text) - 2:  # bare CR line ends (a spreadsheet re-save)
+            yield from text.replace("\r\n", "\n").replace("\r", "\n").splitlines(True)
+        else:
+            yield text
+
+
+def _line_end(chunk: bytes) -> int:
+    return min((i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0), default=-1)
+
+
+def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start: bool = False, max_line: int = MAX_LINE):
     """Yield complete lines of a growing file, like `tail -F`.
 
     The header is always read from the top; then, unless from_start, reading continues at the
@@ -44,9 +77,15 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
     row in it arrived after the exporter started (an exporter started before resxtop writes its
     file must not skip the rows that land together with the header). Truncation, rotation (a new
     inode) and deletion followed by re-creation restart from the top of the new file, header
-    first. A partial last line is held back until its newline arrives.
+    first. A partial last line is held back until its newline arrives; a line longer than
+    max_line is not held: its bytes are counted until its end and it stands as one LongLine.
+    Each byte is copied a bounded number of times, so a huge line costs linear time.
     """
-    handle, inode, pending, position = None, None, b"", 0
+    handle, inode, position = None, None, 0
+    parts: list[bytes] = []  # the pieces of a partial line, joined once when it ends
+    size = 0  # bytes in parts
+    skipped: int | None = None  # bytes of an over-long line read past so far
+    drop = False  # started mid-row: bytes up to the next line end are not a line
     while not stop.is_set():
         if handle is None:
             try:
@@ -56,35 +95,54 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
                 from_start = True  # whatever it will hold arrives after we started
                 stop.wait(poll)
                 continue
-            header = handle.readline()
-            if not header.endswith((b"\n", b"\r")):
+            header = handle.readline(max_line + 1)
+            parts, size, skipped, drop = [], 0, None, False
+            if len(header) > max_line and not header.endswith((b"\n", b"\r")):
+                skipped = len(header)  # a header past the cap: counted when its end comes
+            elif not header.endswith((b"\n", b"\r")):
                 handle.close()  # header not complete yet: its rows, when they come, are new
                 handle = None
                 from_start = True
                 stop.wait(poll)
                 continue
-            yield _decode(header)
-            pending = b""
-            if not from_start:
-                end = handle.seek(0, os.SEEK_END)
-                if end > len(header):
-                    handle.seek(end - 1)
-                    if handle.read(1) not in (b"\n", b"\r"):
-                        pending = None  # mid-row: drop bytes up to the next line end
+            else:
+                yield _decode(header)
+                if not from_start:
+                    end = handle.seek(0, os.SEEK_END)
+                    if end > len(header):
+                        handle.seek(end - 1)
+                        drop = handle.read(1) not in (b"\n", b"\r")  # mid-row: drop bytes up to the next line end
             from_start = True  # after a rotation, read the new file whole
             position = handle.tell()
         chunk = handle.read(1 << 20)
         if chunk:
             position += len(chunk)
-            if pending is None:
-                cut = min((i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0), default=-1)
-                if cut < 0:
-                    continue
-                chunk, pending = chunk[cut + 1 :], b""
-            lines = (pending + chunk).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-            pending = lines.pop()
+            cut = _line_end(chunk)
+            if cut < 0:  # no line end in this piece
+                if skipped is not None:
+                    skipped += len(chunk)
+                elif not drop:
+                    parts.append(chunk)
+                    size += len(chunk)
+                    if size > max_line:
+                        skipped, parts, size = size, [], 0
+                continue
+            if drop:
+                drop = False
+            elif skipped is not None:
+                yield LongLine(skipped + cut + 1)
+                skipped = None
+            else:
+                parts.append(chunk[:cut])
+                yield _complete(b"".join(parts), max_line)
+                parts, size = [], 0
+            after = cut + 2 if chunk[cut : cut + 2] == b"\r\n" else cut + 1
+            lines = chunk[after:].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+            tail = lines.pop()
             for line in lines:
-                yield _decode(line + b"\n")
+                yield _complete(line, max_line)
+            if tail:
+                parts, size = [tail], len(tail)
             continue
         try:
             stat = os.stat(path)
@@ -99,6 +157,11 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
         stop.wait(poll)
     if handle is not None:
         handle.close()
+
+
+def _complete(line: bytes, max_line: int) -> str:
+    """A whole line (without its end) as the reader takes it."""
+    return LongLine(len(line) + 1) if len(line) >= max_line else _decode(line + b"\n")
 
 
 def _decode(line: bytes) -> str:

@@ -24,12 +24,19 @@ class ObjectState:
     label_cache: tuple | None = None  # (label values, escaped label string), kept by collectors
 
 
+_INF = float("inf")
+
+
 def _latency_counter(field_name: str) -> str:
     return field_name + "_total"
 
 
-def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None) -> None:
-    """Fold one interval of one object into its state."""
+def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None) -> int:
+    """Fold one interval of one object into its state; returns how many increments were refused.
+
+    The last guard of the counters' monotony: an increment that is NaN, infinite or negative
+    (a source let a bad value through) is refused, so one bad value cannot leave a counter NaN,
+    +Inf or going down for the rest of the process's life."""
     if interval is None:
         # esxtop's first sample: rates and latencies read 0.00 and are not a measurement.
         obj.gauges = {k: v for k, v in stats.items() if k in m.CONFIG_FIELDS}
@@ -39,25 +46,39 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
         for name in (*m.LATENCY_FIELDS, *m.DIRECTIONAL_LATENCY_WEIGHT):
             if name in stats:
                 obj.counters.setdefault(_latency_counter(name), 0.0)
-        return
+        return 0
     obj.gauges = stats
     counters = obj.counters
+    refused = 0
     for name in m.RATE_FIELDS:
         rate = stats.get(name)
         if rate is not None:
-            counters[name] = counters.get(name, 0.0) + rate * interval
+            step = rate * interval
+            if 0.0 <= step < _INF:  # False for NaN too
+                counters[name] = counters.get(name, 0.0) + step
+            else:
+                refused += 1
     commands = stats.get(m.COMMANDS)
     if commands is not None:
         for name in m.LATENCY_FIELDS:
             latency = stats.get(name)
             if latency is not None:
                 key = _latency_counter(name)
-                counters[key] = counters.get(key, 0.0) + latency * commands * interval
+                step = latency * commands * interval
+                if 0.0 <= step < _INF:
+                    counters[key] = counters.get(key, 0.0) + step
+                else:
+                    refused += 1
     for name, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
         latency, rate = stats.get(name), stats.get(weight)
         if latency is not None and rate is not None:
             key = _latency_counter(name)
-            counters[key] = counters.get(key, 0.0) + latency * rate * interval
+            step = latency * rate * interval
+            if 0.0 <= step < _INF:
+                counters[key] = counters.get(key, 0.0) + step
+            else:
+                refused += 1
+    return refused
 
 
 FAMILIES = ("luns", "adapters", "paths", "worlds", "cpus", "datastores")
@@ -104,6 +125,7 @@ class Store:
             if host is None:
                 host = self.host_states[(origin, sample.host)] = HostState(sample.host, source=sample.source, origin=origin)
             now = sample.timestamp
+            refused = 0
             for family in FAMILIES:
                 objects = host.objects[family]
                 incoming = getattr(sample, family)
@@ -111,7 +133,7 @@ class Store:
                     obj = objects.get(key)
                     if obj is None:
                         obj = objects[key] = ObjectState()
-                    integrate(obj, stats, sample.interval)
+                    refused += integrate(obj, stats, sample.interval)
                     obj.last_seen = now
                 for key in [k for k, o in objects.items() if o.last_seen != now]:
                     obj = objects[key]
@@ -121,6 +143,9 @@ class Store:
             host.path_devices = sample.path_devices
             host.world_vms = sample.world_vms
             host.values = sample.host_values
+            if refused:  # counted where the sources' rejected lines are
+                key = (f"{sample.source}:{sample.host}", "out_of_range")
+                self.parse_errors[key] = self.parse_errors.get(key, 0) + refused
             host.samples += 1
             host.last_timestamp = now
             self.version += 1
