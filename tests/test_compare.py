@@ -279,3 +279,83 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     proc.wait()
     os.close(leader)
     assert b"c.csv [" in out and b"%" in out
+
+
+# -- hostile input (#24): one line naming file and line, exit 2, never a silent drop -------------
+HOSTILE_COLUMNS = device_columns("naa.1", ["Device Q Depth", "Commands/sec", "Average Guest MilliSec/Command"])
+
+
+def _capture_with(tmp_path, cell, newline="\n"):
+    path = tmp_path / "hostile.csv"
+    rows = [header("h", HOSTILE_COLUMNS)] + [row(5 * n, [32, 100, 2]) for n in range(4)]
+    rows[3] = row(10, [32, cell, 2])
+    rows[4:] = [row(15 + 5 * n, [32, 100, 2]) for n in range(3)]
+    path.write_bytes((newline.join(rows) + newline).encode())
+    return path
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r"], ids=["fastcsv", "pyarrow"])
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("nan", "out of range"),
+        ("inf", "out of range"),
+        ("+Infinity", "out of range"),
+        ("1e999", "out of range"),
+        ("-1000", "out of range"),
+        ("1_000", "is not a number"),
+    ],
+)
+def test_nan_inf_negative_and_underscores_stop_compare_with_file_and_line(tmp_path, cell, message, newline):
+    path = _capture_with(tmp_path, cell, newline)
+    with pytest.raises(CaptureError, match=rf"hostile.csv:4: .*{message}"):
+        load(path)
+    for command in (("compare", path, path), ("capacity", "-n", "256", path)):
+        done = run_cli(*command)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1 and "hostile.csv:4:" in done.stderr and message in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r"], ids=["fastcsv", "pyarrow"])
+def test_a_second_header_is_called_a_second_header(tmp_path, newline):
+    rows = [header("h", HOSTILE_COLUMNS)] + [row(5 * n, [32, 100, 2]) for n in range(3)]
+    rows.insert(3, header("h", HOSTILE_COLUMNS))
+    path = tmp_path / "restarted.csv"
+    path.write_bytes((newline.join(rows) + newline).encode())
+    with pytest.raises(CaptureError, match=r"restarted.csv:4: a second esxtop header"):
+        load(path)
+
+
+def test_utf16_capture_gets_an_encoding_hint(tmp_path):
+    path = tmp_path / "utf16.csv"
+    text = "\r\n".join([header("h", HOSTILE_COLUMNS)] + [row(5 * n, [32, 100, 2]) for n in range(3)]) + "\r\n"
+    path.write_bytes(text.encode("utf-16"))
+    with pytest.raises(CaptureError, match=r"utf16.csv:1: .*UTF-16.*iconv"):
+        load(path)
+    done = run_cli("dump", "--esxtop.file", path)
+    assert done.returncode != 0 and "UTF-16" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_line_over_the_cap_is_an_error_with_bounded_memory(tmp_path, monkeypatch):
+    """A line longer than the cap stops the load at that line; the loader never holds it whole
+    (tracemalloc's peak stays far below the line's size)."""
+    import tracemalloc
+
+    from exporter.analysis import fastcsv
+
+    monkeypatch.setattr(fastcsv, "MAX_LINE", 1 << 20)
+    monkeypatch.setattr(fastcsv, "CHUNK", 1 << 18)
+    path = tmp_path / "long.csv"
+    with open(path, "w") as out:
+        out.write(header("h", HOSTILE_COLUMNS) + "\n" + row(0, [32, 100, 2]) + "\n")
+        out.write("9" * (40 << 20) + "\n")
+        out.write(row(5, [32, 100, 2]) + "\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(CaptureError, match=r"long.csv:3: line longer than 1 MiB"):
+            load(path, show_progress=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak

@@ -366,3 +366,113 @@ def test_number_corpus_each_token_alone():
         got = [reason for reason, _ in reader.rejected] or ["ok"]
         assert (token, got) == (token, [kind])
         assert ("commands_per_second" in sample.luns["naa.1"]) == (kind == "ok")
+
+
+# -- lines past the cap: follow source, stdin, file readers ----------------------------------------
+CAP = 1 << 20  # the sources take their cap as an argument; the default is reader.MAX_LINE (64 MiB)
+line_lengths = st.one_of(st.integers(0, 40), st.integers(CAP - 2, CAP + 2), st.integers(CAP + 3, 3 * CAP))
+
+
+def expected_lines(lengths):
+    """What a source must yield for lines of these lengths (without their end), blank lines left
+    out: the line itself, or, from the cap on, a LongLine whose text is the bytes read past, the
+    first line end byte included."""
+    from exporter.esxtop.reader import LongLine
+
+    return [(LongLine, n + 1) if n >= CAP else (str, "x" * n + "\n") for n in lengths if n]
+
+
+def shape(lines):
+    from exporter.esxtop.reader import LongLine
+
+    return [(LongLine, int(line)) if isinstance(line, LongLine) else (str, line) for line in lines if line.strip()]
+
+
+@settings(FUZZ, max_examples=min(EXAMPLES, 25))
+@given(st.lists(line_lengths, min_size=1, max_size=5), st.sampled_from(["\n", "\r\n", "\r"]))
+def test_followed_file_caps_lines_and_goes_on(tmp_path_factory, lengths, ending):
+    import threading
+
+    from exporter.esxtop.streams import follow_lines
+
+    tried("follow-long-lines")
+    path = tmp_path_factory.mktemp("follow") / "capture.csv"
+    path.write_bytes(b"header" + ending.encode() + b"".join(b"x" * n + ending.encode() for n in lengths))
+    want = expected_lines(lengths)
+    stop = threading.Event()
+    lines = follow_lines(str(path), stop, poll=0.01, from_start=True, max_line=CAP)
+    got = []
+    with time_limit(20):
+        assert next(lines).rstrip("\r\n") == "header"
+        while len(shape(got)) < len(want):
+            got.append(next(lines))
+    stop.set()
+    assert shape(got) == want
+
+
+@settings(FUZZ, max_examples=min(EXAMPLES, 25))
+@given(st.lists(line_lengths, min_size=1, max_size=5))
+def test_stdin_caps_lines_and_goes_on(lengths):
+    """stdin_lines' reader on a real pipe, written by another thread."""
+    import threading
+
+    from exporter.esxtop.streams import bounded_lines
+
+    tried("stdin-long-lines")
+    read_end, write_end = os.pipe()
+    data = b"".join(b"x" * n + b"\n" for n in lengths)
+    writer = threading.Thread(target=_write_all, args=(write_end, data))
+    writer.start()
+    with open(read_end, "rb") as raw, time_limit(20):
+        got = list(bounded_lines(raw, CAP))
+    writer.join()
+    assert shape(got) == expected_lines(lengths)
+
+
+def _write_all(fd, data):
+    with open(fd, "wb") as out:
+        out.write(data)
+
+
+def test_an_over_long_line_costs_bounded_memory_and_the_stream_goes_on(tmp_path):
+    """40 MiB in one line with a 1 MiB cap: the follow source never holds the line (tracemalloc's
+    peak stays a few MiB), the pump counts it as line_too_long once, and the next row is a sample."""
+    import threading
+    import tracemalloc
+
+    from exporter.esxtop.streams import follow_lines, pump
+    from exporter.store.store import Store
+
+    columns = captures.device_columns("naa.1")
+    path = tmp_path / "capture.csv"
+    with open(path, "w") as out:
+        out.write(captures.header("esx", columns) + "\n" + captures.row(0, [1] * len(columns)) + "\n")
+        out.write("7" * (40 << 20) + "\n")
+        out.write(captures.row(5, [1] * len(columns)) + "\n")
+    store, stop = Store(), threading.Event()
+    reader = EsxtopReader("follow")
+    samples = []
+    tracemalloc.start()
+    try:
+        lines = follow_lines(str(path), stop, poll=0.01, from_start=True, max_line=CAP)
+        with time_limit(30):
+            pump((next(lines) for _ in range(4)), reader, samples.append, store.count_parse_error)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        stop.set()
+    assert store.parse_errors == {("follow", "line_too_long"): 1}
+    assert [s.timestamp for s in samples] == [0.0, 5.0]
+    assert peak < 8 << 20, peak
+
+
+def test_a_file_read_whole_stops_at_an_over_long_line(tmp_path, monkeypatch):
+    from exporter.esxtop import reader as reader_module
+    from exporter.esxtop.streams import bounded_lines
+
+    monkeypatch.setattr("exporter.esxtop.streams.bounded_lines", lambda raw, max_line=CAP: bounded_lines(raw, CAP))
+    columns = captures.device_columns("naa.1")
+    path = tmp_path / "capture.csv"
+    path.write_text(captures.header("esx", columns) + "\n" + "7" * (3 * CAP) + "\n" + captures.row(5, [1] * len(columns)) + "\n")
+    with pytest.raises(EsxtopError, match=r"capture.csv:2: line of \d+ bytes is longer than"):
+        list(reader_module.read_file(str(path)))

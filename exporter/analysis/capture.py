@@ -21,7 +21,7 @@ import pyarrow.csv as pcsv
 
 from exporter.analysis import fastcsv
 from exporter.analysis.progress import CountingFile, Progress
-from exporter.esxtop.reader import HEADER_MARK, EsxtopError, EsxtopReader, read_file
+from exporter.esxtop.reader import HEADER_MARK, MAX_LINE, EsxtopError, EsxtopReader, read_file, utf16_hint
 
 MIN_BLOCK = 16 << 20  # pyarrow needs a block larger than the longest row
 
@@ -75,21 +75,28 @@ class Capture:
 def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
     """Parse the header line and leave `raw` at the first data line (LF, CRLF or bare CR ends)."""
     start = raw.tell()
-    first = raw.readline()
+    first = raw.readline(MAX_LINE + 1)
     while first and not first.strip():
         start = raw.tell()
-        first = raw.readline()
+        first = raw.readline(MAX_LINE + 1)
     if not first:
         raise CaptureError(f"{path}: empty file, not an esxtop capture")
+    if len(first) > MAX_LINE and not first.endswith(b"\n"):
+        raise CaptureError(f"{path}:1: first line longer than {MAX_LINE >> 20} MiB, not an esxtop capture")
     cr = first.find(b"\r")
     if 0 <= cr < len(first) - 2 or (cr == len(first) - 1):  # a bare CR ends the header: a spreadsheet re-save
         first = first[: cr + 1]
         raw.seek(start + cr + 1)
     text = first.decode("utf-8", errors="replace")
     if text.find(HEADER_MARK, 0, 65536) < 0:
-        raise CaptureError(f'{path}:1: not an esxtop capture (no "{HEADER_MARK} 4.0) (UTC)(0)" header on the first line)')
+        raise CaptureError(
+            f'{path}:1: not an esxtop capture (no "{HEADER_MARK} 4.0) (UTC)(0)" header on the first line){utf16_hint(first[:64])}'
+        )
     reader = EsxtopReader(path)
-    reader.feed(text)
+    try:
+        reader.feed(text)
+    except EsxtopError as err:
+        raise CaptureError(str(err)) from None
     if not reader.layout.targets:
         raise CaptureError(f"{path}:1: esxtop header without any disk or CPU column the analysis uses")
     return reader, first
@@ -116,9 +123,9 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
                 try:
                     columns = fastcsv.read(raw, layout.width, needed, first_line=1, progress=progress)
                 except fastcsv.BadCell as err:
-                    raise CaptureError(
-                        f"{path}:{err.line}: column {err.column + 1} ({layout.names[err.column]}) is not a number: {err.text!r}"
-                    ) from None
+                    raise CaptureError(_bad_cell_message(path, err, layout)) from None
+                except fastcsv.LongLine as err:
+                    raise CaptureError(f"{path}:{err.line}: line longer than {fastcsv.MAX_LINE >> 20} MiB") from None
                 if columns is None:
                     raw.seek(body)
             if columns is None:
@@ -148,6 +155,13 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
         path_devices=dict(layout.path_devices),
         notes=notes,
     )
+
+
+def _bad_cell_message(path: str, err, layout) -> str:
+    if err.kind == "header":
+        return f"{path}:{err.line}: a second esxtop header (esxtop was restarted); split the file at that line"
+    what = "is not a number" if err.kind == "number" else "is out of range (NaN, infinite or negative)"
+    return f"{path}:{err.line}: column {err.column + 1} ({layout.names[err.column]}) {what}: {err.text!r}"
 
 
 def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progress) -> fastcsv.Columns:
@@ -181,6 +195,8 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
         if table.num_rows
         else np.empty((0, len(needed)))
     )
+    if not (np.isfinite(values) & (values >= 0)).all():  # pyarrow takes nan, inf and negatives
+        raise _locate_error(path)
     bad = [fastcsv.BadRow((row.number or 0) + 1, row.actual_columns, row.text) for row in invalid]
     good_lines, bad_lines = [], {b.line for b in bad}
     line = 2
@@ -222,6 +238,14 @@ def _clock(reader: EsxtopReader, stamps: list[str], lines: list[int]) -> tuple[n
 
 def _locate_error(path: str) -> CaptureError:
     """pyarrow says a cell did not convert but not on which line: let the core reader find it."""
+    from exporter.esxtop.streams import bounded_lines
+
+    with open(path, "rb") as raw:  # the core reader takes a second header as a restart
+        for number, line in enumerate(bounded_lines(raw), 1):
+            if number > 1 and line.find(HEADER_MARK, 0, 65536) >= 0:
+                return CaptureError(
+                    f"{path}:{number}: a second esxtop header (esxtop was restarted); split the file at that line"
+                )
     try:
         for _ in read_file(path):
             pass

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from exporter.esxtop.reader import _NON_FINITE, _NUMBER, HEADER_MARK, MAX_LINE
+
 CHUNK = 16 << 20  # bytes read at a time; whole lines of it are processed at once
 WORKERS = 2  # parsing threads beside the reading one (numpy releases the GIL); 2: ~20% faster on an idle 2-core machine
 WIDTH = 12  # longest numeric cell parsed vectorized (esxtop writes at most 10-11 characters)
@@ -36,9 +38,18 @@ class Columns:
 
 
 class BadCell(ValueError):
-    def __init__(self, line: int, column: int, text: str):
+    """kind: "number" (not a number), "range" (NaN, infinite or negative) or "header" (the line
+    is a second esxtop header)."""
+
+    def __init__(self, line: int, column: int, text: str, kind: str = "number"):
         super().__init__(f"line {line}, column {column + 1}: {text!r}")
-        self.line, self.column, self.text = line, column, text
+        self.line, self.column, self.text, self.kind = line, column, text, kind
+
+
+class LongLine(ValueError):
+    def __init__(self, line: int):
+        super().__init__(f"line {line} is longer than {MAX_LINE >> 20} MiB")
+        self.line = line
 
 
 _PLACES = 10.0 ** np.arange(WIDTH - 1, -1, -1)  # right-aligned place values of an integer
@@ -95,6 +106,10 @@ def read(raw, width: int, needed: np.ndarray, first_line: int, progress=None) ->
             if cut == 0:
                 if b"\r" in data and len(data) > CHUNK:
                     return None  # bare CR line ends (a spreadsheet re-save)
+                if len(data) > MAX_LINE:  # the cap keeps the carry's copies (and memory) bounded
+                    parts.extend(f.result() for f in pending)
+                    _raise_bad_cell(parts, first_line)
+                    raise LongLine(first_line + 1 + sum(part[4] for part in parts))
                 carry = data  # a line longer than a chunk: read on
                 continue
             carry = data[cut:]
@@ -104,11 +119,10 @@ def read(raw, width: int, needed: np.ndarray, first_line: int, progress=None) ->
             if at_end:
                 break
         parts.extend(f.result() for f in pending)
+    _raise_bad_cell(parts, first_line)
     blocks, stamps, lines, bad = [], [], [], []
     line = first_line + 1
     for part in parts:
-        if isinstance(part, BadCell):
-            raise BadCell(line + part.line, part.column, part.text)
         values, part_stamps, rel_lines, part_bad, count = part
         blocks.append(values)
         stamps.extend(part_stamps)
@@ -117,6 +131,15 @@ def read(raw, width: int, needed: np.ndarray, first_line: int, progress=None) ->
         line += count
     values = np.concatenate(blocks) if blocks else np.empty((0, len(needed)))
     return Columns(values, stamps, lines, bad)
+
+
+def _raise_bad_cell(parts: list, first_line: int) -> None:
+    """The first BadCell among the parsed blocks, numbered in the file."""
+    line = first_line + 1
+    for part in parts:
+        if isinstance(part, BadCell):
+            raise BadCell(line + part.line, part.column, part.text, part.kind)
+        line += part[4]
 
 
 def _line_ends(data: bytes, cut: int) -> np.ndarray:
@@ -166,9 +189,18 @@ def _block(data: bytes, cut: int, width, needed):
     values, ok = parse_numbers(buf, cell_start, cell_end)
     for r, c in zip(*np.nonzero(~ok)):
         text = bytes(region[cell_start[r, c] : cell_end[r, c]]).decode("utf-8", "replace")
-        try:
-            values[r, c] = float(text)
-        except ValueError:
-            return BadCell(int(numbers[good][r]), int(needed[c]), text[:40])  # numbered in read()
+        if _NON_FINITE.fullmatch(text):
+            return BadCell(int(numbers[good][r]), int(needed[c]), text[:40], "range")
+        if not _NUMBER.fullmatch(text):  # float() would also take nan, inf and 1_000
+            line = int(numbers[good][r])
+            row = bytes(region[starts[good][r] : min(line_end[r], starts[good][r] + 65536)])
+            kind = "header" if HEADER_MARK.encode() in row else "number"
+            return BadCell(line, int(needed[c]), text[:40], kind)  # numbered in read()
+        values[r, c] = float(text)
+    wrong = ~(values >= 0) | (values == np.inf)  # NaN, negative, or an exponent that overflowed
+    if wrong.any():
+        r, c = np.argwhere(wrong)[0]
+        text = bytes(region[cell_start[r, c] : cell_end[r, c]]).decode("utf-8", "replace")
+        return BadCell(int(numbers[good][r]), int(needed[c]), text[:40], "range")
     stamps = [bytes(region[s:e]).decode("utf-8", "replace") for s, e in zip(starts[good], commas[b])]
     return values, stamps, [int(n) for n in numbers[good]], bad, len(starts)

@@ -261,7 +261,7 @@ class EsxtopReader:
                     (
                         OUT_OF_RANGE,
                         f"{self.name}:{self.lineno}: column {index + 1} ({layout.names[index]}) "
-                        f"is out of range (NaN, infinite or negative): {cells[index].strip()[:40]!r}, cell skipped",
+                        f"is out of range (NaN, infinite or negative): {cells[index].strip()[:40]!r}",
                     )
                 )
                 values[position] = None

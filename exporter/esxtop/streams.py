@@ -44,10 +44,10 @@ def bounded_lines(raw, max_line: int = MAX_LINE):
     """Decoded lines of a binary stream, LF, CRLF or bare CR ended. A line longer than max_line
     is never held whole: it is read past in 1 MiB pieces and stands as one LongLine."""
     while True:
-        line = raw.readline(max_line + 1)
+        line = raw.readline(max_line)
         if not line:
             return
-        if len(line) > max_line and not line.endswith(b"\n"):
+        if len(line) >= max_line and not line.endswith(b"\n"):
             size = len(line)
             while True:
                 more = raw.readline(1 << 20)
@@ -95,9 +95,13 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
                 from_start = True  # whatever it will hold arrives after we started
                 stop.wait(poll)
                 continue
-            header = handle.readline(max_line + 1)
+            header = handle.readline(max_line)
+            cr = header.find(b"\r")
+            if 0 <= cr < len(header) - 1 and header[cr + 1 : cr + 2] != b"\n":  # bare CR line ends
+                header = header[: cr + 1]
+                handle.seek(cr + 1)
             parts, size, skipped, drop = [], 0, None, False
-            if len(header) > max_line and not header.endswith((b"\n", b"\r")):
+            if len(header) >= max_line and not header.endswith((b"\n", b"\r")):
                 skipped = len(header)  # a header past the cap: counted when its end comes
             elif not header.endswith((b"\n", b"\r")):
                 handle.close()  # header not complete yet: its rows, when they come, are new
