@@ -202,3 +202,59 @@ def test_vcsims_newest_first_samples_are_ingested_oldest_first_and_once(vcsim, p
     assert target.collect()
     assert target.samples[host] - before <= 1  # only what is newer than the newest already read
     target.client.close()
+
+
+def test_a_refused_login_backs_off_exponentially_and_is_counted(tmp_path, caplog):
+    """Against vcsim with its SOAP trace on: the login attempts the server actually receives while
+    the password is wrong follow the backoff (not one per interval), each is counted in
+    esxi_vsphere_errors_total{phase="login"}, the warning is logged once per new wait, and a
+    corrected password file is tried at once."""
+    import threading
+    import time
+
+    trace = tmp_path / "trace.xml"
+    sim = Vcsim(tmp_path / "sim", free_port(), False, "-trace", "-trace-file", str(trace))
+    try:
+        bad = tmp_path / "password"
+        bad.write_text("hunter2-not-the-password\n")
+        bad.chmod(0o600)
+        target = VsphereTarget(
+            TargetConfig(name="locked", url=sim.url, user=USER, password_file=str(bad), timeout=5.0, insecure=True, interval=0.1)
+        )
+        target.client.backoff_first, target.client.backoff_max = 0.4, 1.6  # 30 s and 30 min in production
+        stop = threading.Event()
+        caplog.set_level("INFO")
+        target.start(stop)
+        time.sleep(4.5)  # without backoff: one login every 0.1 s (about 40)
+        logins = trace.read_text(errors="replace").count("<Login ")
+        # 0, 0.4, 1.2, 2.8, 4.4 s: five attempts at most in 4.5 s, allowing for each login's own time
+        assert 3 <= logins <= 5, logins
+        assert target.client.login_refusals == logins
+        record = target.store.health[("vsphere", "locked")]
+        assert record.errors["login"] == logins and record.up == 0
+        waits = [r.getMessage() for r in caplog.records if "next login attempt in" in r.getMessage()]
+        assert len(waits) == len({w.split("next login attempt in ")[1] for w in waits}) <= 3, waits  # 0.4, 0.8, 1.6
+        assert "hunter2" not in caplog.text
+        bad.write_text(PASSWORD + "\n")  # fixed: retried now, not after the 1.6 s wait
+        deadline = time.monotonic() + 1.2
+        while target.up != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert target.up == 1, target.error
+        stop.set()
+    finally:
+        sim.stop()
+
+
+def test_a_password_file_readable_by_everyone_is_warned_about(tmp_path, caplog):
+    path = tmp_path / "password"
+    path.write_text("x\n")
+    path.chmod(0o644)
+    config = TargetConfig(name="t", url="https://127.0.0.1:1/sdk", user=USER, password_file=str(path))
+    from exporter.vsphere.client import Client
+
+    Client(config)
+    assert "readable by every user" in caplog.text
+    caplog.clear()
+    path.chmod(0o600)
+    Client(config)
+    assert "readable by every user" not in caplog.text

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import http.client
 import logging
+import os
 import socket
 import ssl
 import threading
+import time
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
@@ -53,12 +55,26 @@ def describe(err: BaseException) -> str:
     return " ".join(str(msg).split())[:300]
 
 
+# A refused login is retried after 30 s, then 60, 120, ... up to 30 min: vCenter SSO's default
+# lockout policy locks an account after 5 failures in 180 s, and a shared service account locked
+# by the exporter locks out every other user of it. Other faults (no answer, TLS) retry at once.
+LOGIN_BACKOFF_FIRST = 30.0
+LOGIN_BACKOFF_MAX = 1800.0
+
+
 class Client:
     def __init__(self, config: TargetConfig):
         self.config = config
         self._si = None
         self._content = None
         self._lock = threading.Lock()
+        self.backoff_first, self.backoff_max = LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX
+        self.login_refusals = 0  # logins the server refused, since start (a metric)
+        self._refused_in_a_row = 0
+        self._refusal: VsphereError | None = None  # the last refusal, repeated while backing off
+        self._next_login = 0.0  # monotonic time before which a refused login is not tried again
+        self._password_stamp = None  # the password file as it was when refused: a change retries at once
+        _warn_if_world_readable(config.password_file)
         if config.insecure:
             log.warning(
                 "vsphere target %s: TLS certificate verification is OFF (insecure: true); the connection can be intercepted",
@@ -84,7 +100,7 @@ class Client:
             raise VsphereError(f"password file {cfg.password_file}: {err.strerror}") from None
         try:
             self._probe()
-            return SmartConnect(
+            si = SmartConnect(
                 host=cfg.host,
                 port=cfg.port,
                 path=cfg.path,
@@ -94,10 +110,41 @@ class Client:
                 httpConnectionTimeout=cfg.timeout,
                 connectionPoolTimeout=-1,
             )
+        except vim.fault.InvalidLogin as err:
+            raise self._refused(f"cannot log in to {cfg.host}:{cfg.port}: {describe(err)}") from None
         except VsphereError:
             raise
         except Exception as err:  # noqa: BLE001 - pyVmomi raises many kinds; all become one line
             raise VsphereError(f"cannot log in to {cfg.host}:{cfg.port}: {describe(err)}") from None
+        if self._refused_in_a_row:
+            log.info("vsphere target %s: login accepted after %d refusal(s)", cfg.name, self._refused_in_a_row)
+        self._refused_in_a_row, self._refusal = 0, None
+        return si
+
+    def _refused(self, message: str) -> VsphereError:
+        """Count a refused login and back off exponentially; logged when the wait changes."""
+        self.login_refusals += 1
+        self._refused_in_a_row += 1
+        wait = min(self.backoff_first * 2 ** (self._refused_in_a_row - 1), self.backoff_max)
+        previous = min(self.backoff_first * 2 ** (self._refused_in_a_row - 2), self.backoff_max)
+        self._next_login = time.monotonic() + wait
+        self._password_stamp = _stamp(self.config.password_file)
+        if self._refused_in_a_row == 1 or wait != previous:
+            log.warning(
+                "vsphere target %s: login refused (%d in a row); next login attempt in %gs, or when the password file changes",
+                self.config.name,
+                self._refused_in_a_row,
+                wait,
+            )
+        self._refusal = VsphereError(message, server_fault=True)
+        return self._refusal
+
+    def _backing_off(self) -> bool:
+        return (
+            self._refusal is not None
+            and time.monotonic() < self._next_login
+            and _stamp(self.config.password_file) == self._password_stamp
+        )
 
     def _probe(self) -> None:
         """SmartConnect first asks the server for vimServiceVersions.xml over a connection with
@@ -115,6 +162,8 @@ class Client:
         """The service content of a live session, logging in if there is none."""
         with self._lock:
             if self._si is None:
+                if self._backing_off():  # after a refused login: the server is not asked again yet
+                    raise VsphereError(str(self._refusal), server_fault=True)
                 si = self._login()
                 self._si, self._content = si, si.RetrieveContent()  # si.content would be a call each time
             return self._content
@@ -161,3 +210,20 @@ class Client:
                 Disconnect(si)
             except Exception:  # noqa: BLE001 - logging out of a dead session is best effort
                 pass
+
+
+def _stamp(path: str | None):
+    try:
+        info = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
+
+
+def _warn_if_world_readable(path: str | None) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, TypeError):
+        return
+    if mode & 0o004:
+        log.warning("password file %s is readable by every user of this machine (chmod 600 it)", path)

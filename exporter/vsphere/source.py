@@ -95,7 +95,7 @@ class VsphereTarget:
                 name=self.name,
                 up=self.up,
                 durations=dict(self.durations),
-                errors=dict(self.errors),
+                errors={**self.errors, **({"login": self.client.login_refusals} if self.client.login_refusals else {})},
                 dropped=dict(self.dropped),
                 objects=topology.counts() if topology is not None else {},
                 samples=dict(self.samples),
