@@ -74,3 +74,55 @@ def test_a_failing_collector_is_isolated():
     assert 'esxi_scrape_collector_success{collector="broken"} 0.0' in text
     assert 'esxi_scrape_collector_success{collector="lun"} 1.0' in text
     assert "esxi_lun_queue_depth{" in text
+
+
+def test_head_is_answered_like_get_without_a_body():
+    import http.client
+
+    exposition = Exposition(loaded_store())
+    server = MetricsServer(exposition, "127.0.0.1:0")
+    server.serve_in_thread()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.address[1], timeout=10)
+        conn.request("HEAD", "/metrics")
+        response = conn.getresponse()
+        assert response.status == 200 and response.read() == b""
+        assert int(response.headers["Content-Length"]) == len(exposition.body())
+        conn.request("GET", "/-/healthy")  # the same connection goes on: no stray body in it
+        assert conn.getresponse().read() == b"OK\n"
+        conn.close()
+    finally:
+        server.shutdown()
+
+
+def test_a_slow_client_cannot_hold_a_thread_past_the_request_timeout(monkeypatch):
+    """A client that sends its headers one byte every 0.2 s (each read well inside the socket
+    timeout) is cut off when the whole request has taken REQUEST_TIMEOUT."""
+    import socket
+    import time
+
+    from exporter.serving import http as http_module
+
+    monkeypatch.setattr(http_module, "REQUEST_TIMEOUT", 1.0, raising=False)
+    server = MetricsServer(Exposition(loaded_store()), "127.0.0.1:0")
+    server.serve_in_thread()
+    try:
+        sock = socket.create_connection(("127.0.0.1", server.address[1]), timeout=5)
+        start = time.monotonic()
+        closed_after = None
+        for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"a" * 40:
+            try:
+                sock.sendall(bytes([byte]))
+                sock.settimeout(0.2)
+                if sock.recv(1) == b"":  # the server closed the connection
+                    closed_after = time.monotonic() - start
+                    break
+            except TimeoutError:
+                continue  # nothing from the server yet: send the next byte
+            except OSError:
+                closed_after = time.monotonic() - start
+                break
+        sock.close()
+        assert closed_after is not None and 0.9 <= closed_after <= 3.0, closed_after
+    finally:
+        server.shutdown()

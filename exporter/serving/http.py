@@ -12,6 +12,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 log = logging.getLogger(__name__)
 
+# A whole request (its headers read, its answer written) must end within this: the socket
+# timeout alone is per read, so a client sending one byte a minute would hold a thread forever.
+REQUEST_TIMEOUT = 60.0
+
 LANDING = """<html><head><title>ESXi storage exporter</title></head><body>
 <h1>ESXi storage exporter</h1><p><a href="{path}">Metrics</a></p></body></html>"""
 
@@ -25,7 +29,34 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        timeout = 60  # a client that stops talking frees its thread
+        timeout = REQUEST_TIMEOUT  # a client that stops talking frees its thread
+        head = False
+
+        def handle_one_request(self):
+            # Past the deadline the socket is shut: the blocked read or write returns and the
+            # connection ends (an idle keep-alive connection too).
+            deadline = threading.Timer(REQUEST_TIMEOUT, self._expire)
+            deadline.daemon = True
+            deadline.start()
+            try:
+                super().handle_one_request()
+            finally:
+                deadline.cancel()
+
+        def _expire(self):
+            log.debug("%s: request not done within %gs, connection closed", self.address_string(), REQUEST_TIMEOUT)
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def do_HEAD(self):  # noqa: N802
+            self.head = True
+            try:
+                self.do_GET()
+            finally:
+                self.head = False
 
         def do_GET(self):  # noqa: N802 (http.server's naming)
             path, _, query = self.path.partition("?")
@@ -67,7 +98,8 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
             for name, value in {**extra_headers, **(headers or {})}.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(body)
+            if not self.head:
+                self.wfile.write(body)
 
         def log_message(self, fmt, *args):  # access logs only at debug level
             log.debug("%s %s", self.address_string(), fmt % args)
