@@ -155,3 +155,15 @@ esxtop:
     finally:
         exporter.stop()
         sshd.stop()
+
+
+@pytest.mark.parametrize("text, expected", [("0", 0.0), ("0s", 0.0), ("10m", 600.0)])
+def test_inventory_interval_zero_means_never(tmp_path, text, expected):
+    settings = settings_from(tmp_path, f"esxtop:\n  ssh_inventory_interval: '{text}'\n")
+    assert settings["esxtop.ssh_inventory_interval"] == expected
+
+
+@pytest.mark.parametrize("text", ["-1s", "nan", "inf"])
+def test_inventory_interval_rejects_negative_and_non_finite(tmp_path, text):
+    with pytest.raises(config.ConfigError, match="ssh_inventory_interval"):
+        settings_from(tmp_path, f"esxtop:\n  ssh_inventory_interval: '{text}'\n")

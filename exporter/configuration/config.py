@@ -8,6 +8,8 @@ Validation collects every bad entry and reports them all at once, one line each.
 
 from __future__ import annotations
 
+import math
+
 import os
 import re
 import warnings
@@ -85,8 +87,18 @@ def _positive_int(value: Any) -> int:
 
 def _duration(value: Any) -> float:
     seconds = parse_duration(value)
+    if not seconds < math.inf:  # float() takes "nan" and "inf"
+        raise ValueError(f"not a finite duration: {value!r}")
     if seconds <= 0:
         raise ValueError(f"must be longer than 0: {value!r}")
+    return seconds
+
+
+def _duration_or_never(value: Any) -> float:
+    """A duration where 0 means never."""
+    seconds = parse_duration(value)
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"must be 0 (never) or a finite duration: {value!r}")
     return seconds
 
 
@@ -208,7 +220,7 @@ OPTIONS += [
     Option("esxtop.ssh_backoff_max", _duration, 60.0, "Longest wait between reconnection attempts."),
     Option(
         "esxtop.ssh_inventory_interval",
-        _duration,
+        _duration_or_never,
         300.0,
         "How often to read the SSH hosts' storage configuration with esxcli (DSNRO, queue depths, multipathing); 0: never.",
     ),
