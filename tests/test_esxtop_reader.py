@@ -255,3 +255,23 @@ def test_empty_and_headerless_files_are_errors(tmp_path):
     headerless.write_text("\n".join(device_capture()[1:]) + "\n")
     with pytest.raises(EsxtopError, match=r"headerless.csv:1: no esxtop header"):
         list(read_file(headerless))
+
+
+def test_two_columns_with_one_name_are_counted_not_overwritten(tmp_path):
+    """The second column of a repeated name is ignored (the first one's value is kept) and counted
+    as duplicate_column in a live stream; a saved file or a capture for compare stops there."""
+    from exporter.analysis.capture import CaptureError, load
+
+    cols = device_columns("naa.1", ["Commands/sec", "Reads/sec", "Commands/sec"])
+    lines = [header("h", cols), row(0, [100, 60, 999]), row(5, [100, 60, 999])]
+    store, samples = Store(), []
+    reader = EsxtopReader("live")
+    pump([line + "\n" for line in lines], reader, samples.append, store.count_parse_error)
+    assert store.parse_errors == {("live", "duplicate_column"): 1}
+    assert [s.luns["naa.1"]["commands_per_second"] for s in samples] == [100.0, 100.0]
+    path = tmp_path / "dup.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EsxtopError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
+        list(read_file(path))
+    with pytest.raises(CaptureError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
+        load(path)

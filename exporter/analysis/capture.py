@@ -97,6 +97,8 @@ def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
         reader.feed(text)
     except EsxtopError as err:
         raise CaptureError(str(err)) from None
+    if reader.rejected:  # two columns with one name: which one is right is unknown
+        raise CaptureError(reader.rejected[0][1])
     if not reader.layout.targets:
         raise CaptureError(f"{path}:1: esxtop header without any disk or CPU column the analysis uses")
     return reader, first

@@ -9,7 +9,6 @@ Validation collects every bad entry and reports them all at once, one line each.
 from __future__ import annotations
 
 import math
-
 import os
 import re
 import warnings

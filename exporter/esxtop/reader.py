@@ -83,6 +83,8 @@ class Layout:
         keys: dict[tuple, int] = {}
         self.objects: list[tuple[str, object]] = []  # object slot -> (family, key)
         targets = []
+        taken: set[tuple[int, str]] = set()
+        self.duplicates: list[int] = []  # indices of columns naming a value an earlier column holds
         vcpus = []
         self.path_devices: dict[str, str] = {}
         last_device = None
@@ -105,6 +107,10 @@ class Layout:
             slot = keys.setdefault((family, key), len(keys))
             if slot == len(self.objects):
                 self.objects.append((family, key))
+            if (slot, field) in taken:  # a second column for one value: the first one is kept
+                self.duplicates.append(index)
+                continue
+            taken.add((slot, field))
             targets.append((index, slot, field, divisor))
         # Hot-path tables: columns ordered by object, so one pass of C-level calls (itemgetter,
         # join, split, float, truediv) converts them all and each object's values are a slice.
@@ -179,6 +185,13 @@ class EsxtopReader:
             raise self._error("bad_header", f"header is not valid CSV: {err}") from None
         self.layout = Layout(cells, line, self.per_world)
         self._prev_ts = None  # a new esxtop run: its first sample is not a measurement again
+        for index in self.layout.duplicates:
+            self.rejected.append(
+                (
+                    "duplicate_column",
+                    f"{self.name}:{self.lineno}: column {index + 1} ({cells[index][:200]}) repeats an earlier column, ignored",
+                )
+            )
 
     # -- rows ---------------------------------------------------------------------------------
     def _sample(self, line: str) -> m.Sample:
