@@ -53,6 +53,9 @@ class VsphereTarget:
         self.store = store
         self.lock = threading.Lock()  # guards the health state below
         self.topology: discovery.Topology | None = None  # replaced whole, never mutated
+        self.discovered = threading.Event()  # set by the first discovery that succeeds
+        self.collected = threading.Event()  # set by the first collection
+        self.running = False  # started as a live source (start()), not driven step by step (dump)
         self.resolved: perf.Resolved | None = None
         self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
         self.last_timestamp: dict[str, float] = {}  # host -> newest sample ingested
@@ -125,6 +128,7 @@ class VsphereTarget:
             return False
         self._took("discovery", start)
         previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
+        self.discovered.set()  # the collection loop starts its first round now, not at its next poll
         for topo in topology.hosts:
             # topo.inventory stays the API's view; esxcli's answers are laid over copies of it.
             found = self.esxcli_found.get(topo.name) if self.config.esxcli else None
@@ -136,6 +140,10 @@ class VsphereTarget:
         # esxcli after the topology is out: collection starts without waiting for it (on a real
         # vCenter each host answers esxcli in its own time, hostd by hostd).
         if self.config.esxcli:
+            if self.running:
+                # The first time, the first collection goes first: esxcli's thousands of small
+                # answers would share the interpreter with it and delay the first complete /metrics.
+                self.collected.wait(self.config.interval)
             self._read_esxcli(topology)
         return True
 
@@ -203,7 +211,9 @@ class VsphereTarget:
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
         with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
-            return self._collect(now)
+            ok = self._collect(now)
+        self.collected.set()  # done or failed: the first esxcli read waits no longer
+        return ok
 
     def _collect(self, now: float | None) -> bool:
         topology, resolved = self.topology, self.resolved
@@ -283,6 +293,7 @@ class VsphereTarget:
         return self.discover() and self.collect()
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
+        self.running = True
         threads = [
             threading.Thread(target=self._discovery_loop, args=(stop,), name=f"vsphere-discovery:{self.name}", daemon=True),
             threading.Thread(target=self._collection_loop, args=(stop,), name=f"vsphere-collect:{self.name}", daemon=True),
@@ -309,7 +320,8 @@ class VsphereTarget:
                     self._failed("collection", "internal error (see log)")
                 stop.wait(max(1.0, self.config.interval - (time.monotonic() - started)))
             else:
-                stop.wait(0.5)
+                # Woken by the first discovery (or by stop): the first complete /metrics follows it at once.
+                self.discovered.wait(1.0)
 
 
 def _copy(inventory: m.Inventory) -> m.Inventory:
