@@ -216,7 +216,13 @@ class VsphereTarget:
         now = time.time() if now is None else now
         start = time.perf_counter()
         specs = perf.query_specs(topology.hosts, resolved.host_keys, self.last_timestamp, now, resolved.families)
-        running = self._running_vms(topology) if resolved.vm_keys else {}
+        try:
+            running = self._running_vms(topology) if resolved.vm_keys else {}
+        except VsphereError as err:  # no answer at all: the server or the login is gone
+            with self.lock:
+                self.durations["collection"] = time.perf_counter() - start
+            self._failed("collection", str(err))
+            return False
         specs += perf.vm_specs(
             ((vm, topo.name) for topo in topology.hosts for vm in running.get(topo.name, ())),
             resolved.vm_keys,
@@ -253,14 +259,16 @@ class VsphereTarget:
     def _running_vms(self, topology: discovery.Topology) -> dict[str, list[vms.VmTopology]]:
         """host name -> its discovered VMs still running there now. A VM powered off, moved or
         removed since discovery is left out and counted by reason (it comes back, or goes, at
-        the next discovery). If the check itself fails every VM is asked for: the server's
-        fault on a gone one is then counted the same way."""
+        the next discovery). If the server faults the check, every VM is asked for (its fault
+        on a gone one is then counted the same way); no answer at all fails the collection."""
         hosts = [topo for topo in topology.hosts if topo.vms]
         if not hosts:
             return {}
         try:
             now = self.client.call(lambda content: vms.states(content, [topo.ref._moId for topo in hosts]))
         except VsphereError as err:
+            if not err.server_fault:
+                raise
             log.debug("vsphere target %s: VM state check failed, asking for every VM: %s", self.name, err)
             return {topo.name: topo.vms for topo in hosts}
         running: dict[str, list[vms.VmTopology]] = {}

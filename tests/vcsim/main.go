@@ -735,7 +735,7 @@ func main() {
 	model.Service.Listen = u
 	model.Service.TLS = new(tls.Config)
 	server := model.Service.NewServer()
-	if err := createVMs(server.URL, reg, perf, placed, fx); err != nil {
+	if err := createVMs(server.URL, reg, perf, placed, fx, *esx); err != nil {
 		log.Fatalf("creating the fixture's VMs: %v", err)
 	}
 	if *certOut != "" {
@@ -901,7 +901,7 @@ func datacenterOf(reg *simulator.Registry, ref types.ManagedObjectReference) typ
 // PowerOnVM_Task), then gives each disk its fixture backing: the simulator makes every disk a file
 // on LocalDS_0, while the fixture's datastores are only the hosts' VMFS and NFS mounts, and an RDM
 // needs a host LUN. Each VM's virtual disks answer their virtualDisk.* counters by instance.
-func createVMs(u *url.URL, reg *simulator.Registry, perf *PerfManager, hosts []*simulator.HostSystem, fx *Fixture) error {
+func createVMs(u *url.URL, reg *simulator.Registry, perf *PerfManager, hosts []*simulator.HostSystem, fx *Fixture, esx bool) error {
 	ctx := context.Background()
 	c, err := govmomi.NewClient(ctx, u, true)
 	if err != nil {
@@ -926,7 +926,7 @@ func createVMs(u *url.URL, reg *simulator.Registry, perf *PerfManager, hosts []*
 		}
 		for _, vm := range fh.Vms {
 			folder := dcFolders.VmFolder
-			if vm.Folder != "" {
+			if vm.Folder != "" && !esx { // a standalone host has no VM folders
 				key := dc.Reference().Value + "/" + vm.Folder
 				if folders[key] == nil {
 					if folders[key], err = dcFolders.VmFolder.CreateFolder(ctx, vm.Folder); err != nil {
