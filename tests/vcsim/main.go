@@ -726,6 +726,14 @@ func main() {
 		}
 	}
 	reg.Put(perf)
+	dsRoot, err := os.MkdirTemp("", "storagesim-ds")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dsRoot)
+	if err := datastoreObjects(reg, placed, dsRoot); err != nil {
+		log.Fatal(err)
+	}
 	if *maxQueryMetrics > 0 && !*esx {
 		reg.OptionManager().Setting = append(reg.OptionManager().Setting,
 			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
@@ -875,8 +883,53 @@ func orDefaultInt(value, fallback int32) int32 {
 	return value
 }
 
+// datastoreObjects makes each datastore the hosts mount a Datastore object of the hosts'
+// datacenter, listed by its hosts (HostSystem.datastore): the fixture's mounts are only the
+// hosts' view, and the simulator's VM operations (reconfigure, relocate) find each disk's
+// datastore by name among its host's. Its files live under root.
+func datastoreObjects(reg *simulator.Registry, hosts []*simulator.HostSystem, root string) error {
+	made := map[string]*simulator.Datastore{} // datacenter/name -> object
+	for _, h := range hosts {
+		dc := datacenterOf(reg, h.Self).Value
+		for _, mount := range h.Config.FileSystemVolume.MountInfo {
+			vol := mount.Volume.GetHostFileSystemVolume()
+			key := dc + "/" + vol.Name
+			ds := made[key]
+			if ds == nil {
+				dir := path.Join(root, dc, vol.Name)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+				ds = &simulator.Datastore{}
+				ds.Self = types.ManagedObjectReference{Type: "Datastore", Value: fmt.Sprintf("datastore-%s-%s", dc, vol.Name)}
+				ds.Name = vol.Name
+				ds.Summary = types.DatastoreSummary{Datastore: &ds.Self, Name: vol.Name, Url: dir, Capacity: vol.Capacity,
+					FreeSpace: vol.Capacity / 2, Accessible: true, Type: vol.Type}
+				ds.Info = &types.DatastoreInfo{Name: vol.Name, Url: dir, FreeSpace: vol.Capacity / 2}
+				reg.Put(ds)
+				made[key] = ds
+			}
+			ds.Host = append(ds.Host, types.DatastoreHostMount{Key: h.Self, MountInfo: mount.MountInfo})
+			h.Datastore = append(h.Datastore, ds.Self)
+		}
+	}
+	return nil
+}
+
+// datastoreOf is the Datastore object of this name among the host's.
+func datastoreOf(reg *simulator.Registry, h *simulator.HostSystem, name string) *types.ManagedObjectReference {
+	for _, ref := range h.Datastore {
+		if ds, ok := reg.Get(ref).(*simulator.Datastore); ok && ds.Name == name {
+			return &ref
+		}
+	}
+	return nil
+}
+
 // lunUUID is a LUN's ScsiLun.uuid, which an RDM's backing names it by (lunUuid).
-func lunUUID(name string) string { return "0200000000" + strings.TrimPrefix(name, "naa.") + "4c554e20432d" }
+func lunUUID(name string) string {
+	return "0200000000" + strings.TrimPrefix(name, "naa.") + "4c554e20432d"
+}
 
 // instancePrefix is the perf instance prefix of a controller type: scsi0:0, sata0:0, nvme0:0, ide0:0.
 func instancePrefix(controller string) string {
@@ -940,7 +993,8 @@ func createVMs(u *url.URL, reg *simulator.Registry, perf *PerfManager, hosts []*
 				return fmt.Errorf("%s: %v", vm.Name, err)
 			}
 			obj := reg.Get(ref).(*simulator.VirtualMachine)
-			perf.vms[ref.Value] = &vmPerf{vm: obj, instances: map[string]map[string]map[string]int64{"virtualDisk": backDisks(obj, &vm)}}
+			instances := backDisks(obj, &vm, func(name string) *types.ManagedObjectReference { return datastoreOf(reg, h, name) })
+			perf.vms[ref.Value] = &vmPerf{vm: obj, instances: map[string]map[string]map[string]int64{"virtualDisk": instances}}
 			if !vm.PoweredOff {
 				task, err := object.NewVirtualMachine(c.Client, ref).PowerOn(ctx)
 				if err == nil {
@@ -1004,7 +1058,7 @@ func createVM(ctx context.Context, folder *object.Folder, pool *object.ResourceP
 
 // backDisks gives the created VM's disks their fixture backing and storage I/O allocation, and
 // returns their counters by perf instance.
-func backDisks(obj *simulator.VirtualMachine, vm *Vm) map[string]map[string]int64 {
+func backDisks(obj *simulator.VirtualMachine, vm *Vm, datastore func(string) *types.ManagedObjectReference) map[string]map[string]int64 {
 	instances := map[string]map[string]int64{}
 	for _, dev := range obj.Config.Hardware.Device {
 		vd, ok := dev.(*types.VirtualDisk)
@@ -1012,8 +1066,11 @@ func backDisks(obj *simulator.VirtualMachine, vm *Vm) map[string]map[string]int6
 			continue
 		}
 		backing, ok := vd.Backing.(*types.VirtualDiskFlatVer2BackingInfo)
+		if !ok {
+			continue
+		}
 		var d int
-		if !ok || func() bool { _, err := fmt.Sscanf(path.Base(backing.FileName), "disk%d.vmdk", &d); return err != nil }() || d >= len(vm.Disks) {
+		if _, err := fmt.Sscanf(path.Base(backing.FileName), "disk%d.vmdk", &d); err != nil || d >= len(vm.Disks) {
 			continue
 		}
 		disk := vm.Disks[d]
@@ -1023,14 +1080,14 @@ func backDisks(obj *simulator.VirtualMachine, vm *Vm) map[string]map[string]int6
 		}
 		if disk.Rdm != "" {
 			vd.Backing = &types.VirtualDiskRawDiskMappingVer1BackingInfo{
-				VirtualDeviceFileBackingInfo: types.VirtualDeviceFileBackingInfo{FileName: strings.TrimSuffix(file, ".vmdk") + "-rdmp.vmdk"},
+				VirtualDeviceFileBackingInfo: types.VirtualDeviceFileBackingInfo{FileName: strings.TrimSuffix(file, ".vmdk") + "-rdmp.vmdk", Datastore: datastore(disk.Datastore)},
 				LunUuid:                      lunUUID(disk.Rdm),
 				DeviceName:                   "/vmfs/devices/disks/" + disk.Rdm,
 				CompatibilityMode:            orDefault(disk.RdmMode, "physical") + "Mode",
 				DiskMode:                     string(types.VirtualDiskModeIndependent_persistent),
 			}
 		} else {
-			backing.FileName, backing.Datastore = file, nil
+			backing.FileName, backing.Datastore = file, datastore(disk.Datastore)
 			backing.ThinProvisioned = types.NewBool(disk.Provisioning == "thin")
 			backing.EagerlyScrub = types.NewBool(disk.Provisioning == "thick_eager")
 		}
