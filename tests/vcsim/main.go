@@ -28,6 +28,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -584,8 +585,9 @@ func (p *PerfManager) value(all map[string]map[string]map[string]int64, id types
 }
 
 // generate builds an inventory of n hosts: 2 FC HBAs each, luns LUNs with two paths, every
-// LUN carrying a VMFS datastore shared by a group of 8 hosts.
-func generate(n, luns int) *Fixture {
+// LUN carrying a VMFS datastore shared by a group of 8 hosts, and vms VMs per host with one or
+// two pvscsi disks each (alternately) on those datastores.
+func generate(n, luns, vms int) *Fixture {
 	fx := &Fixture{}
 	for h := 0; h < n; h++ {
 		host := Host{
@@ -622,6 +624,16 @@ func generate(n, luns int) *Fixture {
 			host.DatastorePerf[ds] = map[string]int64{"datastore.numberReadAveraged.average": int64(500 + l), "datastore.numberWriteAveraged.average": 300,
 				"datastore.read.average": 16000, "datastore.write.average": 9600, "datastore.totalReadLatency.average": 3, "datastore.totalWriteLatency.average": 2}
 		}
+		for v := 0; v < vms && luns > 0; v++ {
+			vm := Vm{Name: fmt.Sprintf("vm%04d-%02d", h, v)}
+			for d := 0; d < 1+v%2; d++ {
+				vm.Disks = append(vm.Disks, Vdisk{Controller: "pvscsi", Unit: int32(d), Datastore: host.Luns[(v+d)%luns].Datastore, Provisioning: "thin",
+					Perf: map[string]int64{"virtualDisk.numberReadAveraged.average": int64(40 + v), "virtualDisk.numberWriteAveraged.average": 20,
+						"virtualDisk.read.average": 640, "virtualDisk.write.average": 320, "virtualDisk.totalReadLatency.average": int64(2 + v%5),
+						"virtualDisk.totalWriteLatency.average": 3, "virtualDisk.readOIO.latest": int64(1 + v%4), "virtualDisk.writeOIO.latest": 1}})
+			}
+			host.Vms = append(host.Vms, vm)
+		}
 		fx.Hosts = append(fx.Hosts, host)
 	}
 	return fx
@@ -633,6 +645,7 @@ func main() {
 	fixture := flag.String("fixture", "", "JSON fixture of hosts, HBAs, LUNs and counter values")
 	hosts := flag.Int("hosts", 4, "generated inventory: number of hosts (without -fixture)")
 	luns := flag.Int("luns", 8, "generated inventory: LUNs per host")
+	vmsPerHost := flag.Int("vms", 0, "generated inventory: powered-on VMs per host (one or two disks each)")
 	certOut := flag.String("cert-out", "", "write the server's TLS certificate (PEM) here, for the client's CA file")
 	user := flag.String("username", "user", "login user")
 	pass := flag.String("password", "pass", "login password")
@@ -652,7 +665,7 @@ func main() {
 			log.Fatalf("%s: %v", *fixture, err)
 		}
 	} else {
-		fx = generate(*hosts, *luns)
+		fx = generate(*hosts, *luns, *vmsPerHost)
 	}
 	var model *simulator.Model
 	if *esx {
@@ -962,47 +975,71 @@ func createVMs(u *url.URL, reg *simulator.Registry, perf *PerfManager, hosts []*
 	}
 	defer func() { _ = c.Logout(ctx) }()
 	folders := map[string]*object.Folder{} // datacenter/folder -> VM folder
+	var lock sync.Mutex                    // folders and perf.vms, written by the parallel hosts
+	var failed error
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8) // hosts whose VMs are created at once (thousands, for benchmarks)
 	for i, h := range hosts {
-		fh := &fx.Hosts[i]
-		if len(fh.Vms) == 0 {
+		if len(fx.Hosts[i].Vms) == 0 {
 			continue
 		}
-		host := object.NewHostSystem(c.Client, h.Self)
-		pool, err := host.ResourcePool(ctx)
-		if err != nil {
-			return err
-		}
-		dc := object.NewDatacenter(c.Client, datacenterOf(reg, h.Self))
-		dcFolders, err := dc.Folders(ctx)
-		if err != nil {
-			return err
-		}
-		for _, vm := range fh.Vms {
-			folder := dcFolders.VmFolder
-			if vm.Folder != "" && !esx { // a standalone host has no VM folders
-				key := dc.Reference().Value + "/" + vm.Folder
-				if folders[key] == nil {
-					if folders[key], err = dcFolders.VmFolder.CreateFolder(ctx, vm.Folder); err != nil {
-						return err
-					}
-				}
-				folder = folders[key]
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(i int, h *simulator.HostSystem) {
+			defer func() { <-slots; wg.Done() }()
+			if err := createHostVMs(ctx, c, reg, perf, h, &fx.Hosts[i], esx, folders, &lock); err != nil {
+				lock.Lock()
+				failed = err
+				lock.Unlock()
 			}
-			ref, err := createVM(ctx, folder, pool, host, &vm)
+		}(i, h)
+	}
+	wg.Wait()
+	return failed
+}
+
+func createHostVMs(ctx context.Context, c *govmomi.Client, reg *simulator.Registry, perf *PerfManager, h *simulator.HostSystem,
+	fh *Host, esx bool, folders map[string]*object.Folder, lock *sync.Mutex) error {
+	host := object.NewHostSystem(c.Client, h.Self)
+	pool, err := host.ResourcePool(ctx)
+	if err != nil {
+		return err
+	}
+	dc := object.NewDatacenter(c.Client, datacenterOf(reg, h.Self))
+	dcFolders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	for _, vm := range fh.Vms {
+		folder := dcFolders.VmFolder
+		if vm.Folder != "" && !esx { // a standalone host has no VM folders
+			key := dc.Reference().Value + "/" + vm.Folder
+			lock.Lock()
+			if folders[key] == nil {
+				folders[key], err = dcFolders.VmFolder.CreateFolder(ctx, vm.Folder)
+			}
+			folder = folders[key]
+			lock.Unlock()
 			if err != nil {
-				return fmt.Errorf("%s: %v", vm.Name, err)
+				return err
 			}
-			obj := reg.Get(ref).(*simulator.VirtualMachine)
-			instances := backDisks(obj, &vm, func(name string) *types.ManagedObjectReference { return datastoreOf(reg, h, name) })
-			perf.vms[ref.Value] = &vmPerf{vm: obj, instances: map[string]map[string]map[string]int64{"virtualDisk": instances}}
-			if !vm.PoweredOff {
-				task, err := object.NewVirtualMachine(c.Client, ref).PowerOn(ctx)
-				if err == nil {
-					_, err = task.WaitForResult(ctx, nil)
-				}
-				if err != nil {
-					return fmt.Errorf("%s: power on: %v", vm.Name, err)
-				}
+		}
+		ref, err := createVM(ctx, folder, pool, host, &vm)
+		if err != nil {
+			return fmt.Errorf("%s: %v", vm.Name, err)
+		}
+		obj := reg.Get(ref).(*simulator.VirtualMachine)
+		instances := backDisks(obj, &vm, func(name string) *types.ManagedObjectReference { return datastoreOf(reg, h, name) })
+		lock.Lock()
+		perf.vms[ref.Value] = &vmPerf{vm: obj, instances: map[string]map[string]map[string]int64{"virtualDisk": instances}}
+		lock.Unlock()
+		if !vm.PoweredOff {
+			task, err := object.NewVirtualMachine(c.Client, ref).PowerOn(ctx)
+			if err == nil {
+				_, err = task.WaitForResult(ctx, nil)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: power on: %v", vm.Name, err)
 			}
 		}
 	}
