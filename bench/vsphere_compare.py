@@ -23,13 +23,12 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
-from vsphere_common import PASSWORD, USER, StorageSim, Timer, median, password_file, render, series_count, target  # noqa: E402
+from vsphere_common import PASSWORD, USER, StorageSim, Timer, cold_start, median, password_file, render, series_count, target  # noqa: E402
 
 VENV = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "esxi-storage-exporter" / "venv-vmware-exporter"
 PINS = ["vmware-exporter==0.18.4", "twisted==24.7.0", "requests"]
@@ -54,21 +53,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def cold_start(sim, secret, hosts: int) -> bytes:
-    """A target started as `serve` starts it, until every host's first sample is in the store; then
-    the exposition. The threads are stopped and joined after the clock, outside the measure."""
-    t = target(sim, secret, ca_file=None, insecure=True)
-    stop = threading.Event()
-    threads = t.start(stop)
-    while sum(1 for h in t.store.hosts.values() if h.samples) < hosts:
-        time.sleep(0.002)
-    body = render(t)
-    stop.set()
-    for thread in threads:
-        thread.join(60)
-    return body
 
 
 def main() -> int:
@@ -104,7 +88,7 @@ def main() -> int:
             rows["ours render"].append((timer.wall, timer.cpu))
             t.client.close()
             with Timer() as timer:
-                bodies["ours cold"] = cold_start(sim, secret, args.hosts)
+                bodies["ours cold"] = cold_start(target(sim, secret, ca_file=None, insecure=True), args.hosts)
             rows["ours cold start to a complete /metrics"].append((timer.wall, timer.cpu))
             before = cpu_seconds(theirs.pid)
             start = time.perf_counter()
