@@ -2,7 +2,10 @@
 from PyPI (0.18.4, in its own venv with twisted==24.7.0 and requests), against the same storage
 simulator, in one run, rounds alternating.
 
-  python3 bench/vsphere_compare.py [--hosts 64] [--luns 8] [--rounds 5]
+  python3 bench/vsphere_compare.py [--hosts 64] [--luns 8] [--vms 16] [--rounds 5]
+
+--vms N: N powered-on VMs per host (one or two disks each), which both exporters collect (the
+fair comparison: vmware-exporter collects VMs by default); --vms 0 for hosts alone.
 
 Ours is timed in-process, a fresh login each round like theirs, phase by phase: discovery
 (inventory walk, every 5 min), collection (QueryPerf of every host, every 20 s), and rendering
@@ -59,12 +62,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=64)
     parser.add_argument("--luns", type=int, default=8)
+    parser.add_argument("--vms", type=int, default=16, help="powered-on VMs per host (0: none)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     theirs_bin = ensure_venv()
     tmp = Path(tempfile.mkdtemp(prefix="bench-vsphere-"))
     address = f"127.0.{random.randint(1, 250)}.{random.randint(2, 250)}"
-    sim = StorageSim(tmp, "-l", f"{address}:443", "-hosts", str(args.hosts), "-luns", str(args.luns), fixture=None)
+    sim = StorageSim(
+        tmp, "-l", f"{address}:443", "-hosts", str(args.hosts), "-luns", str(args.luns), "-vms", str(args.vms), fixture=None
+    )
     port = free_port()
     env = dict(os.environ, VSPHERE_HOST=address, VSPHERE_USER=USER, VSPHERE_PASSWORD=PASSWORD, VSPHERE_IGNORE_SSL="True")
     log = open(tmp / "vmware_exporter.log", "wb")
@@ -107,7 +113,10 @@ def main() -> int:
     theirs_per_object = sum(
         1 for line in bodies["theirs"].splitlines() if not line.startswith(b"#") and (b"naa." in line or b"vmhba" in line)
     )
-    print(f"# vSphere collection, {args.hosts} hosts x {args.luns} LUNs (2 HBAs, 2 paths per LUN), {args.rounds} rounds, medians")
+    print(
+        f"# vSphere collection, {args.hosts} hosts x {args.luns} LUNs (2 HBAs, 2 paths per LUN), "
+        f"{args.vms} VMs per host, {args.rounds} rounds, medians"
+    )
     print("| | wall s | CPU s |")
     print("|---|---:|---:|")
     med = {name: (median([w for w, _ in values]), median([c for _, c in values])) for name, values in rows.items()}

@@ -407,7 +407,16 @@ def discover(
     tree = client.call(lambda content: _tree(content, with_vms))
     places = host_places(tree)
     chosen = sorted(moid for moid, place in places.items() if selection.keeps(place.path, place.name))
-    rows = _retrieve_in_parallel(client, chosen, max_parallel)
+    # The VMs' device lists are read while the server answers for the hosts: the two are
+    # independent until the disks are joined to their hosts' datastores below.
+    side = ThreadPoolExecutor(max_workers=1)
+    vm_rows = (
+        side.submit(_retrieve_vms, client, tree, set(chosen), vm_selection or HostSelection(), max_parallel) if with_vms else None
+    )
+    try:
+        rows = _retrieve_in_parallel(client, chosen, max_parallel)
+    finally:
+        side.shutdown(wait=vm_rows is None)
     stub = client.content().propertyCollector._stub
     hosts = []
     for moid, props in rows:
@@ -444,22 +453,32 @@ def discover(
     for topo, *_ in hosts:
         topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
     topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
-    if with_vms:
-        _add_vms(client, tree, topos, vm_selection or HostSelection())
+    if vm_rows is not None:
+        _add_vms(client, topos, *vm_rows.result())
     return Topology(hosts=topos, duration=time.perf_counter() - start)
 
 
-def _add_vms(client, tree, topos: list[HostTopology], selection: HostSelection) -> None:
-    """Each host's powered-on VMs that the selection keeps, with the backing of their disks."""
-    by_moid = {topo.ref._moId: topo for topo in topos}
+def _retrieve_vms(client, tree, host_moids: set[str], selection: HostSelection, max_parallel: int):
+    """The chosen VMs (powered on, on a chosen host, kept by the selection) and their device
+    lists, in up to max_parallel requests at once as for the hosts: (chosen, moid -> properties)."""
     nodes = _nodes(tree)
-    chosen = vms.choose(tree, set(by_moid), selection, lambda moid: _place(nodes, moid).path)
-    rows = dict(client.call(lambda content: vms.retrieve(content, [moid for moid, *_ in chosen])))
+    chosen = vms.choose(tree, host_moids, selection, lambda moid: _place(nodes, moid).path)
+    moids = [moid for moid, *_ in chosen]
+    pieces = max(1, min(max_parallel, len(moids) // _HOSTS_PER_REQUEST_MIN))
+    chunks = [moids[i::pieces] for i in range(pieces)]
+    with ThreadPoolExecutor(max_workers=pieces) as pool:
+        parts = list(pool.map(lambda chunk: client.call(lambda content: vms.retrieve(content, chunk)), chunks))
+    return chosen, {moid: props for part in parts for moid, props in part}
+
+
+def _add_vms(client, topos: list[HostTopology], chosen, rows) -> None:
+    """Each host's powered-on VMs that the selection kept, with the backing of their disks."""
+    by_moid = {topo.ref._moId: topo for topo in topos}
     stub = client.content().propertyCollector._stub
     storage = {}
     for moid, name, path, host_moid in chosen:
-        if moid not in rows:
-            continue  # removed since the walk
+        if moid not in rows or host_moid not in by_moid:
+            continue  # removed since the walk, or on a host that is not connected
         topo = by_moid[host_moid]
         known = storage.get(host_moid)
         if known is None:
