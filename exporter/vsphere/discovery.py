@@ -435,28 +435,28 @@ def _add_vms(client, tree, topos: list[HostTopology], selection: HostSelection) 
     by_moid = {topo.ref._moId: topo for topo in topos}
     nodes = _nodes(tree)
     chosen = vms.choose(tree, set(by_moid), selection, lambda moid: _place(nodes, moid).path)
-    rows = dict(client.call(lambda content: vms.retrieve(content, [moid for moid, *_ in chosen])))
-    stub = client.content().propertyCollector._stub
-    storage = {}
-    for moid, name, path, host_moid in chosen:
-        if moid not in rows:
-            continue  # removed since the walk
-        topo = by_moid[host_moid]
-        known = storage.get(host_moid)
+    host_of = {moid: host for moid, _, _, host in chosen}
+    storage: dict[str, vms.HostStorage] = {}
+
+    def storage_of(moid: str) -> vms.HostStorage:
+        host = host_of[moid]
+        known = storage.get(host)
         if known is None:
-            inv = topo.inventory
-            known = storage[host_moid] = vms.HostStorage(
-                datastore_types={ds: config.type for ds, config in inv.datastores.items()},
+            topo = by_moid[host]
+            known = storage[host] = vms.HostStorage(
+                datastore_types={ds: config.type for ds, config in topo.inventory.datastores.items()},
                 extents={ds: tuple(luns) for ds, luns in topo.extents.items()},
                 lun_uuids=topo.lun_uuids,
             )
-        vm = vms.VmTopology(
-            ref=vim.VirtualMachine(moid, stub),
-            name=name,
-            path=path,
-            host=host_moid,
-            disks=vms.disks_of(rows[moid].get("config.hardware.device"), known),
-        )
+        return known
+
+    disks = client.call(lambda content: vms.retrieve(content, list(host_of), storage_of))
+    stub = client.content().propertyCollector._stub
+    for moid, name, path, host in chosen:
+        if moid not in disks:
+            continue  # removed since the walk
+        topo = by_moid[host]
+        vm = vms.VmTopology(ref=vim.VirtualMachine(moid, stub), name=name, path=path, host=host, disks=disks[moid])
         topo.vms.append(vm)
         for disk, config in vm.disks.items():
             topo.inventory.vdisks[(name, disk)] = config
