@@ -19,6 +19,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.store import model as m
 from exporter.store.store import Store
@@ -252,6 +253,26 @@ def run_dump(sim, password_file, *extra):
         cwd=ROOT,
         timeout=60,
     )
+
+
+def objects(done: subprocess.CompletedProcess) -> dict[str, float]:
+    assert done.returncode == 0, done.stderr
+    assert PASSWORD not in done.stderr and "Traceback" not in done.stderr
+    return {
+        s.labels["kind"]: s.value
+        for family in text_string_to_metric_families(done.stdout)
+        for s in family.samples
+        if s.name == "esxi_vsphere_objects"
+    }
+
+
+def test_dump_counts_the_vms_the_flags_choose(vc, password_file):
+    everything = objects(run_dump(vc, password_file))
+    assert (everything["vm"], everything["vdisk"], everything["host"]) == (4, 6, 3)
+    prod = objects(run_dump(vc, password_file, "--vsphere.vm-include", "/*/vm/prod/**", "--vsphere.vm-exclude", "/**/web01"))
+    assert (prod["vm"], prod["vdisk"]) == (1, 2)  # db01
+    none = objects(run_dump(vc, password_file, "--no-vsphere.vms"))
+    assert (none["vm"], none["vdisk"], none["lun"]) == (0, 0, 8)
 
 
 def test_the_flags_reach_the_target():

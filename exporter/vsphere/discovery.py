@@ -407,16 +407,7 @@ def discover(
     tree = client.call(lambda content: _tree(content, with_vms))
     places = host_places(tree)
     chosen = sorted(moid for moid, place in places.items() if selection.keeps(place.path, place.name))
-    # The VMs' device lists are read while the server answers for the hosts: the two are
-    # independent until the disks are joined to their hosts' datastores below.
-    side = ThreadPoolExecutor(max_workers=1)
-    vm_rows = (
-        side.submit(_retrieve_vms, client, tree, set(chosen), vm_selection or HostSelection(), max_parallel) if with_vms else None
-    )
-    try:
-        rows = _retrieve_in_parallel(client, chosen, max_parallel)
-    finally:
-        side.shutdown(wait=vm_rows is None)
+    rows = _retrieve_in_parallel(client, chosen, max_parallel)
     stub = client.content().propertyCollector._stub
     hosts = []
     for moid, props in rows:
@@ -453,48 +444,38 @@ def discover(
     for topo, *_ in hosts:
         topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
     topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
-    if vm_rows is not None:
-        _add_vms(client, topos, *vm_rows.result())
+    if with_vms:
+        _add_vms(client, tree, topos, vm_selection or HostSelection())
     return Topology(hosts=topos, duration=time.perf_counter() - start)
 
 
-def _retrieve_vms(client, tree, host_moids: set[str], selection: HostSelection, max_parallel: int):
-    """The chosen VMs (powered on, on a chosen host, kept by the selection) and their device
-    lists, in up to max_parallel requests at once as for the hosts: (chosen, moid -> properties)."""
-    nodes = _nodes(tree)
-    chosen = vms.choose(tree, host_moids, selection, lambda moid: _place(nodes, moid).path)
-    moids = [moid for moid, *_ in chosen]
-    pieces = max(1, min(max_parallel, len(moids) // _HOSTS_PER_REQUEST_MIN))
-    chunks = [moids[i::pieces] for i in range(pieces)]
-    with ThreadPoolExecutor(max_workers=pieces) as pool:
-        parts = list(pool.map(lambda chunk: client.call(lambda content: vms.retrieve(content, chunk)), chunks))
-    return chosen, {moid: props for part in parts for moid, props in part}
-
-
-def _add_vms(client, topos: list[HostTopology], chosen, rows) -> None:
-    """Each host's powered-on VMs that the selection kept, with the backing of their disks."""
+def _add_vms(client, tree, topos: list[HostTopology], selection: HostSelection) -> None:
+    """Each host's powered-on VMs that the selection keeps, with the backing of their disks."""
     by_moid = {topo.ref._moId: topo for topo in topos}
-    stub = client.content().propertyCollector._stub
-    storage = {}
-    for moid, name, path, host_moid in chosen:
-        if moid not in rows or host_moid not in by_moid:
-            continue  # removed since the walk, or on a host that is not connected
-        topo = by_moid[host_moid]
-        known = storage.get(host_moid)
+    nodes = _nodes(tree)
+    chosen = vms.choose(tree, set(by_moid), selection, lambda moid: _place(nodes, moid).path)
+    host_of = {moid: host for moid, _, _, host in chosen}
+    storage: dict[str, vms.HostStorage] = {}
+
+    def storage_of(moid: str) -> vms.HostStorage:
+        host = host_of[moid]
+        known = storage.get(host)
         if known is None:
-            inv = topo.inventory
-            known = storage[host_moid] = vms.HostStorage(
-                datastore_types={ds: config.type for ds, config in inv.datastores.items()},
+            topo = by_moid[host]
+            known = storage[host] = vms.HostStorage(
+                datastore_types={ds: config.type for ds, config in topo.inventory.datastores.items()},
                 extents={ds: tuple(luns) for ds, luns in topo.extents.items()},
                 lun_uuids=topo.lun_uuids,
             )
-        vm = vms.VmTopology(
-            ref=vim.VirtualMachine(moid, stub),
-            name=name,
-            path=path,
-            host=host_moid,
-            disks=vms.disks_of(rows[moid].get("config.hardware.device"), known),
-        )
+        return known
+
+    disks = client.call(lambda content: vms.retrieve(content, list(host_of), storage_of))
+    stub = client.content().propertyCollector._stub
+    for moid, name, path, host in chosen:
+        if moid not in disks:
+            continue  # removed since the walk
+        topo = by_moid[host]
+        vm = vms.VmTopology(ref=vim.VirtualMachine(moid, stub), name=name, path=path, host=host, disks=disks[moid])
         topo.vms.append(vm)
         for disk, config in vm.disks.items():
             topo.inventory.vdisks[(name, disk)] = config

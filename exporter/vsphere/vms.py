@@ -158,16 +158,20 @@ def choose(tree: list[tuple[str, str, dict]], hosts: set[str], selection, path_o
     return sorted(chosen, key=lambda vm: (vm[3], vm[1]))
 
 
-def retrieve(content, moids: list[str]):
-    """The device lists of these VMs only: (moid, properties)."""
+def retrieve(content, moids: list[str], storage_of) -> dict[str, dict[str, m.VirtualDiskConfig]]:
+    """The disks of these VMs only, by moid: each page of device lists is turned into disks as it
+    comes (a device list is dozens of elements per VM). storage_of(moid): its host's HostStorage."""
     if not moids:
-        return []
+        return {}
     stub = content.propertyCollector._stub
     spec = vmodl.query.PropertyCollector.FilterSpec(
         objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=vim.VirtualMachine(moid, stub), skip=False) for moid in moids],
         propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.VirtualMachine, pathSet=VM_PROPERTIES)],
     )
-    return list(soap.retrieve(content.propertyCollector, spec))
+    return {
+        moid: disks_of(props.get("config.hardware.device"), storage_of(moid))
+        for moid, props in soap.retrieve(content.propertyCollector, spec)
+    }
 
 
 # --- collection -----------------------------------------------------------------------------
