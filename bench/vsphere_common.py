@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -52,3 +53,17 @@ def render(t: VsphereTarget, skip: tuple[str, ...] = ()) -> bytes:
 
 def median(values):
     return statistics.median(values)
+
+
+def cold_start(t: VsphereTarget, hosts: int) -> bytes:
+    """A target started as `serve` starts it, until every host's first sample is in the store; then
+    the exposition. The threads are stopped and joined after the clock, outside the measure."""
+    stop = threading.Event()
+    threads = t.start(stop)
+    while sum(1 for h in t.store.hosts.values() if h.samples) < hosts:
+        time.sleep(0.002)
+    body = render(t)
+    stop.set()
+    for thread in threads:
+        thread.join(60)
+    return body

@@ -1,8 +1,10 @@
 """A big vCenter split across N exporters by --vsphere.shard K/N, against one unsplit exporter.
 
-  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--splits 1,2,4] [--rounds 3] [--device-config-cost]
+  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--vms 0] [--splits 1,2,4] [--rounds 3] [--device-config-cost]
 
-One storage simulator holds the whole inventory (8 LUNs x 2 HBAs x 2 paths per host by default).
+One storage simulator holds the whole inventory (8 LUNs x 2 HBAs x 2 paths per host by default,
+and --vms powered-on VMs per host with one or two virtual disks each: --hosts 2500 --vms 16 is
+vCenter's maximum of 40,000 VMs).
 Each exporter of each split runs in a fresh process, one after another (a 2-core machine running
 them at once would measure the machine, not the exporter), and reports: discovery, collection per
 20 s interval (median of --rounds, every host answering), render time, series and peak RSS.
@@ -46,8 +48,11 @@ def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int, device
     with Timer() as rendering:
         body = render(t, skip=() if device_config else ("device_config",))
     t.client.close()
+    counts = t.topology.counts()
     return {
-        "hosts": t.topology.counts()["host"],
+        "hosts": counts["host"],
+        "vms": counts["vm"],
+        "vdisks": counts["vdisk"],
         "discovery_s": t.durations["discovery"],  # the API's topology, out before esxcli answers
         "esxcli_s": t.durations.get("esxcli", 0.0),
         "collection_s": median(collections),
@@ -63,6 +68,7 @@ def main() -> int:
     )
     parser.add_argument("--hosts", type=int, default=2500)
     parser.add_argument("--luns", type=int, default=8)
+    parser.add_argument("--vms", type=int, default=0, help="powered-on VMs per host (one or two disks each)")
     parser.add_argument("--splits", default="1,2,4", help="numbers of exporters, comma-separated (1 first: the baseline)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
@@ -80,7 +86,7 @@ def main() -> int:
     splits = [int(s) for s in args.splits.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-vsphere-shards-"))
     with Timer() as boot:
-        sim = StorageSim(tmp, "-hosts", str(args.hosts), "-luns", str(args.luns), fixture=None)
+        sim = StorageSim(tmp, "-hosts", str(args.hosts), "-luns", str(args.luns), "-vms", str(args.vms), fixture=None)
     secret = password_file(tmp)
     results: dict[int, list[dict]] = {}
 
@@ -95,11 +101,13 @@ def main() -> int:
         bare = run(0, 1, "--without-device-config") if args.device_config_cost else None
     finally:
         sim.stop()
-    print(f"# {args.hosts} hosts x {args.luns} LUNs (simulator built in {boot.wall:.0f} s); each exporter measured alone")
+    vms = f", {args.vms} VMs per host" if args.vms else ""
+    print(f"# {args.hosts} hosts x {args.luns} LUNs{vms} (simulator built in {boot.wall:.0f} s); each exporter measured alone")
     print(
-        "| exporters | hosts per exporter | discovery s | esxcli s | collection s per 20 s | render s | series | peak RSS MiB |"
+        "| exporters | hosts per exporter | VMs (disks) per exporter | discovery s | esxcli s | collection s per 20 s "
+        "| render s | series | peak RSS MiB |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     base = max(results[splits[0]], key=lambda r: r["collection_s"])
 
     def cell(r: dict, key: str, fmt: str) -> str:
@@ -107,17 +115,20 @@ def main() -> int:
             return "-"
         return f"{r[key]:{fmt}} ({r[key] / base[key]:.2f}x)"
 
-    def row(label: str, hosts: str, r: dict) -> str:
+    def row(label: str, hosts: str, vms: str, r: dict) -> str:
         keys = (("discovery_s", ".2f"), ("esxcli_s", ".2f"), ("collection_s", ".2f"), ("render_s", ".2f"))
         keys += (("series", ","), ("peak_rss_mib", ".0f"))
-        return f"| {label} | {hosts} | " + " | ".join(cell(r, key, fmt) for key, fmt in keys) + " |"
+        return f"| {label} | {hosts} | {vms} | " + " | ".join(cell(r, key, fmt) for key, fmt in keys) + " |"
+
+    def share(rows: list[dict]) -> tuple[str, str]:
+        return "/".join(str(r["hosts"]) for r in rows), "/".join(f"{r['vms']} ({r['vdisks']})" for r in rows)
 
     for n in splits:
         rows = results[n]
         worst = {key: max(r[key] for r in rows) for key in rows[0]}
-        print(row(str(n), "/".join(str(r["hosts"]) for r in rows), worst))
+        print(row(str(n), *share(rows), worst))
     if bare:
-        print(row("1, no esxcli/device_config", str(bare["hosts"]), bare))
+        print(row("1, no esxcli/device_config", *share([bare]), bare))
     assert sum(r["hosts"] for r in results[splits[-1]]) == args.hosts, "the shards must cover every host exactly once"
     return 0
 

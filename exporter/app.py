@@ -62,13 +62,30 @@ class App:
         return [VsphereTarget(config, self.store) for config in targets(self.settings)]
 
     def _ssh_streams(self):
-        from exporter.esxtop.ssh import SshStreams, targets_from_settings
+        from exporter.esxtop.ssh import SshStreams
+        from exporter.ssh.target import targets_from_settings
 
         targets = targets_from_settings(self.settings)
         if not targets:
             return None
+        return SshStreams(targets, self.store, self.stop, per_world=self.per_world)
+
+    def _start_esxcli_over_ssh(self, streams) -> list[threading.Thread]:
+        """esxcli on each esxtop-over-SSH host, through the same SSH target, every inventory
+        interval (0: never). Named by the host as its esxtop stream reports it, so the storage
+        configuration joins the samples: the two sources share the transport, not each other."""
         interval = self.settings["esxtop.ssh_inventory_interval"]
-        return SshStreams(targets, self.store, self.stop, per_world=self.per_world, inventory_interval=interval)
+        if not interval > 0:
+            return []
+        from exporter.esxcli.ssh import EsxcliOverSsh
+
+        return [
+            start_thread(
+                f"esxcli-ssh:{stream.target.label}",
+                EsxcliOverSsh(stream.target, self.store, self.stop, stream.host_name, interval, stream.ssh).run,
+            )
+            for stream in streams
+        ]
 
     def _load_inventory(self) -> None:
         """The config file's hand-written inventory (hosts no vSphere target covers)."""
@@ -104,6 +121,7 @@ class App:
             threads.append(start_thread("simulator", run_simulation, self.settings, store, stop))
         if self.ssh:
             threads += self.ssh.start()
+            threads += self._start_esxcli_over_ssh(self.ssh.streams)
         return threads
 
     def collect_vsphere_once(self) -> list:

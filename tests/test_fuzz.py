@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from exporter.configuration import config
 from exporter.configuration.flags import exporter_options as serve_options
 from exporter.esxtop import EsxtopError, EsxtopReader
-from exporter.esxtop.ssh import targets_from_settings
 from exporter.serving import webconfig
+from exporter.ssh.target import targets_from_settings
 from tests.support import captures
 from tests.support.servers import CAPTURES
 

@@ -8,7 +8,9 @@ import pytest
 
 from exporter.configuration import config
 from exporter.configuration.flags import exporter_options as options
-from exporter.esxtop.ssh import SshTarget, classify, parse_target, targets_from_settings
+from exporter.esxtop.ssh import esxtop_command
+from exporter.ssh.process import classify
+from exporter.ssh.target import SshTarget, parse_target, targets_from_settings
 from tests.support.promtext import eventually, value
 from tests.support.servers import Exporter, free_port
 from tests.support.sshd import Sshd
@@ -37,14 +39,16 @@ def test_parse_target_rejects(text):
 
 def test_command_lines():
     target = SshTarget(host="esx01", user="root", port=2222, interval=5.0, known_hosts="/etc/kh", identity_file="/k")
-    argv = target.ssh_argv()
+    argv = target.ssh_argv(esxtop_command(target))
     assert argv[-3:] == ["--", "esx01", "esxtop -b -a -d 5 -n 0"]
     assert "StrictHostKeyChecking=yes" in argv and "BatchMode=yes" in argv and "UserKnownHostsFile=/etc/kh" in argv
     assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-l") + 1] == "root"
     with_rc = SshTarget(host="esx01", rc_file="/tmp/storage rc", import_entity="/tmp/ents", password_file="/pw")
-    assert with_rc.remote_command() == "esxtop -b -c '/tmp/storage rc' -import-entity /tmp/ents -d 5 -n 0"
-    assert "BatchMode=no" in with_rc.ssh_argv()  # the askpass answers the prompt
-    assert not any("/pw" in arg for arg in with_rc.ssh_argv())  # the password file is not an argument either
+    assert esxtop_command(with_rc) == "esxtop -b -c '/tmp/storage rc' -import-entity /tmp/ents -d 5 -n 0"
+    assert "BatchMode=no" in with_rc.ssh_argv("esxcli storage core device list")  # the askpass answers the prompt
+    assert not any(
+        "/pw" in arg for arg in with_rc.ssh_argv(esxtop_command(with_rc))
+    )  # the password file is not an argument either
 
 
 @pytest.mark.parametrize(

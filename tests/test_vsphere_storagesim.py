@@ -29,6 +29,7 @@ N1 = "naa.600a098038303053453f463045727a61"  # ds-shared-01, on all three hosts
 N2 = "naa.600a098038303053453f463045727a62"  # ds-shared-02, on esx01 and esx02
 N3 = "naa.624a9370b9d3a7c25e7a40e200011b3c"  # ds-local-03, esx03 only
 N4 = "naa.6589cfc000000a1b2c3d4e5f60718293"  # ds-iscsi-01, esx01 over software iSCSI
+N5 = "naa.600a098038303053453f463045727a70"  # no datastore: db01's physical RDM on esx01
 SECRET = PASSWORD
 
 
@@ -157,6 +158,7 @@ def test_path_counts_per_lun(vc_dump):
         ("esx01.lab.local", N2): (2, 1),
         ("esx01.lab.local", N1): (2, 2),
         ("esx01.lab.local", N4): (2, 2),
+        ("esx01.lab.local", N5): (2, 2),
         ("esx02.lab.local", N1): (2, 2),
         ("esx02.lab.local", N2): (2, 2),
     }
@@ -323,7 +325,7 @@ def test_self_metrics(vc_dump):
     assert value(vc_dump, "esxi_vsphere_up", target=target) == 1
     assert {
         k: value(vc_dump, "esxi_vsphere_objects", target=target, kind=k) for k in ("host", "lun", "adapter", "path", "datastore")
-    } == {"host": 3, "lun": 7, "adapter": 11, "path": 14, "datastore": 7}  # adapters: 7 HBAs, 4 NFS vmknics
+    } == {"host": 3, "lun": 8, "adapter": 11, "path": 16, "datastore": 7}  # adapters: 7 HBAs, 4 NFS vmknics
     assert value(vc_dump, "esxi_vsphere_errors_total", target=target, phase="collection") == 0
     assert value(vc_dump, "esxi_vsphere_samples_total", host="esx01.lab.local") == 1
     assert value(vc_dump, "esxi_vsphere_collection_duration_seconds", target=target, phase="collection") > 0
@@ -524,9 +526,7 @@ def test_vcenter_max_query_metrics_is_respected(password_file, tmp_path):
     try:
         assert target.discover(), target.error
         assert target.max_query_metrics == 20  # read from the server, below the configured 256
-        calls = perf.chunk(
-            perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0), target.max_query_metrics
-        )
+        calls = perf.chunk(perf.query_specs(target.topology.hosts, target.resolved.host_keys, {}, 0), target.max_query_metrics)
         assert max(sum(len(s.counters) for s in call) for call in calls) <= 20
         assert target.collect(), target.error
         assert len(target.samples) == 3 and target.errors["collection"] == 0
@@ -543,7 +543,7 @@ def test_series_expected_per_call_bound_what_the_server_answers(vc, password_fil
     target = VsphereTarget(TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert)))
     try:
         assert target.discover(), target.error
-        specs = perf.query_specs(target.topology.hosts, sorted(target.resolved.by_key), {}, 0, target.resolved.families)
+        specs = perf.query_specs(target.topology.hosts, target.resolved.host_keys, {}, 0, target.resolved.families)
         assert all(topo.cpu_threads > 0 for topo in target.topology.hosts)  # hardware.cpuInfo.numCpuThreads
         results, errors = perf.query(target.client, perf.chunk(specs, target.max_query_metrics), 4)
         assert not errors

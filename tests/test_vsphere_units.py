@@ -84,7 +84,7 @@ def test_every_counter_lands_on_a_model_field():
         set(m.RATE_FIELDS)
         | set(m.LATENCY_FIELDS)
         | set(m.DIRECTIONAL_LATENCY_WEIGHT)
-        | {m.QUEUE_DEPTH, m.ACTIVE, m.QUEUED, m.CPU_UTIL, mapping.CPU_HERTZ}
+        | {m.QUEUE_DEPTH, m.ACTIVE, m.QUEUED, m.CPU_UTIL, mapping.CPU_HERTZ, m.OUTSTANDING_READS, m.OUTSTANDING_WRITES}
     )
     assert {c.field for c in mapping.COUNTERS.values()} <= fields
     assert {c.family for c in mapping.COUNTERS.values()} == {
@@ -94,6 +94,7 @@ def test_every_counter_lands_on_a_model_field():
         "cpus",
         mapping.DATASTORES,
         mapping.HOST,
+        mapping.VDISKS,
     }
 
 

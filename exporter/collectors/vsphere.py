@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from exporter.collectors.textformat import counter, gauge, label_string
 
-OBJECT_KINDS = ("host", "lun", "adapter", "path", "datastore")
+OBJECT_KINDS = ("host", "lun", "adapter", "path", "datastore", "vm", "vdisk")
 
 
 def collect(store):
@@ -16,7 +16,10 @@ def collect(store):
     )
     objects = gauge("esxi_vsphere_objects", "Objects found by the target's last discovery.")
     errors = counter("esxi_vsphere_errors_total", "Failed discoveries and QueryPerf calls.")
-    dropped = counter("esxi_vsphere_dropped_series_total", "Perf series that could not be placed in time, by reason.")
+    dropped = counter(
+        "esxi_vsphere_dropped_series_total",
+        "Perf series that could not be placed in time, and VMs left out of a collection (changed since discovery), by reason.",
+    )
     samples = counter("esxi_vsphere_samples_total", "Real-time samples ingested.")
     last = gauge("esxi_vsphere_last_sample_timestamp_seconds", "Server time of the newest real-time sample.")
     for (kind, name), record in sorted(store.health.items()):

@@ -195,6 +195,25 @@ OPTIONS: list[Option] = [
         None,
         "K/N: take shard K (0..N-1) of the hosts by a stable hash of their names; N exporters split a vCenter.",
     ),
+    Option(
+        "vsphere.esxcli",
+        _bool,
+        True,
+        "Read per-device settings (DSNRO, adaptive queue depth, round robin limits) with esxcli through each host's API.",
+    ),
+    Option(
+        "vsphere.vms",
+        _bool,
+        True,
+        "Collect the powered-on VMs of the selected hosts: per virtual disk I/O, latency, outstanding I/O and backing.",
+    ),
+    Option(
+        "vsphere.vm_include",
+        _str_list,
+        [],
+        "Only VMs whose inventory path matches one of these globs (/DC1/vm/prod/**, /**/db*; repeatable).",
+    ),
+    Option("vsphere.vm_exclude", _str_list, [], "Leave out VMs whose inventory path matches one of these globs (repeatable)."),
     Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

@@ -1,6 +1,7 @@
-"""esxcli over the esxtop stream's own SSH connection settings (key, known_hosts, askpass for a
-password, never an argument): the storage configuration of each esxtop-over-SSH host, refreshed
-on the inventory interval and pushed into the store as the host's Inventory."""
+"""esxcli over SSH, through the same transport and target as the host's esxtop stream (key,
+known_hosts, askpass for a password, never an argument): the storage configuration of each
+esxtop-over-SSH host, refreshed on the inventory interval and pushed into the store as the host's
+Inventory."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import threading
 
 from exporter.esxcli import parse
 from exporter.esxcli.inventory import EsxcliError, read
-from exporter.esxtop.ssh import SshTarget, ssh_environment
+from exporter.ssh import process
+from exporter.ssh.target import SshTarget
 from exporter.store import model as m
 
 log = logging.getLogger(__name__)
@@ -36,9 +38,8 @@ class EsxcliOverSsh:
     def fetch(self, words: list[str]):
         command = " ".join(w for w in words if not w.startswith("-"))
         shape = next((f for prefix, f in SHAPES.items() if command.startswith(prefix)), parse.blocks)
-        argv = self.target.ssh_argv(self.ssh, remote="esxcli " + shlex.join(words))
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=ssh_environment(self.target))
+            done = process.run(self.target, "esxcli " + shlex.join(words), timeout=60, ssh=self.ssh)
         except subprocess.TimeoutExpired:
             raise EsxcliError("no answer within 60 s") from None
         if done.returncode != 0:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pyVmomi import vim, vmodl
 
 from exporter.store import model as m
-from exporter.vsphere import nfs, soap
+from exporter.vsphere import nfs, soap, vms
 from exporter.vsphere.selection import HostSelection
 
 HOST_PROPERTIES = [
@@ -62,6 +62,9 @@ class HostTopology:
     datastore_names: dict[str, str] = field(default_factory=dict)  # perf instance -> datastore name
     datastores: list[str] = field(default_factory=list)  # uuids of the mounted datastores
     cpu_threads: int = 0  # logical CPUs: the instances of cpu.* counters
+    extents: dict[str, list[str]] = field(default_factory=dict)  # VMFS datastore name -> its LUNs
+    lun_uuids: dict[str, str] = field(default_factory=dict)  # ScsiLun.uuid -> canonical name
+    vms: list[vms.VmTopology] = field(default_factory=list)  # its powered-on, selected VMs
     # (counter key, instance) -> where its values go; filled by the collection, the only writer,
     # and dropped with the topology when discovery replaces it.
     routes: dict = field(default_factory=dict)
@@ -91,6 +94,8 @@ class Topology:
             "adapter": sum(len(h.inventory.adapters) for h in self.hosts),
             "path": sum(len(h.inventory.paths) for h in self.hosts),
             "datastore": len({d for h in self.hosts for d in h.datastores}),
+            "vm": sum(len(h.vms) for h in self.hosts),
+            "vdisk": sum(len(vm.disks) for h in self.hosts for vm in h.vms),
         }
 
 
@@ -156,6 +161,7 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
             nas.append((volume_name, kind, _text(volume, "remoteHost") or _text(volume, "remoteHostNames")))
         for extent in _all(volume, "extent"):
             extent_datastore[_text(extent, "diskName")] = volume_name
+            topo.extents.setdefault(volume_name, []).append(_text(extent, "diskName"))
     if nas:
         _nas_datastores(inv, nas, props)
     adapters = {}
@@ -173,6 +179,7 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
     for lun in _all(props.get("config.storageDevice.scsiLun"), "ScsiLun"):
         canonical = _text(lun, "canonicalName")
         lun_names[_text(lun, "key")] = canonical
+        topo.lun_uuids[_text(lun, "uuid")] = canonical
         depth = _text(lun, "queueDepth")
         inv.luns[canonical] = m.LunConfig(
             display_name=_text(lun, "displayName"),
@@ -228,9 +235,11 @@ class Place:
     cluster: str = ""  # "" for a standalone host (its own compute resource)
 
 
-def _tree(content) -> list[tuple[str, str, dict]]:
-    """(type, moid, {name, parent}) of every folder, datacenter, compute resource and host."""
-    view = content.viewManager.CreateContainerView(content.rootFolder, list(_TREE_TYPES), True)
+def _tree(content, with_vms: bool = False) -> list[tuple[str, str, dict]]:
+    """(type, moid, {name, parent}) of every folder, datacenter, compute resource and host, and
+    with_vms every VM (with its host and power state) and vApp."""
+    types = _TREE_TYPES + (vms.TREE_TYPES if with_vms else ())
+    view = content.viewManager.CreateContainerView(content.rootFolder, list(types), True)
     spec = vmodl.query.PropertyCollector.FilterSpec(
         objectSet=[
             vmodl.query.PropertyCollector.ObjectSpec(
@@ -239,7 +248,10 @@ def _tree(content) -> list[tuple[str, str, dict]]:
                 selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)],
             )
         ],
-        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=t, pathSet=["name", "parent"]) for t in _TREE_TYPES],
+        propSet=[
+            vmodl.query.PropertyCollector.PropertySpec(type=t, pathSet=vms.TREE_PROPERTIES.get(t, ["name", "parent"]))
+            for t in types
+        ],
     )
     try:
         return list(soap.retrieve_typed(content.propertyCollector, spec))
@@ -247,26 +259,39 @@ def _tree(content) -> list[tuple[str, str, dict]]:
         view.DestroyView()
 
 
+def _nodes(tree: list[tuple[str, str, dict]]) -> dict[str, tuple[str, str, str]]:
+    """moid -> (type, name, parent moid). A VM in a vApp has no parent but its vApp, a vApp its folder."""
+    nodes = {}
+    for kind, moid, props in tree:
+        parent = next(
+            (_text_of(props.get(p)) for p in ("parent", "parentFolder", "parentVApp") if _text_of(props.get(p))),
+            "",
+        )
+        nodes[moid] = (kind, _text_of(props.get("name")), parent)
+    return nodes
+
+
 def host_places(tree: list[tuple[str, str, dict]]) -> dict[str, Place]:
     """moid of each host -> its Place. The root folder is not part of a path (as in Telegraf)."""
-    nodes = {moid: (kind, _text_of(props.get("name")), _text_of(props.get("parent"))) for kind, moid, props in tree}
-    places = {}
-    for moid, (kind, name, parent) in nodes.items():
-        if kind != "HostSystem":
-            continue
-        names, datacenter, cluster = [name], "", ""
-        while parent in nodes:
-            parent_kind, parent_name, grandparent = nodes[parent]
-            if grandparent not in nodes and parent_kind == "Folder":
-                break  # the root folder ("Datacenters")
-            names.append(parent_name)
-            if parent_kind == "Datacenter" and not datacenter:
-                datacenter = parent_name
-            if parent_kind == "ClusterComputeResource" and not cluster:
-                cluster = parent_name
-            parent = grandparent
-        places[moid] = Place(name=name, path="/" + "/".join(reversed(names)), datacenter=datacenter, cluster=cluster)
-    return places
+    nodes = _nodes(tree)
+    return {moid: _place(nodes, moid) for moid, (kind, _, _) in nodes.items() if kind == "HostSystem"}
+
+
+def _place(nodes: dict[str, tuple[str, str, str]], moid: str) -> Place:
+    """Where any node of the tree sits: a host (/DC/host/Cluster/esx01) or a VM (/DC/vm/Folder/db01)."""
+    _, name, parent = nodes[moid]
+    names, datacenter, cluster = [name], "", ""
+    while parent in nodes:
+        parent_kind, parent_name, grandparent = nodes[parent]
+        if grandparent not in nodes and parent_kind == "Folder":
+            break  # the root folder ("Datacenters")
+        names.append(parent_name)
+        if parent_kind == "Datacenter" and not datacenter:
+            datacenter = parent_name
+        if parent_kind == "ClusterComputeResource" and not cluster:
+            cluster = parent_name
+        parent = grandparent
+    return Place(name=name, path="/" + "/".join(reversed(names)), datacenter=datacenter, cluster=cluster)
 
 
 def _retrieve_hosts(content, moids: list[str]) -> list[tuple[str, dict]]:
@@ -279,6 +304,24 @@ def _retrieve_hosts(content, moids: list[str]) -> list[tuple[str, dict]]:
         propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)],
     )
     return list(soap.retrieve(content.propertyCollector, spec))
+
+
+# Below this many hosts a second request costs more than it saves.
+_HOSTS_PER_REQUEST_MIN = 16
+
+
+def _retrieve_in_parallel(client, moids: list[str], max_parallel: int) -> list[tuple[str, dict]]:
+    """The chosen hosts' configuration in up to max_parallel requests at once: the server builds
+    each host's storage answer in its own time (most of discovery's wall time), and a vCenter,
+    like the simulator, answers concurrent property retrievals on several cores. The hosts are
+    read by reference, so the inventory is walked once, by the tree."""
+    pieces = max(1, min(max_parallel, len(moids) // _HOSTS_PER_REQUEST_MIN))
+    if pieces == 1:
+        return client.call(lambda content: _retrieve_hosts(content, moids))
+    chunks = [moids[i::pieces] for i in range(pieces)]
+    with ThreadPoolExecutor(max_workers=pieces) as pool:
+        parts = list(pool.map(lambda chunk: client.call(lambda content: _retrieve_hosts(content, chunk)), chunks))
+    return [row for part in parts for row in part]
 
 
 def perf_counters(content) -> list[tuple[int, str]]:
@@ -350,13 +393,21 @@ def _host_settings(topo: HostTopology, options, iscsi) -> None:
                 adapter.link_speed_bytes_per_second = _iscsi_link_bytes(iscsi, name)
 
 
-def discover(client, max_parallel: int = 4, selection: HostSelection | None = None) -> Topology:
-    """Every connected host the selection keeps (inventory paths, shard), with its storage."""
+def discover(
+    client,
+    max_parallel: int = 4,
+    selection: HostSelection | None = None,
+    with_vms: bool = False,
+    vm_selection: HostSelection | None = None,
+) -> Topology:
+    """Every connected host the selection keeps (inventory paths, shard), with its storage; and
+    with_vms their powered-on VMs that vm_selection keeps, with their virtual disks."""
     start = time.perf_counter()
     selection = selection or HostSelection()
-    places = host_places(client.call(_tree))
+    tree = client.call(lambda content: _tree(content, with_vms))
+    places = host_places(tree)
     chosen = sorted(moid for moid, place in places.items() if selection.keeps(place.path, place.name))
-    rows = client.call(lambda content: _retrieve_hosts(content, chosen))
+    rows = _retrieve_in_parallel(client, chosen, max_parallel)
     stub = client.content().propertyCollector._stub
     hosts = []
     for moid, props in rows:
@@ -381,7 +432,8 @@ def discover(client, max_parallel: int = 4, selection: HostSelection | None = No
             )
         )
     if hosts:
-        with ThreadPoolExecutor(max_workers=max(1, max_parallel)) as pool:
+        # Two small calls a host, each mostly a round trip: more of them at once than the big queries.
+        with ThreadPoolExecutor(max_workers=max(1, 4 * max_parallel)) as pool:
             list(pool.map(lambda host: client.call(lambda _c: _host_settings(*host)), hosts))
     # How many hosts of this target mount each datastore (by uuid: local datastores often share
     # a name): above 1 the LUN is shared.
@@ -392,7 +444,41 @@ def discover(client, max_parallel: int = 4, selection: HostSelection | None = No
     for topo, *_ in hosts:
         topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
     topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
+    if with_vms:
+        _add_vms(client, tree, topos, vm_selection or HostSelection())
     return Topology(hosts=topos, duration=time.perf_counter() - start)
+
+
+def _add_vms(client, tree, topos: list[HostTopology], selection: HostSelection) -> None:
+    """Each host's powered-on VMs that the selection keeps, with the backing of their disks."""
+    by_moid = {topo.ref._moId: topo for topo in topos}
+    nodes = _nodes(tree)
+    chosen = vms.choose(tree, set(by_moid), selection, lambda moid: _place(nodes, moid).path)
+    host_of = {moid: host for moid, _, _, host in chosen}
+    storage: dict[str, vms.HostStorage] = {}
+
+    def storage_of(moid: str) -> vms.HostStorage:
+        host = host_of[moid]
+        known = storage.get(host)
+        if known is None:
+            topo = by_moid[host]
+            known = storage[host] = vms.HostStorage(
+                datastore_types={ds: config.type for ds, config in topo.inventory.datastores.items()},
+                extents={ds: tuple(luns) for ds, luns in topo.extents.items()},
+                lun_uuids=topo.lun_uuids,
+            )
+        return known
+
+    disks = client.call(lambda content: vms.retrieve(content, list(host_of), storage_of))
+    stub = client.content().propertyCollector._stub
+    for moid, name, path, host in chosen:
+        if moid not in disks:
+            continue  # removed since the walk
+        topo = by_moid[host]
+        vm = vms.VmTopology(ref=vim.VirtualMachine(moid, stub), name=name, path=path, host=host, disks=disks[moid])
+        topo.vms.append(vm)
+        for disk, config in vm.disks.items():
+            topo.inventory.vdisks[(name, disk)] = config
 
 
 def _flag(element, path: str) -> bool | None:

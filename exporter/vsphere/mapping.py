@@ -13,6 +13,7 @@ from exporter.store import model as m
 from exporter.store import units
 
 DATASTORES = "datastores"  # host-level datastore.* by datastore name (Sample.datastores)
+VDISKS = "vdisks"  # a VM's virtualDisk.* by (vm, instance scsi0:0): Sample.vdisks, asked of the VM, not the host
 HOST = "host"  # host-wide values (cpu.usagemhz): Sample.host_values
 CPU_HERTZ = m.CPU_USAGE_HERTZ
 
@@ -84,11 +85,15 @@ COUNTERS: dict[str, Counter] = {
         },
     ),
     **_io(DATASTORES, "datastore", {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE}),
+    # virtualDisk.* has no commands counter (COMMANDS is derived below) and no host aggregate.
+    **_io(VDISKS, "virtualDisk", {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE}),
+    "virtualDisk.readOIO.latest": Counter(VDISKS, m.OUTSTANDING_READS),
+    "virtualDisk.writeOIO.latest": Counter(VDISKS, m.OUTSTANDING_WRITES),
     "cpu.usage.average": Counter("cpus", m.CPU_UTIL, units.VSPHERE_PERCENT),
     "cpu.usagemhz.average": Counter(HOST, CPU_HERTZ, units.MEGAHERTZ),
 }
-# datastore.* has no commandsAveraged counter.
-del COUNTERS["datastore.commandsAveraged.average"]
+# datastore.* and virtualDisk.* have no commandsAveraged counter.
+del COUNTERS["datastore.commandsAveraged.average"], COUNTERS["virtualDisk.commandsAveraged.average"]
 
 
 def convert(counter: Counter, raw: float, interval: float) -> float:
@@ -110,3 +115,34 @@ def instance_key(family: str, instance: str, path_names: dict[str, str], datasto
     if family == DATASTORES:
         return datastore_names.get(instance, instance)
     return instance
+
+
+# A VM's totals over its disks: rates and outstanding I/O add up; each direction's latency is
+# the mean over its disks weighted by that direction's rate (as esxtop's `Virtual Disk(vm)`).
+_SUMMED = (m.READS, m.WRITES, m.READ_BYTES, m.WRITTEN_BYTES, m.COMMANDS, m.OUTSTANDING_READS, m.OUTSTANDING_WRITES)
+
+
+def finish_vdisk(stats: dict[str, float]) -> None:
+    """A virtual disk's commands per second: its reads plus its writes (vSphere has no counter)."""
+    if m.READS in stats and m.WRITES in stats:
+        stats[m.COMMANDS] = stats[m.READS] + stats[m.WRITES]
+
+
+def vm_totals(vdisks: dict[tuple[str, str], dict[str, float]]) -> dict[str, dict[str, float]]:
+    """vm -> totals over its disks, for the fields every one of its disks has."""
+    by_vm: dict[str, list[dict[str, float]]] = {}
+    for (vm, _disk), stats in vdisks.items():
+        by_vm.setdefault(vm, []).append(stats)
+    totals = {}
+    for vm, disks in by_vm.items():
+        total = {name: sum(d[name] for d in disks) for name in _SUMMED if all(name in d for d in disks)}
+        for latency, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
+            if not all(latency in d and weight in d for d in disks):
+                continue
+            weights = sum(d[weight] for d in disks)
+            if weights > 0:
+                total[latency] = sum(d[latency] * d[weight] for d in disks) / weights
+            else:  # no I/O that way: the plain mean (0 on an idle VM)
+                total[latency] = sum(d[latency] for d in disks) / len(disks)
+        totals[vm] = total
+    return totals

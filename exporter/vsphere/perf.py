@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from exporter.vsphere import soap
 from exporter.vsphere.client import VsphereError
-from exporter.vsphere.mapping import COUNTERS, Counter
+from exporter.vsphere.mapping import COUNTERS, VDISKS, Counter
 
 REALTIME = 20  # seconds: the real-time interval id
 MAX_CATCH_UP = 30 * 60  # beyond this gap, ask for the newest sample only (vCenter keeps ~1 h)
@@ -33,6 +33,16 @@ class Resolved:
     @property
     def families(self) -> dict[int, str]:
         return {key: counter.family for key, (_, counter) in self.by_key.items()}
+
+    @property
+    def host_keys(self) -> list[int]:
+        """The counters asked of hosts."""
+        return sorted(key for key, (_, counter) in self.by_key.items() if counter.family != VDISKS)
+
+    @property
+    def vm_keys(self) -> list[int]:
+        """The counters asked of VMs (virtualDisk.*, one series per disk)."""
+        return sorted(key for key, (_, counter) in self.by_key.items() if counter.family == VDISKS)
 
 
 def resolve(perf_counters) -> Resolved:
@@ -60,7 +70,7 @@ class QuerySpec:
     """One host's part of a QueryPerf call: every instance ("*") of these counters, real-time,
     CSV. Written to XML by soap.query_perf_csv (pyVmomi's serializer cost more than the query)."""
 
-    entity: object  # vim.HostSystem
+    entity: object  # vim.HostSystem or vim.VirtualMachine
     counters: tuple[int, ...]
     start: float | None = None  # unix seconds, exclusive
     max_sample: int | None = None
@@ -89,6 +99,21 @@ def query_specs(
             specs.append(QuerySpec(host.ref, counters, start=since, series=series))
         else:
             specs.append(QuerySpec(host.ref, counters, max_sample=1, series=series))
+    return specs
+
+
+def vm_specs(vms, keys: list[int], last: dict[str, float], now: float) -> list[QuerySpec]:
+    """One QuerySpec per VM: its virtualDisk counters, after its host's newest sample (its samples
+    join the host's). vms: (VmTopology, host name) pairs."""
+    counters = tuple(keys)
+    specs = []
+    for vm, host in vms:
+        series = (max(1, len(vm.disks)),) * len(counters)
+        since = last.get(host)
+        if since is not None and now - since < MAX_CATCH_UP:
+            specs.append(QuerySpec(vm.ref, counters, start=since, series=series))
+        else:
+            specs.append(QuerySpec(vm.ref, counters, max_sample=1, series=series))
     return specs
 
 
@@ -171,35 +196,49 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
         result.dropped["length_mismatch"] = result.dropped.get("length_mismatch", 0) + misaligned
 
 
-def _run(client, specs) -> tuple[list, list[str]]:
+def _is_vm(spec: QuerySpec) -> bool:
+    return type(spec.entity)._wsdlName == "VirtualMachine"
+
+
+def _run(client, specs) -> tuple[list, list[str], list[str]]:
     """One QueryPerf call. A fault from one bad entity (a host gone since discovery) fails the
-    whole call, so a faulted call of several hosts is asked again host by host."""
+    whole call, so a faulted call of several entities is asked again one by one. A VM the server
+    faults on alone (removed, or powered off, between the state check and the query) is gone,
+    not an error: returned third, by moid."""
 
     def ask(batch):
         return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch, REALTIME))
 
     try:
-        return ask(specs), []
+        return ask(specs), [], []
     except VsphereError as err:
-        if not err.server_fault or len(specs) == 1:
-            return [], [str(err)]
-    answers, errors = [], []
+        if not err.server_fault:
+            return [], [str(err)], []
+        if len(specs) == 1:
+            return ([], [], [specs[0].entity._moId]) if _is_vm(specs[0]) else ([], [str(err)], [])
+    answers, errors, gone = [], [], []
     for spec in specs:
         try:
             answers.extend(ask([spec]))
         except VsphereError as err:
-            errors.append(f"{spec.entity._moId}: {err}")
-    return answers, errors
+            if err.server_fault and _is_vm(spec):
+                gone.append(spec.entity._moId)
+            else:
+                errors.append(f"{spec.entity._moId}: {err}")
+    return answers, errors, gone
 
 
-def query(client, calls: list[list], max_parallel: int) -> tuple[dict[str, HostSeries], list[str]]:
-    """Run the QueryPerf calls (a few at a time); returns per-host series by moref id, and the
-    errors of failed calls (the other calls still count)."""
+def query(client, calls: list[list], max_parallel: int, gone: list[str] | None = None) -> tuple[dict[str, HostSeries], list[str]]:
+    """Run the QueryPerf calls (a few at a time); returns per-entity series by moref id, and the
+    errors of failed calls (the other calls still count). VMs the server no longer knows are
+    added to `gone` (their moids), not to the errors."""
     results: dict[str, HostSeries] = {}
     errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(calls) or 1))) as pool:
-        for answer, failed in pool.map(lambda specs: _run(client, specs), calls):
+        for answer, failed, vanished in pool.map(lambda specs: _run(client, specs), calls):
             errors.extend(failed)
+            if gone is not None:
+                gone.extend(vanished)
             for entity in answer:
                 merge_csv(results.setdefault(entity.entity, HostSeries()), entity.sample_info, entity.series)
     return results, errors

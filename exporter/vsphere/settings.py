@@ -30,8 +30,12 @@ TARGET_KEYS = {
     "host_exclude": _str_list,
     "shard": parse_shard,
     "esxcli": _bool,
+    "vms": _bool,
+    "vm_include": _str_list,
+    "vm_exclude": _str_list,
 }
 _SELECTION_KEYS = ("host_include", "host_exclude", "shard")
+_VM_SELECTION_KEYS = ("vm_include", "vm_exclude")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class TargetConfig:
     max_parallel_queries: int = 4
     selection: HostSelection = HostSelection()  # which hosts: inventory paths and shard
     esxcli: bool = True  # read per-device settings with esxcli through the host's method executer
+    vms: bool = True  # collect the powered-on VMs of the selected hosts (virtual disks)
+    vm_selection: HostSelection = HostSelection()  # which VMs of those hosts: inventory paths (no shard: a VM follows its host)
 
     @property
     def host(self) -> str:
@@ -94,6 +100,15 @@ def _selection(values: dict, where: str, problems: list[str]) -> HostSelection |
         return None
 
 
+def _vm_selection(values: dict, where: str, problems: list[str]) -> HostSelection | None:
+    """The VM selection of these settings (inventory paths only); None (and a problem line) if a pattern is bad."""
+    try:
+        return HostSelection(tuple(values.get("vm_include") or ()), tuple(values.get("vm_exclude") or ()))
+    except ValueError as err:
+        problems.append(f"{where}: vm_include/vm_exclude: {err}")
+        return None
+
+
 def targets(settings) -> list[TargetConfig]:
     """Every configured target; raises ConfigError listing every bad entry at once."""
     problems: list[str] = []
@@ -106,9 +121,15 @@ def targets(settings) -> list[TargetConfig]:
         "vsphere",
         problems,
     )
+    vm_selection = _vm_selection(
+        {"vm_include": settings.get("vsphere.vm_include") or [], "vm_exclude": settings.get("vsphere.vm_exclude") or []},
+        "vsphere",
+        problems,
+    )
     defaults = TargetConfig(
         name="",
         selection=selection or HostSelection(),
+        vm_selection=vm_selection or HostSelection(),
         url="",
         user=settings.get("vsphere.user"),
         password_file=settings.get("vsphere.password_file"),
@@ -120,6 +141,7 @@ def targets(settings) -> list[TargetConfig]:
         max_query_metrics=settings.get("vsphere.max_query_metrics", 256),
         max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4),
         esxcli=settings.get("vsphere.esxcli", True),
+        vms=settings.get("vsphere.vms", True),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):
@@ -159,6 +181,14 @@ def targets(settings) -> list[TargetConfig]:
                 "shard": own["shard"] if own["shard"] is not None else base.shard,
             }
             values["selection"] = _selection(merged, where, problems) or base
+        if any(key in values for key in _VM_SELECTION_KEYS):
+            base = defaults.vm_selection
+            own = {key: values.pop(key, None) for key in _VM_SELECTION_KEYS}
+            merged = {
+                "vm_include": own["vm_include"] if own["vm_include"] is not None else list(base.include),
+                "vm_exclude": own["vm_exclude"] if own["vm_exclude"] is not None else list(base.exclude),
+            }
+            values["vm_selection"] = _vm_selection(merged, where, problems) or base
         url = values.get("url")
         if not url:
             problems.append(f"{where}.url: missing")

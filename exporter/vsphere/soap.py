@@ -119,7 +119,7 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
             ids = metric_ids[spec.counters] = "".join(
                 f"<metricId><counterId>{int(key)}</counterId><instance>*</instance></metricId>" for key in spec.counters
             )
-        parts.append(f'<querySpec><entity type="HostSystem">{escape(spec.entity._moId)}</entity>')
+        parts.append(f'<querySpec><entity type="{type(spec.entity)._wsdlName}">{escape(spec.entity._moId)}</entity>')
         if spec.start is not None:
             parts.append(f"<startTime>{ISO8601Format(dt.datetime.fromtimestamp(spec.start, dt.timezone.utc))}</startTime>")
         if spec.max_sample is not None:

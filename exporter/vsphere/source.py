@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from exporter.store import model as m
-from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf
+from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.settings import TargetConfig
 
@@ -53,6 +53,9 @@ class VsphereTarget:
         self.store = store
         self.lock = threading.Lock()  # guards the health state below
         self.topology: discovery.Topology | None = None  # replaced whole, never mutated
+        self.discovered = threading.Event()  # set by the first discovery that succeeds
+        self.collected = threading.Event()  # set by the first collection
+        self.running = False  # started as a live source (start()), not driven step by step (dump)
         self.resolved: perf.Resolved | None = None
         self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
         self.last_timestamp: dict[str, float] = {}  # host -> newest sample ingested
@@ -115,16 +118,17 @@ class VsphereTarget:
                 # First run: the counter catalogue is read while the server walks the inventory.
                 with ThreadPoolExecutor(max_workers=1) as pool:
                     counters = pool.submit(self._resolve_counters)
-                    topology = discovery.discover(self.client, self.config.max_parallel_queries, self.config.selection)
+                    topology = self._walk()
                     counters.result()
             else:
-                topology = discovery.discover(self.client, self.config.max_parallel_queries, self.config.selection)
+                topology = self._walk()
         except VsphereError as err:
             self._took("discovery", start)
             self._failed("discovery", str(err))
             return False
         self._took("discovery", start)
         previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
+        self.discovered.set()  # the collection loop starts its first round now, not at its next poll
         for topo in topology.hosts:
             # topo.inventory stays the API's view; esxcli's answers are laid over copies of it.
             found = self.esxcli_found.get(topo.name) if self.config.esxcli else None
@@ -136,8 +140,16 @@ class VsphereTarget:
         # esxcli after the topology is out: collection starts without waiting for it (on a real
         # vCenter each host answers esxcli in its own time, hostd by hostd).
         if self.config.esxcli:
+            if self.running:
+                # The first time, the first collection goes first: esxcli's thousands of small
+                # answers would share the interpreter with it and delay the first complete /metrics.
+                self.collected.wait(self.config.interval)
             self._read_esxcli(topology)
         return True
+
+    def _walk(self) -> discovery.Topology:
+        cfg = self.config
+        return discovery.discover(self.client, cfg.max_parallel_queries, cfg.selection, cfg.vms, cfg.vm_selection)
 
     def _with_esxcli(self, topo: discovery.HostTopology, found: m.Inventory | None) -> m.Inventory:
         """The host's inventory as published: the API's view with esxcli's answer laid over a copy.
@@ -203,7 +215,9 @@ class VsphereTarget:
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
         with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
-            return self._collect(now)
+            ok = self._collect(now)
+        self.collected.set()  # done or failed: the first esxcli read waits no longer
+        return ok
 
     def _collect(self, now: float | None) -> bool:
         topology, resolved = self.topology, self.resolved
@@ -211,16 +225,33 @@ class VsphereTarget:
             return False
         now = time.time() if now is None else now
         start = time.perf_counter()
-        specs = perf.query_specs(topology.hosts, sorted(resolved.by_key), self.last_timestamp, now, resolved.families)
-        calls = perf.chunk(specs, self.max_query_metrics)
+        specs = perf.query_specs(topology.hosts, resolved.host_keys, self.last_timestamp, now, resolved.families)
         try:
-            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries)
+            running = self._running_vms(topology) if resolved.vm_keys else {}
+        except VsphereError as err:  # no answer at all: the server or the login is gone
+            with self.lock:
+                self.durations["collection"] = time.perf_counter() - start
+            self._failed("collection", str(err))
+            return False
+        specs += perf.vm_specs(
+            ((vm, topo.name) for topo in topology.hosts for vm in running.get(topo.name, ())),
+            resolved.vm_keys,
+            self.last_timestamp,
+            now,
+        )
+        calls = perf.chunk(specs, self.max_query_metrics)
+        gone: list[str] = []
+        try:
+            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone)
         except VsphereError as err:  # the login itself failed
             results, errors = {}, [str(err)]
+        if gone:
+            self._count_dropped("vm_gone", len(gone))
         for topo in topology.hosts:
             series = results.get(topo.ref._moId)
             if series is not None:
-                self._ingest_host(topo, series, resolved)
+                vm_series = [(vm, results[vm.ref._moId]) for vm in running.get(topo.name, ()) if vm.ref._moId in results]
+                self._ingest_host(topo, series, resolved, vm_series)
         with self.lock:
             self.durations["collection"] = time.perf_counter() - start
         if errors and not results:
@@ -235,10 +266,54 @@ class VsphereTarget:
         self._ok()
         return True
 
-    def _ingest_host(self, topo: discovery.HostTopology, series: perf.HostSeries, resolved: perf.Resolved) -> None:
+    def _running_vms(self, topology: discovery.Topology) -> dict[str, list[vms.VmTopology]]:
+        """host name -> its discovered VMs still running there now. A VM powered off, moved or
+        removed since discovery is left out and counted by reason (it comes back, or goes, at
+        the next discovery). If the server faults the check, every VM is asked for (its fault
+        on a gone one is then counted the same way); no answer at all fails the collection."""
+        hosts = [topo for topo in topology.hosts if topo.vms]
+        if not hosts:
+            return {}
+        try:
+            now = self.client.call(lambda content: vms.states(content, [topo.ref._moId for topo in hosts]))
+        except VsphereError as err:
+            if not err.server_fault:
+                raise
+            log.debug("vsphere target %s: VM state check failed, asking for every VM: %s", self.name, err)
+            return {topo.name: topo.vms for topo in hosts}
+        running: dict[str, list[vms.VmTopology]] = {}
+        for topo in hosts:
+            for vm in topo.vms:
+                reason = vms.gone_reason(vm, now)
+                if reason is None:
+                    running.setdefault(topo.name, []).append(vm)
+                else:
+                    self._count_dropped(reason, 1)
+        return running
+
+    def _count_dropped(self, reason: str, count: int) -> None:
+        with self.lock:
+            self.dropped[reason] = self.dropped.get(reason, 0) + count
+
+    def _ingest_host(
+        self,
+        topo: discovery.HostTopology,
+        series: perf.HostSeries,
+        resolved: perf.Resolved,
+        vm_series: list[tuple[vms.VmTopology, perf.HostSeries]] = (),
+    ) -> None:
         with self.lock:
             for reason, count in series.dropped.items():
                 self.dropped[reason] = self.dropped.get(reason, 0) + count
+            for _, one in vm_series:
+                for reason, count in one.dropped.items():
+                    self.dropped[reason] = self.dropped.get(reason, 0) + count
+        # Each VM's samples join the host's of the same time; one at a time no host sample has is dropped.
+        vm_stamps = [(vm, one, {stamp: i for i, (stamp, _) in enumerate(one.stamps)}) for vm, one in vm_series]
+        host_stamps = {stamp for stamp, _ in series.stamps}
+        unplaced = sum(len(one.values) for _, one, at in vm_stamps for stamp in at if stamp not in host_stamps)
+        if unplaced:
+            self._count_dropped("time_mismatch", unplaced)
         last = self.last_timestamp.get(topo.name, 0.0)
         for index, (stamp, interval) in enumerate(series.stamps):
             if stamp <= last:
@@ -265,6 +340,14 @@ class VsphereTarget:
                 family = host_level if family_name == mapping.HOST else getattr(sample, family_name)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
+            for vm, one, at in vm_stamps:
+                index_vm = at.get(stamp)
+                if index_vm is not None:
+                    wildcards += _ingest_vm(sample, vm, one, index_vm, resolved, interval)
+            if sample.vdisks:
+                for stats in sample.vdisks.values():
+                    mapping.finish_vdisk(stats)
+                sample.vms = mapping.vm_totals(sample.vdisks)
             self.store.ingest(sample, origin=self.name)
             self._count_sample(topo.name, wildcards)
             last = stamp
@@ -283,6 +366,7 @@ class VsphereTarget:
         return self.discover() and self.collect()
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
+        self.running = True
         threads = [
             threading.Thread(target=self._discovery_loop, args=(stop,), name=f"vsphere-discovery:{self.name}", daemon=True),
             threading.Thread(target=self._collection_loop, args=(stop,), name=f"vsphere-collect:{self.name}", daemon=True),
@@ -309,7 +393,40 @@ class VsphereTarget:
                     self._failed("collection", "internal error (see log)")
                 stop.wait(max(1.0, self.config.interval - (time.monotonic() - started)))
             else:
-                stop.wait(0.5)
+                # Woken by the first discovery (or by stop): the first complete /metrics follows it at once.
+                self.discovered.wait(1.0)
+
+
+def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:
+    """One VM's values at one time into the host's sample (Sample.vdisks); returns the wildcard
+    echoes met. Routes are cached per VM as per host."""
+    wildcards, routes, vdisks = 0, vm.routes, sample.vdisks
+    for series_key, values in series.values.items():
+        raw = values[index]
+        if raw is None:
+            continue
+        route = routes.get(series_key, _UNROUTED)
+        if route is _UNROUTED:
+            route = routes[series_key] = _vm_route(series_key, vm, resolved)
+        if route is None:
+            continue
+        if route is _WILDCARD:
+            wildcards += 1
+            continue
+        object_key, counter = route
+        vdisks.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
+    return wildcards
+
+
+def _vm_route(series_key: tuple[int, str], vm: vms.VmTopology, resolved: perf.Resolved):
+    """(vm, disk) and counter of a VM's series; None for one not ours or the VM's aggregate ("")."""
+    key, instance = series_key
+    entry = resolved.by_key.get(key)
+    if entry is None or entry[1].family != mapping.VDISKS or not instance:
+        return None
+    if instance == "*":
+        return _WILDCARD
+    return (vm.name, instance), entry[1]
 
 
 def _copy(inventory: m.Inventory) -> m.Inventory:

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/tls"
 	"encoding/json"
@@ -23,12 +24,16 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -171,10 +176,38 @@ type Host struct {
 	Network       *Network                    `json:"network"`
 	Perf          map[string]int64            `json:"perf"`
 	DatastorePerf map[string]map[string]int64 `json:"datastore_perf"`
+	Vms           []Vm                        `json:"vms"`
 }
 
 type Fixture struct {
 	Hosts []Host `json:"hosts"`
+}
+
+// Vm is a virtual machine running on its host (PoweredOff: registered there, not running), in a
+// VM folder under the datacenter's vm folder if Folder is set.
+type Vm struct {
+	Name       string  `json:"name"`
+	Folder     string  `json:"folder"`
+	PoweredOff bool    `json:"powered_off"`
+	Disks      []Vdisk `json:"disks"`
+}
+
+// Vdisk is one virtual disk: its controller (pvscsi, lsilogic, lsilogic-sas, buslogic, ahci, nvme)
+// with the bus and unit that make its perf instance (scsi0:1, sata0:0, nvme0:0), the datastore
+// holding its file (an RDM's mapping file), a flat disk's provisioning (thin, thick_lazy,
+// thick_eager) or an RDM of a host LUN (Rdm: canonical name, RdmMode physical | virtual), its
+// storage I/O allocation (IopsLimit 0: unlimited) and its virtualDisk.* counters.
+type Vdisk struct {
+	Controller   string           `json:"controller"`
+	Bus          int32            `json:"bus"`
+	Unit         int32            `json:"unit"`
+	Datastore    string           `json:"datastore"`
+	Provisioning string           `json:"provisioning"`
+	Rdm          string           `json:"rdm"`
+	RdmMode      string           `json:"rdm_mode"`
+	IopsLimit    int64            `json:"iops_limit"`
+	Shares       int32            `json:"shares"`
+	Perf         map[string]int64 `json:"perf"`
 }
 
 // datastoreUUID derives a VMFS-style uuid from the datastore name, the same on every host.
@@ -262,7 +295,7 @@ func buildHost(hostIdx int, fx *Host) (*types.HostStorageDeviceInfo, []types.Hos
 			ScsiLun: types.ScsiLun{
 				HostDevice:       types.HostDevice{DeviceName: "/vmfs/devices/disks/" + lun.Name, DeviceType: "disk"},
 				Key:              lunKey,
-				Uuid:             strings.TrimPrefix(lun.Name, "naa."),
+				Uuid:             lunUUID(lun.Name),
 				CanonicalName:    lun.Name,
 				DisplayName:      lun.Display,
 				LunType:          "disk",
@@ -423,20 +456,40 @@ func buildNetwork(base *types.HostNetworkInfo, n *Network) *types.HostNetworkInf
 	return &info
 }
 
-// PerfManager serves the fixture values for each host's real instances.
+// PerfManager serves the fixture values for each host's real instances, and each VM's virtual
+// disks by instance (scsi0:0 ...; stock vcsim answers only aggregate VM counters).
 type PerfManager struct {
 	*simulator.PerformanceManager
 	hosts map[string]*hostStorage // host moref value -> storage
+	vms   map[string]*vmPerf      // VM moref value -> its virtual disks' counters
 	names map[int32]string        // counter key -> group.name.rollup
 }
 
-func (p *PerfManager) seriesFor(hs *hostStorage, id types.PerfMetricId) []types.PerfMetricId {
+// vmPerf is one VM's counters: group -> instance -> counter -> value.
+type vmPerf struct {
+	vm        *simulator.VirtualMachine
+	instances map[string]map[string]map[string]int64
+}
+
+// entity is the counters of a host or VM; running is false for a VM that is not powered on,
+// which has no real-time samples (as on vCenter).
+func (p *PerfManager) entity(ref types.ManagedObjectReference) (instances map[string]map[string]map[string]int64, running, ok bool) {
+	if hs, ok := p.hosts[ref.Value]; ok && ref.Type == "HostSystem" {
+		return hs.instances, true, true
+	}
+	if v, ok := p.vms[ref.Value]; ok && ref.Type == "VirtualMachine" {
+		return v.instances, v.vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn, true
+	}
+	return nil, false, false
+}
+
+func (p *PerfManager) seriesFor(all map[string]map[string]map[string]int64, id types.PerfMetricId) []types.PerfMetricId {
 	name, ok := p.names[id.CounterId]
 	if !ok {
 		return nil
 	}
 	group := strings.SplitN(name, ".", 2)[0]
-	instances := hs.instances[group]
+	instances := all[group]
 	var out []types.PerfMetricId
 	if id.Instance == "*" {
 		keys := make([]string, 0, len(instances))
@@ -463,7 +516,7 @@ func (p *PerfManager) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) so
 	body := &methods.QueryPerfBody{Res: &types.QueryPerfResponse{}}
 	latest := time.Now().UTC().Truncate(20 * time.Second)
 	for _, qs := range req.QuerySpec {
-		hs, ok := p.hosts[qs.Entity.Value]
+		hs, running, ok := p.entity(qs.Entity)
 		if !ok {
 			body.Fault_ = simulator.Fault("", &types.InvalidArgument{InvalidProperty: "entity"})
 			return body
@@ -473,7 +526,7 @@ func (p *PerfManager) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) so
 			end = qs.EndTime.UTC().Truncate(20 * time.Second)
 		}
 		var stamps []time.Time
-		for t := end; len(stamps) < 180; t = t.Add(-20 * time.Second) {
+		for t := end; running && len(stamps) < 180; t = t.Add(-20 * time.Second) {
 			if qs.StartTime != nil && !t.After(*qs.StartTime) {
 				break
 			}
@@ -526,14 +579,15 @@ func (p *PerfManager) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) so
 	return body
 }
 
-func (p *PerfManager) value(hs *hostStorage, id types.PerfMetricId) int64 {
+func (p *PerfManager) value(all map[string]map[string]map[string]int64, id types.PerfMetricId) int64 {
 	name := p.names[id.CounterId]
-	return hs.instances[strings.SplitN(name, ".", 2)[0]][id.Instance][name]
+	return all[strings.SplitN(name, ".", 2)[0]][id.Instance][name]
 }
 
 // generate builds an inventory of n hosts: 2 FC HBAs each, luns LUNs with two paths, every
-// LUN carrying a VMFS datastore shared by a group of 8 hosts.
-func generate(n, luns int) *Fixture {
+// LUN carrying a VMFS datastore shared by a group of 8 hosts, and vms VMs per host with one or
+// two pvscsi disks each (alternately) on those datastores.
+func generate(n, luns, vms int) *Fixture {
 	fx := &Fixture{}
 	for h := 0; h < n; h++ {
 		host := Host{
@@ -570,6 +624,16 @@ func generate(n, luns int) *Fixture {
 			host.DatastorePerf[ds] = map[string]int64{"datastore.numberReadAveraged.average": int64(500 + l), "datastore.numberWriteAveraged.average": 300,
 				"datastore.read.average": 16000, "datastore.write.average": 9600, "datastore.totalReadLatency.average": 3, "datastore.totalWriteLatency.average": 2}
 		}
+		for v := 0; v < vms && luns > 0; v++ {
+			vm := Vm{Name: fmt.Sprintf("vm%04d-%02d", h, v)}
+			for d := 0; d < 1+v%2; d++ {
+				vm.Disks = append(vm.Disks, Vdisk{Controller: "pvscsi", Unit: int32(d), Datastore: host.Luns[(v+d)%luns].Datastore, Provisioning: "thin",
+					Perf: map[string]int64{"virtualDisk.numberReadAveraged.average": int64(40 + v), "virtualDisk.numberWriteAveraged.average": 20,
+						"virtualDisk.read.average": 640, "virtualDisk.write.average": 320, "virtualDisk.totalReadLatency.average": int64(2 + v%5),
+						"virtualDisk.totalWriteLatency.average": 3, "virtualDisk.readOIO.latest": int64(1 + v%4), "virtualDisk.writeOIO.latest": 1}})
+			}
+			host.Vms = append(host.Vms, vm)
+		}
 		fx.Hosts = append(fx.Hosts, host)
 	}
 	return fx
@@ -581,6 +645,7 @@ func main() {
 	fixture := flag.String("fixture", "", "JSON fixture of hosts, HBAs, LUNs and counter values")
 	hosts := flag.Int("hosts", 4, "generated inventory: number of hosts (without -fixture)")
 	luns := flag.Int("luns", 8, "generated inventory: LUNs per host")
+	vmsPerHost := flag.Int("vms", 0, "generated inventory: powered-on VMs per host (one or two disks each)")
 	certOut := flag.String("cert-out", "", "write the server's TLS certificate (PEM) here, for the client's CA file")
 	user := flag.String("username", "user", "login user")
 	pass := flag.String("password", "pass", "login password")
@@ -600,7 +665,7 @@ func main() {
 			log.Fatalf("%s: %v", *fixture, err)
 		}
 	} else {
-		fx = generate(*hosts, *luns)
+		fx = generate(*hosts, *luns, *vmsPerHost)
 	}
 	var model *simulator.Model
 	if *esx {
@@ -635,12 +700,14 @@ func main() {
 		log.Fatalf("simulator created %d hosts, fixture has %d", len(all), len(fx.Hosts))
 	}
 	pm := reg.Get(*model.ServiceContent.PerfManager).(*simulator.PerformanceManager)
-	perf := &PerfManager{PerformanceManager: pm, hosts: map[string]*hostStorage{}, names: map[int32]string{}}
+	perf := &PerfManager{PerformanceManager: pm, hosts: map[string]*hostStorage{}, vms: map[string]*vmPerf{}, names: map[int32]string{}}
 	for _, c := range perf.PerfCounter {
 		perf.names[c.Key] = c.GroupInfo.GetElementDescription().Key + "." + c.NameInfo.GetElementDescription().Key + "." + string(c.RollupType)
 	}
+	placed := make([]*simulator.HostSystem, len(fx.Hosts))
 	for i := range fx.Hosts {
 		h := all[i].(*simulator.HostSystem)
+		placed[i] = h
 		fh := &fx.Hosts[i]
 		info, mounts, hs := buildHost(i, fh)
 		h.Name = fh.Name
@@ -672,6 +739,14 @@ func main() {
 		}
 	}
 	reg.Put(perf)
+	dsRoot, err := os.MkdirTemp("", "storagesim-ds")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dsRoot)
+	if err := datastoreObjects(reg, placed, dsRoot); err != nil {
+		log.Fatal(err)
+	}
 	if *maxQueryMetrics > 0 && !*esx {
 		reg.OptionManager().Setting = append(reg.OptionManager().Setting,
 			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
@@ -681,6 +756,9 @@ func main() {
 	model.Service.Listen = u
 	model.Service.TLS = new(tls.Config)
 	server := model.Service.NewServer()
+	if err := createVMs(server.URL, reg, perf, placed, fx, *esx); err != nil {
+		log.Fatalf("creating the fixture's VMs: %v", err)
+	}
 	if *certOut != "" {
 		block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
 		if err := os.WriteFile(*certOut, block, 0o644); err != nil {
@@ -816,4 +894,250 @@ func orDefaultInt(value, fallback int32) int32 {
 		return fallback
 	}
 	return value
+}
+
+// datastoreObjects makes each datastore the hosts mount a Datastore object of the hosts'
+// datacenter, listed by its hosts (HostSystem.datastore): the fixture's mounts are only the
+// hosts' view, and the simulator's VM operations (reconfigure, relocate) find each disk's
+// datastore by name among its host's. Its files live under root.
+func datastoreObjects(reg *simulator.Registry, hosts []*simulator.HostSystem, root string) error {
+	made := map[string]*simulator.Datastore{} // datacenter/name -> object
+	for _, h := range hosts {
+		dc := datacenterOf(reg, h.Self).Value
+		for _, mount := range h.Config.FileSystemVolume.MountInfo {
+			vol := mount.Volume.GetHostFileSystemVolume()
+			key := dc + "/" + vol.Name
+			ds := made[key]
+			if ds == nil {
+				dir := path.Join(root, dc, vol.Name)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+				ds = &simulator.Datastore{}
+				ds.Self = types.ManagedObjectReference{Type: "Datastore", Value: fmt.Sprintf("datastore-%s-%s", dc, vol.Name)}
+				ds.Name = vol.Name
+				ds.Summary = types.DatastoreSummary{Datastore: &ds.Self, Name: vol.Name, Url: dir, Capacity: vol.Capacity,
+					FreeSpace: vol.Capacity / 2, Accessible: true, Type: vol.Type}
+				ds.Info = &types.DatastoreInfo{Name: vol.Name, Url: dir, FreeSpace: vol.Capacity / 2}
+				reg.Put(ds)
+				made[key] = ds
+			}
+			ds.Host = append(ds.Host, types.DatastoreHostMount{Key: h.Self, MountInfo: mount.MountInfo})
+			h.Datastore = append(h.Datastore, ds.Self)
+		}
+	}
+	return nil
+}
+
+// datastoreOf is the Datastore object of this name among the host's.
+func datastoreOf(reg *simulator.Registry, h *simulator.HostSystem, name string) *types.ManagedObjectReference {
+	for _, ref := range h.Datastore {
+		if ds, ok := reg.Get(ref).(*simulator.Datastore); ok && ds.Name == name {
+			return &ref
+		}
+	}
+	return nil
+}
+
+// lunUUID is a LUN's ScsiLun.uuid, which an RDM's backing names it by (lunUuid).
+func lunUUID(name string) string {
+	return "0200000000" + strings.TrimPrefix(name, "naa.") + "4c554e20432d"
+}
+
+// instancePrefix is the perf instance prefix of a controller type: scsi0:0, sata0:0, nvme0:0, ide0:0.
+func instancePrefix(controller string) string {
+	switch controller {
+	case "ahci":
+		return "sata"
+	case "nvme", "ide":
+		return controller
+	}
+	return "scsi"
+}
+
+// datacenterOf walks up from an inventory object to its datacenter.
+func datacenterOf(reg *simulator.Registry, ref types.ManagedObjectReference) types.ManagedObjectReference {
+	for ref.Type != "Datacenter" {
+		ref = *reg.Get(ref).(mo.Entity).Entity().Parent
+	}
+	return ref
+}
+
+// createVMs puts each fixture host's VMs on it through the API, as a client would (CreateVM_Task,
+// PowerOnVM_Task), then gives each disk its fixture backing: the simulator makes every disk a file
+// on LocalDS_0, while the fixture's datastores are only the hosts' VMFS and NFS mounts, and an RDM
+// needs a host LUN. Each VM's virtual disks answer their virtualDisk.* counters by instance.
+func createVMs(u *url.URL, reg *simulator.Registry, perf *PerfManager, hosts []*simulator.HostSystem, fx *Fixture, esx bool) error {
+	ctx := context.Background()
+	c, err := govmomi.NewClient(ctx, u, true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Logout(ctx) }()
+	folders := map[string]*object.Folder{} // datacenter/folder -> VM folder
+	var lock sync.Mutex                    // folders and perf.vms, written by the parallel hosts
+	var failed error
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8) // hosts whose VMs are created at once (thousands, for benchmarks)
+	for i, h := range hosts {
+		if len(fx.Hosts[i].Vms) == 0 {
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(i int, h *simulator.HostSystem) {
+			defer func() { <-slots; wg.Done() }()
+			if err := createHostVMs(ctx, c, reg, perf, h, &fx.Hosts[i], esx, folders, &lock); err != nil {
+				lock.Lock()
+				failed = err
+				lock.Unlock()
+			}
+		}(i, h)
+	}
+	wg.Wait()
+	return failed
+}
+
+func createHostVMs(ctx context.Context, c *govmomi.Client, reg *simulator.Registry, perf *PerfManager, h *simulator.HostSystem,
+	fh *Host, esx bool, folders map[string]*object.Folder, lock *sync.Mutex) error {
+	host := object.NewHostSystem(c.Client, h.Self)
+	pool, err := host.ResourcePool(ctx)
+	if err != nil {
+		return err
+	}
+	dc := object.NewDatacenter(c.Client, datacenterOf(reg, h.Self))
+	dcFolders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	for _, vm := range fh.Vms {
+		folder := dcFolders.VmFolder
+		if vm.Folder != "" && !esx { // a standalone host has no VM folders
+			key := dc.Reference().Value + "/" + vm.Folder
+			lock.Lock()
+			if folders[key] == nil {
+				folders[key], err = dcFolders.VmFolder.CreateFolder(ctx, vm.Folder)
+			}
+			folder = folders[key]
+			lock.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+		ref, err := createVM(ctx, folder, pool, host, &vm)
+		if err != nil {
+			return fmt.Errorf("%s: %v", vm.Name, err)
+		}
+		obj := reg.Get(ref).(*simulator.VirtualMachine)
+		instances := backDisks(obj, &vm, func(name string) *types.ManagedObjectReference { return datastoreOf(reg, h, name) })
+		lock.Lock()
+		perf.vms[ref.Value] = &vmPerf{vm: obj, instances: map[string]map[string]map[string]int64{"virtualDisk": instances}}
+		lock.Unlock()
+		if !vm.PoweredOff {
+			task, err := object.NewVirtualMachine(c.Client, ref).PowerOn(ctx)
+			if err == nil {
+				_, err = task.WaitForResult(ctx, nil)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: power on: %v", vm.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func createVM(ctx context.Context, folder *object.Folder, pool *object.ResourcePool, host *object.HostSystem, vm *Vm) (types.ManagedObjectReference, error) {
+	var devices object.VirtualDeviceList
+	controllers := map[string]types.BaseVirtualController{}
+	for d, disk := range vm.Disks {
+		key := fmt.Sprintf("%s%d", disk.Controller, disk.Bus)
+		ctl, ok := controllers[key]
+		if !ok {
+			var dev types.BaseVirtualDevice
+			var err error
+			switch disk.Controller {
+			case "ahci":
+				dev, err = devices.CreateSATAController()
+			case "nvme":
+				dev, err = devices.CreateNVMEController()
+			default:
+				dev, err = devices.CreateSCSIController(disk.Controller)
+			}
+			if err != nil {
+				return types.ManagedObjectReference{}, err
+			}
+			ctl = dev.(types.BaseVirtualController)
+			ctl.GetVirtualController().BusNumber = disk.Bus
+			devices = append(devices, dev)
+			controllers[key] = ctl
+		}
+		vd := devices.CreateDisk(ctl, types.ManagedObjectReference{}, fmt.Sprintf("[LocalDS_0] %s/disk%d.vmdk", vm.Name, d))
+		vd.UnitNumber = types.NewInt32(disk.Unit)
+		vd.CapacityInKB = 10 << 20
+		devices = append(devices, vd)
+	}
+	spec := types.VirtualMachineConfigSpec{Name: vm.Name, GuestId: string(types.VirtualMachineGuestOsIdentifierOtherGuest),
+		Files: &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"}}
+	var err error
+	if spec.DeviceChange, err = devices.ConfigSpec(types.VirtualDeviceConfigSpecOperationAdd); err != nil {
+		return types.ManagedObjectReference{}, err
+	}
+	task, err := folder.CreateVM(ctx, spec, pool, host)
+	if err != nil {
+		return types.ManagedObjectReference{}, err
+	}
+	info, err := task.WaitForResult(ctx, nil)
+	if err != nil {
+		return types.ManagedObjectReference{}, err
+	}
+	return info.Result.(types.ManagedObjectReference), nil
+}
+
+// backDisks gives the created VM's disks their fixture backing and storage I/O allocation, and
+// returns their counters by perf instance.
+func backDisks(obj *simulator.VirtualMachine, vm *Vm, datastore func(string) *types.ManagedObjectReference) map[string]map[string]int64 {
+	instances := map[string]map[string]int64{}
+	for _, dev := range obj.Config.Hardware.Device {
+		vd, ok := dev.(*types.VirtualDisk)
+		if !ok {
+			continue
+		}
+		backing, ok := vd.Backing.(*types.VirtualDiskFlatVer2BackingInfo)
+		if !ok {
+			continue
+		}
+		var d int
+		if _, err := fmt.Sscanf(path.Base(backing.FileName), "disk%d.vmdk", &d); err != nil || d >= len(vm.Disks) {
+			continue
+		}
+		disk := vm.Disks[d]
+		file := fmt.Sprintf("[%s] %s/%s.vmdk", disk.Datastore, vm.Name, vm.Name)
+		if d > 0 {
+			file = fmt.Sprintf("[%s] %s/%s_%d.vmdk", disk.Datastore, vm.Name, vm.Name, d)
+		}
+		if disk.Rdm != "" {
+			vd.Backing = &types.VirtualDiskRawDiskMappingVer1BackingInfo{
+				VirtualDeviceFileBackingInfo: types.VirtualDeviceFileBackingInfo{FileName: strings.TrimSuffix(file, ".vmdk") + "-rdmp.vmdk", Datastore: datastore(disk.Datastore)},
+				LunUuid:                      lunUUID(disk.Rdm),
+				DeviceName:                   "/vmfs/devices/disks/" + disk.Rdm,
+				CompatibilityMode:            orDefault(disk.RdmMode, "physical") + "Mode",
+				DiskMode:                     string(types.VirtualDiskModeIndependent_persistent),
+			}
+		} else {
+			backing.FileName, backing.Datastore = file, datastore(disk.Datastore)
+			backing.ThinProvisioned = types.NewBool(disk.Provisioning == "thin")
+			backing.EagerlyScrub = types.NewBool(disk.Provisioning == "thick_eager")
+		}
+		limit := int64(-1) // unlimited
+		if disk.IopsLimit > 0 {
+			limit = disk.IopsLimit
+		}
+		shares := types.SharesInfo{Shares: 1000, Level: types.SharesLevelNormal}
+		if disk.Shares > 0 && disk.Shares != 1000 {
+			shares = types.SharesInfo{Shares: disk.Shares, Level: types.SharesLevelCustom}
+		}
+		vd.StorageIOAllocation = &types.StorageIOAllocationInfo{Limit: &limit, Shares: &shares}
+		instances[fmt.Sprintf("%s%d:%d", instancePrefix(disk.Controller), disk.Bus, disk.Unit)] = disk.Perf
+	}
+	return instances
 }

@@ -1,0 +1,105 @@
+"""Running the ssh client: one supervised process per session or command, why a session ended,
+and the backoff between attempts. Every process started here is killed when the exporter exits."""
+
+from __future__ import annotations
+
+import atexit
+import random
+import subprocess
+import threading
+
+from exporter.ssh.environment import ssh_environment
+from exporter.ssh.target import SshTarget
+
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+
+
+@atexit.register
+def _kill_running() -> None:
+    # Source threads are daemons: at exit, end their ssh processes too, or the remote command
+    # would run on until its next write fails.
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def spawn(target: SshTarget, remote: str, ssh: str = "ssh") -> subprocess.Popen:
+    """A long-running remote command with its stdout and stderr piped; end it with `release`.
+    Raises OSError when the client cannot be started."""
+    proc = subprocess.Popen(
+        target.ssh_argv(remote, ssh),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ssh_environment(target),
+    )
+    with _running_lock:
+        _running.add(proc)
+    return proc
+
+
+def release(proc: subprocess.Popen) -> int:
+    """Kill the process if it still runs, reap it, close its pipes; its exit status."""
+    if proc.poll() is None:
+        proc.kill()
+    returncode = proc.wait()
+    with _running_lock:
+        _running.discard(proc)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    return returncode
+
+
+def run(target: SshTarget, remote: str, timeout: float, ssh: str = "ssh") -> subprocess.CompletedProcess:
+    """A short remote command run to its end (raises subprocess.TimeoutExpired after `timeout`)."""
+    return subprocess.run(
+        target.ssh_argv(remote, ssh), capture_output=True, text=True, timeout=timeout, env=ssh_environment(target)
+    )
+
+
+class Backoff:
+    """Exponential backoff with jitter: `initial` after a session that delivered, doubled after
+    each one that did not, capped at `maximum`."""
+
+    def __init__(self, initial: float, maximum: float):
+        self.initial, self.maximum = initial, maximum
+        self.delay = initial
+
+    def next(self, delivered: bool) -> float:
+        """The delay before the next attempt (without jitter: what the log says)."""
+        self.delay = self.initial if delivered else min(self.delay * 2, self.maximum)
+        return self.delay
+
+    def jittered(self) -> float:
+        return self.delay * random.uniform(0.8, 1.2)
+
+
+def classify(returncode: int | None, stderr: str, delivered: bool, command: str = "esxtop") -> tuple[str, str]:
+    """(reason, one-line explanation) of why a session of `command` ended."""
+    last = next((line.strip().rstrip(".") for line in reversed(stderr.splitlines()) if line.strip()), "")
+    if returncode == 255:
+        if "REMOTE HOST IDENTIFICATION HAS CHANGED" in stderr:
+            return "host_key", (
+                "the host key CHANGED since it was recorded in known_hosts: refusing to connect "
+                "(a reinstalled host or a man-in-the-middle; if expected, remove the old key with ssh-keygen -R)"
+            )
+        if "Host key verification failed" in stderr or "No matching host key" in stderr:
+            return (
+                "host_key",
+                "the host key is not in known_hosts: refusing to connect (add it with ssh-keyscan after checking it)",
+            )
+        if "Permission denied" in stderr or "Too many authentication failures" in stderr:
+            return "auth", f"authentication failed: {last}"
+        if "Connection refused" in stderr:
+            return "refused", f"connection refused: {last}"
+        if not delivered:
+            return "unreachable", f"cannot connect: {last or 'ssh exited with 255'}"
+        return "dropped", f"connection lost: {last or 'ssh exited with 255'}"
+    if returncode is not None and returncode < 0:
+        return ("dropped" if delivered else "unreachable"), f"ssh was killed by signal {-returncode}"
+    # The reason label keeps its historical name: esxi_esxtop_restarts_total{reason="esxtop_exited"}.
+    return f"{command}_exited", f"{command} exited with status {returncode}" + (f": {last}" if last else "")

@@ -1,0 +1,210 @@
+"""The powered-on VMs of the selected hosts and what backs each of their virtual disks.
+
+Discovery: the inventory walk (discovery._tree) also names every VM with its parent, host and
+power state, so VMs are chosen (running, on a selected host, kept by --vsphere.vm-include/-exclude)
+before any device list is read; then one paged property-collector query reads the chosen VMs'
+`config.hardware.device`. Each disk is named as its perf instance (`scsi0:1` = controller type
+and bus number : unit number) and joined to its datastore (from its file name), the LUNs under a
+VMFS datastore (its extents, as the host mounts it) or an RDM's LUN (lunUuid -> the host's
+ScsiLun), its controller, provisioning and storage I/O allocation.
+
+Collection: before each QueryPerf a small query reads each selected host's VMs' host and power
+state, so a VM powered off, moved or removed since discovery is left out (and counted) instead of
+being asked for, or having its samples put under the wrong host.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from pyVmomi import vim, vmodl
+
+from exporter.store import model as m
+from exporter.vsphere import soap
+
+VM_PROPERTIES = ["config.hardware.device"]
+_NS = "{urn:vim25}"
+_XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
+# Controller data type -> (controller label, perf instance prefix).
+CONTROLLERS = {
+    "ParaVirtualSCSIController": ("pvscsi", "scsi"),
+    "VirtualLsiLogicController": ("lsilogic", "scsi"),
+    "VirtualLsiLogicSASController": ("lsilogic-sas", "scsi"),
+    "VirtualBusLogicController": ("buslogic", "scsi"),
+    "VirtualAHCIController": ("ahci", "sata"),
+    "VirtualSATAController": ("ahci", "sata"),
+    "VirtualNVMEController": ("nvme", "nvme"),
+    "VirtualIDEController": ("ide", "ide"),
+}
+_FLAT = ("VirtualDiskFlatVer2BackingInfo", "VirtualDiskFlatVer1BackingInfo")
+_SPARSE = ("VirtualDiskSparseVer2BackingInfo", "VirtualDiskSparseVer1BackingInfo", "VirtualDiskSeSparseBackingInfo")
+_RDM = "VirtualDiskRawDiskMappingVer1BackingInfo"
+_DATASTORE = re.compile(r"\[([^\]]*)\]")
+_text, _all = soap.text, soap.children
+
+
+@dataclass(slots=True)
+class VmTopology:
+    ref: object  # vim.VirtualMachine
+    name: str
+    path: str  # inventory path, /DC/vm/folder/name
+    host: str  # moid of the host it ran on at discovery
+    disks: dict[str, m.VirtualDiskConfig] = field(default_factory=dict)  # perf instance -> backing
+    # (counter key, instance) -> where its values go; filled by the collection, as HostTopology.routes.
+    routes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HostStorage:
+    """What a host's mounts say about the datastores its VMs' disks sit on."""
+
+    datastore_types: dict[str, str]  # datastore name -> vmfs | nfs | nfs41 | vsan | vvol ...
+    extents: dict[str, tuple[str, ...]]  # VMFS datastore name -> its LUNs' canonical names
+    lun_uuids: dict[str, str]  # ScsiLun.uuid -> canonical name (an RDM names its LUN by uuid)
+
+
+def _kind(element) -> str:
+    return element.get(_XSI_TYPE, "").split(":")[-1] if element is not None else ""
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def disks_of(devices: ET.Element | None, storage: HostStorage) -> dict[str, m.VirtualDiskConfig]:
+    """A VM's `config.hardware.device` answer -> perf instance -> backing of each virtual disk."""
+    controllers = {}  # key -> (label, instance prefix, bus)
+    disks = []
+    for device in _all(devices, "VirtualDevice"):
+        kind = _kind(device)
+        if kind == "VirtualDisk":
+            disks.append(device)
+        elif kind in CONTROLLERS:
+            controllers[_text(device, "key")] = (*CONTROLLERS[kind], _text(device, "busNumber", "0"))
+    found = {}
+    for disk in disks:
+        controller = controllers.get(_text(disk, "controllerKey"))
+        unit = _text(disk, "unitNumber")
+        if controller is None or not unit:
+            continue  # a disk on a controller this list does not describe has no instance name
+        label, prefix, bus = controller
+        found[f"{prefix}{bus}:{unit}"] = _backing(disk, label, storage)
+    return found
+
+
+def _backing(disk: ET.Element, controller: str, storage: HostStorage) -> m.VirtualDiskConfig:
+    backing = disk.find(_NS + "backing")
+    kind = _kind(backing)
+    match = _DATASTORE.match(_text(backing, "fileName"))
+    datastore = match.group(1) if match else ""
+    datastore_type = storage.datastore_types.get(datastore, "")
+    config = m.VirtualDiskConfig(datastore=datastore, datastore_type=datastore_type, controller=controller)
+    if kind == _RDM:
+        config.backing = "rdm"
+        config.compatibility_mode = _text(backing, "compatibilityMode").removesuffix("Mode")
+        lun = storage.lun_uuids.get(_text(backing, "lunUuid"))
+        if lun is None:  # the device path names it too: /vmfs/devices/disks/naa....
+            name = _text(backing, "deviceName").rsplit("/", 1)[-1]
+            lun = name if name in storage.lun_uuids.values() else None
+        config.devices = (lun,) if lun else ()
+    else:
+        if kind in _FLAT:
+            config.backing = "flat"
+            if _text(backing, "thinProvisioned") == "true":
+                config.provisioning = "thin"
+            else:
+                config.provisioning = "thick_eager" if _text(backing, "eagerlyScrub") == "true" else "thick_lazy"
+        elif kind in _SPARSE:
+            config.backing, config.provisioning = "sparse", "thin"
+        else:
+            config.backing = "other"
+        if datastore_type == "vmfs":
+            config.devices = storage.extents.get(datastore, ())
+    allocation = disk.find(_NS + "storageIOAllocation")
+    if allocation is not None:
+        limit = _number(_text(allocation, "limit"))
+        config.iops_limit = limit if limit is not None and limit >= 0 else None  # -1: unlimited
+        config.shares = _number(_text(allocation, "shares/shares"))
+    return config
+
+
+# --- discovery ------------------------------------------------------------------------------
+TREE_TYPES = (vim.VirtualMachine, vim.VirtualApp)
+TREE_PROPERTIES = {
+    vim.VirtualMachine: ["name", "parent", "parentVApp", "runtime.host", "runtime.powerState"],
+    vim.VirtualApp: ["name", "parentFolder", "parentVApp"],  # its parent is a resource pool, not in the path
+}
+
+
+def choose(tree: list[tuple[str, str, dict]], hosts: set[str], selection, path_of) -> list[tuple[str, str, str, str]]:
+    """(moid, name, path, host moid) of the VMs to collect: powered on, on one of these hosts,
+    kept by the selection. path_of(moid) is the inventory path of any tree node."""
+    chosen = []
+    for kind, moid, props in tree:
+        if kind != "VirtualMachine":
+            continue
+        host = _text_of(props.get("runtime.host"))
+        if host not in hosts or _text_of(props.get("runtime.powerState")) != "poweredOn":
+            continue
+        path = path_of(moid)
+        name = _text_of(props.get("name"))
+        if selection.keeps(path, name):
+            chosen.append((moid, name, path, host))
+    return sorted(chosen, key=lambda vm: (vm[3], vm[1]))
+
+
+def retrieve(content, moids: list[str], storage_of) -> dict[str, dict[str, m.VirtualDiskConfig]]:
+    """The disks of these VMs only, by moid: each page of device lists is turned into disks as it
+    comes (a device list is dozens of elements per VM). storage_of(moid): its host's HostStorage."""
+    if not moids:
+        return {}
+    stub = content.propertyCollector._stub
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=vim.VirtualMachine(moid, stub), skip=False) for moid in moids],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.VirtualMachine, pathSet=VM_PROPERTIES)],
+    )
+    return {
+        moid: disks_of(props.get("config.hardware.device"), storage_of(moid))
+        for moid, props in soap.retrieve(content.propertyCollector, spec)
+    }
+
+
+# --- collection -----------------------------------------------------------------------------
+def states(content, host_moids: list[str]) -> dict[str, tuple[str, str]]:
+    """vm moid -> (host moid, power state) of every VM on these hosts now (host -> vm traversal)."""
+    if not host_moids:
+        return {}
+    stub = content.propertyCollector._stub
+    pc = vmodl.query.PropertyCollector
+    to_vms = pc.TraversalSpec(name="vms", path="vm", type=vim.HostSystem, skip=False)
+    spec = pc.FilterSpec(
+        objectSet=[pc.ObjectSpec(obj=vim.HostSystem(moid, stub), skip=True, selectSet=[to_vms]) for moid in host_moids],
+        propSet=[pc.PropertySpec(type=vim.VirtualMachine, pathSet=["runtime.host", "runtime.powerState"])],
+    )
+    return {
+        moid: (_text_of(props.get("runtime.host")), _text_of(props.get("runtime.powerState")))
+        for moid, props in soap.retrieve(content.propertyCollector, spec, page=1000)
+    }
+
+
+def gone_reason(vm: VmTopology, now: dict[str, tuple[str, str]]) -> str | None:
+    """Why a discovered VM cannot be asked for now (None: it can): removed (or moved to a host
+    this exporter does not select), powered off, or moved to another selected host."""
+    state = now.get(vm.ref._moId)
+    if state is None:
+        return "vm_gone"
+    host, power = state
+    if power != "poweredOn":
+        return "vm_powered_off"
+    if host != vm.host:
+        return "vm_moved"
+    return None
+
+
+def _text_of(element) -> str:
+    return "" if element is None or element.text is None else element.text.strip()
