@@ -187,3 +187,65 @@ def test_stalled_stream_is_marked_stale_and_reconnected(sshd, exporter_for):
     assert "no esxtop row for 2s: stream stalled, restarting it" in log_text(sshd)
     sshd.set_control(devices=[DEVICE_A])
     eventually(lambda: metric(exporter, "esxi_esxtop_up", host="127.0.0.1") == 1, timeout=30, what="up after the stall")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_stall_restarts_leave_no_remote_esxtop_running(sshd, exporter_for):
+    """A stalled session is killed on our side; without a hangup the remote esxtop would sleep on
+    (it only notices a closed connection when it next writes). Count the stand-in esxtop processes
+    the sshd started that still run after several stall restarts, then after the exporter stops."""
+    import time
+
+    sshd.set_control(devices=[DEVICE_A], stall_after_rows=0)  # the header, then silence
+    exporter = exporter_for("--esxtop.ssh-stall-after=2s")
+    eventually(lambda: restarts(exporter, "stalled") >= 4, timeout=60, what="four stall restarts")
+
+    def orphans():
+        pids = [run["pid"] for run in sshd.runs()]
+        alive = [pid for pid in pids if _alive(pid)]
+        return len(alive) <= 1 or None  # at most the session running now
+
+    time.sleep(1.0)
+    assert len(sshd.runs()) >= 4
+    eventually(orphans, timeout=5, what=f"no orphaned esxtop (alive: {[r['pid'] for r in sshd.runs() if _alive(r['pid'])]})")
+    exporter.stop()
+    eventually(lambda: not any(_alive(r["pid"]) for r in sshd.runs()) or None, timeout=10, what="none left after stop")
+
+
+def test_an_over_long_line_is_counted_once_and_the_session_goes_on(sshd):
+    """The stream in-process with a 64 KiB cap (the exporter's is 64 MiB): a 1 MiB line from the
+    remote esxtop is one line_too_long, not also a partial_line, and not a restart of any kind."""
+    import threading
+
+    from exporter.esxtop.ssh import SshStream
+    from exporter.ssh.target import SshTarget
+    from exporter.store.store import Store
+
+    sshd.set_control(devices=[DEVICE_A], long_line_after_rows=2, long_line_bytes=1 << 20)
+    target = SshTarget(
+        host="127.0.0.1",
+        user=sshd.user,
+        port=sshd.port,
+        interval=0.2,
+        identity_file=str(sshd.tmp / "client_key"),
+        known_hosts=str(sshd.known_hosts),
+    )
+    store, stop = Store(), threading.Event()
+    stream = SshStream(target, store, stop, max_line=64 << 10)
+    thread = threading.Thread(target=stream.run, daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: stream._delivered >= 6, timeout=30, what="rows after the long line")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert store.parse_errors == {("ssh:127.0.0.1", "line_too_long"): 1}
+    assert sum(stream.restarts.values()) == 0, stream.restarts
+    assert len(sshd.runs()) == 1

@@ -171,3 +171,15 @@ def test_inventory_interval_zero_means_never(tmp_path, text, expected):
 def test_inventory_interval_rejects_negative_and_non_finite(tmp_path, text):
     with pytest.raises(config.ConfigError, match="ssh_inventory_interval"):
         settings_from(tmp_path, f"esxtop:\n  ssh_inventory_interval: '{text}'\n")
+
+
+def test_a_password_file_readable_by_everyone_is_warned_about(tmp_path, caplog):
+    secret = tmp_path / "password"
+    secret.write_text("x\n")
+    secret.chmod(0o644)
+    targets_from_settings(settings_from(tmp_path, f"esxtop:\n  ssh: [root@esx01]\n  ssh_password_file: {secret}\n"))
+    assert "readable by every user" in caplog.text
+    caplog.clear()
+    secret.chmod(0o600)
+    targets_from_settings(settings_from(tmp_path, f"esxtop:\n  ssh: [root@esx01]\n  ssh_password_file: {secret}\n"))
+    assert "readable by every user" not in caplog.text

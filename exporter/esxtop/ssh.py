@@ -20,7 +20,7 @@ import threading
 import time
 from collections import deque
 
-from exporter.esxtop.reader import EsxtopReader
+from exporter.esxtop.reader import MAX_LINE, EsxtopReader, LongLine
 from exporter.esxtop.streams import pump, start_thread
 from exporter.ssh.process import Backoff, classify, release, spawn
 from exporter.ssh.target import SshTarget
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 
 # Why a session ended: the `reason` label of esxi_esxtop_restarts_total.
 REASONS = ("refused", "unreachable", "host_key", "auth", "dropped", "esxtop_exited", "stalled")
-MAX_LINE = 64 << 20  # a header of a very large host is a few MB; past this the stream is garbage
 
 
 def esxtop_command(target: SshTarget) -> str:
@@ -57,9 +56,10 @@ class SshStream:
         per_world: bool = True,
         ssh: str = "ssh",
         backoff_initial: float = 1.0,
+        max_line: int = MAX_LINE,
     ):
         self.target, self.store, self.stop, self.per_world = target, store, stop, per_world
-        self.ssh, self.backoff_initial = ssh, backoff_initial
+        self.ssh, self.backoff_initial, self.max_line = ssh, backoff_initial, max_line
         self.up = 0
         self.restarts = dict.fromkeys(REASONS, 0)
         self.lock = threading.Lock()
@@ -140,11 +140,14 @@ class SshStream:
 
     def _lines(self, proc: subprocess.Popen):
         """Complete lines of esxtop's output; ssh's stderr is kept for the error message.
-        Ends when the process ends, when stop is set, or when the stream stalls (then kills ssh)."""
+        Ends when the process ends, when stop is set, or when the stream stalls (then kills ssh).
+        A line past max_line is read past, not held, and stands as one LongLine (the reader
+        counts it as line_too_long): the session goes on."""
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ, "out")
         selector.register(proc.stderr, selectors.EVENT_READ, "err")
         pending = bytearray()
+        skipped: int | None = None  # bytes of an over-long line read past so far
         errors = bytearray()
         open_pipes = 2
         try:
@@ -164,23 +167,33 @@ class SshStream:
                         self._stderr.extend(line.decode("utf-8", "replace")[:500] for line in done)
                         errors = bytearray(rest[-4096:])
                         continue
+                    if skipped is not None:
+                        cut = data.find(b"\n")
+                        if cut < 0:
+                            skipped += len(data)
+                            continue
+                        yield LongLine(skipped + cut + 1)
+                        skipped, data = None, data[cut + 1 :]
                     pending += data
-                    if b"\n" not in data:
-                        if len(pending) > MAX_LINE:
-                            self.store.count_parse_error(f"ssh:{self.target.label}", "line_too_long")
-                            return
-                        continue
-                    *done, rest = pending.split(b"\n")
-                    pending = bytearray(rest)
-                    for line in done:
-                        yield line.decode("utf-8", "replace") + "\n"
+                    if b"\n" in data:
+                        *done, rest = pending.split(b"\n")
+                        pending = bytearray(rest)
+                        for line in done:
+                            yield (
+                                LongLine(len(line) + 1) if len(line) >= self.max_line else line.decode("utf-8", "replace") + "\n"
+                            )
+                    if len(pending) >= self.max_line:
+                        skipped, pending = len(pending), bytearray()
         finally:
             selector.close()
             if errors:
                 self._stderr.append(errors.decode("utf-8", "replace")[:500])
-            if pending.strip() and not self.stop.is_set():
-                # The connection died mid-row: the fragment is not a row. Counted, not fed.
-                self.store.count_parse_error(f"ssh:{self.target.label}", "partial_line")
+            if not self.stop.is_set():
+                # The connection died mid-row: the fragment is not a row. Counted once, not fed.
+                if skipped is not None:
+                    self.store.count_parse_error(f"ssh:{self.target.label}", "line_too_long")
+                elif pending.strip():
+                    self.store.count_parse_error(f"ssh:{self.target.label}", "partial_line")
 
     def _on_sample(self, sample) -> None:
         self._delivered += 1

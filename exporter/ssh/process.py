@@ -26,12 +26,31 @@ def _kill_running() -> None:
             proc.kill()
 
 
+def dies_with_session(command: str) -> str:
+    """`command` (one simple command) wrapped so that it ends when the SSH session ends.
+
+    Without a pty, sshd sends no hangup when the connection goes: a remote esxtop that is not
+    writing (a stalled stream, the very case we restart) would run on for ever, one more after
+    each restart. The session's stdin is our pipe, never written and never closed while the
+    session lives; when the session ends, sshd closes it, the watcher's `read` sees end of file
+    and kills the command. POSIX sh only (ESXi's shell is busybox ash): fd 3 keeps the stdin
+    for the watcher (a background list's own stdin is /dev/null), the command's exit status is
+    the session's, and a command that ends on its own takes its watcher with it. Chosen over
+    `ssh -tt` (a pty, whose hangup would also kill it): a pty merges esxtop's stderr into the
+    data and turns each LF into CRLF."""
+    return (
+        f"exec 3<&0 </dev/null; {command} 3<&- & p=$!; "
+        "{ while read -r _ <&3; do :; done; kill $p; } >/dev/null 2>&1 & w=$!; "
+        "wait $p; s=$?; kill $w 2>/dev/null; exit $s"
+    )
+
+
 def spawn(target: SshTarget, remote: str, ssh: str = "ssh") -> subprocess.Popen:
-    """A long-running remote command with its stdout and stderr piped; end it with `release`.
-    Raises OSError when the client cannot be started."""
+    """A long-running remote command with its stdout and stderr piped, that ends with its session
+    (see dies_with_session); end it with `release`. Raises OSError when the client cannot be started."""
     proc = subprocess.Popen(
-        target.ssh_argv(remote, ssh),
-        stdin=subprocess.DEVNULL,
+        target.ssh_argv(dies_with_session(remote), ssh, stdin=True),
+        stdin=subprocess.PIPE,  # held open, never written: its end is the remote side's hangup
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=ssh_environment(target),
@@ -48,7 +67,7 @@ def release(proc: subprocess.Popen) -> int:
     returncode = proc.wait()
     with _running_lock:
         _running.discard(proc)
-    for pipe in (proc.stdout, proc.stderr):
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
     return returncode

@@ -38,13 +38,14 @@ class SshTarget:
     def stall_seconds(self) -> float:
         return self.stall_after if self.stall_after is not None else 3 * self.interval + 10.0
 
-    def ssh_argv(self, remote: str, ssh: str = "ssh") -> list[str]:
-        """The ssh client's arguments to run `remote` (a shell command line) on the host."""
+    def ssh_argv(self, remote: str, ssh: str = "ssh", stdin: bool = False) -> list[str]:
+        """The ssh client's arguments to run `remote` (a shell command line) on the host.
+        stdin: the remote command reads the client's standard input (else it is /dev/null, -n)."""
         interactive_secret = bool(self.password_file or self.password_env)
         argv = [
             ssh,
             "-T",
-            "-n",
+            *(() if stdin else ("-n",)),
             "-o",
             f"BatchMode={'no' if interactive_secret else 'yes'}",
             "-o",
@@ -173,6 +174,16 @@ def _check_files(target: SshTarget) -> list[str]:
         path = getattr(target, name)
         if path and not os.access(path, os.R_OK):
             problems.append(f"esxtop ssh {target.label}: {name} {path} is not readable")
+    try:
+        world_readable = bool(target.password_file and os.stat(target.password_file).st_mode & 0o004)
+    except OSError:
+        world_readable = False
+    if world_readable:  # ssh refuses such a private key; a password file deserves the same care
+        log.warning(
+            "esxtop ssh %s: password file %s is readable by every user of this machine (chmod 600 it)",
+            target.label,
+            target.password_file,
+        )
     if target.password_env and target.password_env not in os.environ:
         problems.append(f"esxtop ssh {target.label}: password_env names {target.password_env}, which is not set")
     if target.interval < 2:

@@ -2,7 +2,8 @@
 
 Behaviour comes from the JSON file named by FAKE_ESXTOP_CONTROL, read at start (so a test can
 change what the next session does): which devices (the column set), and a fault to inject after
-a number of rows: exit with a status, stall (stay silent), or cut a row in half and stall.
+a number of rows: exit with a status, stall (stay silent), cut a row in half and stall, or write
+one over-long line and go on.
 Each run appends its pid and argv to files beside the control file, for the test to act on.
 Output comes from the simulator (exporter.simulator) when `source` is "simulator", else from the
 synthetic capture writer in tests/support/captures.py, whose column set the test chooses.
@@ -37,6 +38,9 @@ def main(argv: list[str]) -> int:
             out.write(line[: len(line) // 2])
             out.flush()
             time.sleep(3600)
+        if count == control.get("long_line_after_rows"):  # one line of `long_line_bytes`, then rows again
+            out.write("9" * int(control.get("long_line_bytes", 1 << 20)) + "\n")
+            out.flush()
         if count == control.get("exit_after_rows"):
             return int(control.get("exit_code", 1))
         out.write(line + "\n")
