@@ -377,13 +377,13 @@ def expected_lines(lengths):
     """What a source must yield for lines of these lengths (without their end), blank lines left
     out: the line itself, or, from the cap on, a LongLine whose text is the bytes read past, the
     first line end byte included."""
-    from exporter.esxtop.reader import LongLine
+    from exporter.esxtop.lines import LongLine
 
     return [(LongLine, n + 1) if n >= CAP else (str, "x" * n + "\n") for n in lengths if n]
 
 
 def shape(lines):
-    from exporter.esxtop.reader import LongLine
+    from exporter.esxtop.lines import LongLine
 
     return [(LongLine, int(line)) if isinstance(line, LongLine) else (str, line) for line in lines if line.strip()]
 
@@ -416,7 +416,7 @@ def test_stdin_caps_lines_and_goes_on(lengths):
     """stdin_lines' reader on a real pipe, written by another thread."""
     import threading
 
-    from exporter.esxtop.streams import bounded_lines
+    from exporter.esxtop.lines import bounded_lines
 
     tried("stdin-long-lines")
     read_end, write_end = os.pipe()
@@ -468,9 +468,9 @@ def test_an_over_long_line_costs_bounded_memory_and_the_stream_goes_on(tmp_path)
 
 def test_a_file_read_whole_stops_at_an_over_long_line(tmp_path, monkeypatch):
     from exporter.esxtop import reader as reader_module
-    from exporter.esxtop.streams import bounded_lines
+    from exporter.esxtop.lines import bounded_lines
 
-    monkeypatch.setattr("exporter.esxtop.streams.bounded_lines", lambda raw, max_line=CAP: bounded_lines(raw, CAP))
+    monkeypatch.setattr("exporter.esxtop.reader.bounded_lines", lambda raw, max_line=CAP: bounded_lines(raw, CAP))
     columns = captures.device_columns("naa.1")
     path = tmp_path / "capture.csv"
     path.write_text(captures.header("esx", columns) + "\n" + "7" * (3 * CAP) + "\n" + captures.row(5, [1] * len(columns)) + "\n")

@@ -240,7 +240,7 @@ def _clock(reader: EsxtopReader, stamps: list[str], lines: list[int]) -> tuple[n
 
 def _locate_error(path: str) -> CaptureError:
     """pyarrow says a cell did not convert but not on which line: let the core reader find it."""
-    from exporter.esxtop.streams import bounded_lines
+    from exporter.esxtop.lines import bounded_lines
 
     with open(path, "rb") as raw:  # the core reader takes a second header as a restart
         for number, line in enumerate(bounded_lines(raw), 1):

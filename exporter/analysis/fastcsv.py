@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from exporter.esxtop.reader import _NON_FINITE, _NUMBER, HEADER_MARK, MAX_LINE
+from exporter.esxtop.lines import MAX_LINE
+from exporter.esxtop.reader import _NON_FINITE, _NUMBER, HEADER_MARK
 
 CHUNK = 16 << 20  # bytes read at a time; whole lines of it are processed at once
 WORKERS = 2  # parsing threads beside the reading one (numpy releases the GIL); 2: ~20% faster on an idle 2-core machine

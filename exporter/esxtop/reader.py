@@ -17,21 +17,16 @@ import time
 from operator import truediv
 
 from exporter.esxtop import columns as c
+from exporter.esxtop.lines import MAX_LINE, LongLine, bounded_lines
 from exporter.store import model as m
 
 HEADER_MARK = "(PDH-CSV"
-MAX_LINE = 64 << 20  # one cap for every line source: a very large host's header is a few MB
 csv.field_size_limit(sys.maxsize)
 # What a number cell may hold. float() also takes '1_000', 'nan', 'inf' and non-ASCII digits;
 # esxtop writes none of them, so a cell with any is not a number (or, nan/inf, out of range).
 _NUMBER = re.compile(r"\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*", re.ASCII)
 _NON_FINITE = re.compile(r"\s*[-+]?(?:nan|inf|infinity)\s*", re.IGNORECASE)
 OUT_OF_RANGE = "out_of_range"  # parse_errors_total reason of a cell that is NaN, infinite or negative
-
-
-class LongLine(str):
-    """What a line source yields in place of a line longer than MAX_LINE (its text is its length
-    in bytes): the reader counts it as line_too_long and the stream goes on."""
 
 
 def utf16_hint(head: bytes) -> str:
@@ -332,8 +327,6 @@ class EsxtopReader:
 def read_file(path: str, per_world: bool = True):
     """Yield every Sample of a saved capture; raise EsxtopError on the first bad line (a line
     over MAX_LINE and a NaN, infinite or negative cell included)."""
-    from exporter.esxtop.streams import bounded_lines
-
     reader = EsxtopReader(str(path), per_world=per_world)
     with open(path, "rb") as raw:
         hint = utf16_hint(raw.read(64))

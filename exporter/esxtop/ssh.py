@@ -20,7 +20,8 @@ import threading
 import time
 from collections import deque
 
-from exporter.esxtop.reader import MAX_LINE, EsxtopReader, LongLine
+from exporter.esxtop.lines import MAX_LINE, LongLine
+from exporter.esxtop.reader import EsxtopReader
 from exporter.esxtop.streams import pump, start_thread
 from exporter.ssh.process import Backoff, classify, release, spawn
 from exporter.ssh.target import SshTarget

@@ -8,7 +8,8 @@ import os
 import sys
 import threading
 
-from exporter.esxtop.reader import MAX_LINE, EsxtopError, EsxtopReader, LongLine
+from exporter.esxtop.lines import MAX_LINE, LongLine, bounded_lines, decode
+from exporter.esxtop.reader import EsxtopError, EsxtopReader
 
 log = logging.getLogger(__name__)
 
@@ -38,30 +39,6 @@ def stdin_lines(max_line: int = MAX_LINE):
     # Buffered binary reads return each line as soon as it is complete: a sample reaches the
     # store as soon as esxtop writes it.
     yield from bounded_lines(open(sys.stdin.fileno(), "rb", closefd=False), max_line)
-
-
-def bounded_lines(raw, max_line: int = MAX_LINE):
-    """Decoded lines of a binary stream, LF, CRLF or bare CR ended. A line longer than max_line
-    is never held whole: it is read past in 1 MiB pieces and stands as one LongLine."""
-    while True:
-        line = raw.readline(max_line)
-        if not line:
-            return
-        if len(line) >= max_line and not line.endswith(b"\n"):
-            size = len(line)
-            while True:
-                more = raw.readline(1 << 20)
-                size += len(more)
-                if not more or more.endswith(b"\n"):
-                    break
-            yield LongLine(size)
-            continue
-        text = _decode(line)
-        cr = text.find("\r")
-        if 0 <= cr < len(text) - 2:  # bare CR line ends (a spreadsheet re-save)
-            yield from text.replace("\r\n", "\n").replace("\r", "\n").splitlines(True)
-        else:
-            yield text
 
 
 def _line_end(chunk: bytes) -> int:
@@ -110,7 +87,7 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
                 stop.wait(poll)
                 continue
             else:
-                yield _decode(header)
+                yield decode(header)
                 if not from_start:
                     end = handle.seek(0, os.SEEK_END)
                     if end > len(header):
@@ -165,11 +142,7 @@ def follow_lines(path: str, stop: threading.Event, poll: float = 0.5, from_start
 
 def _complete(line: bytes, max_line: int) -> str:
     """A whole line (without its end) as the reader takes it."""
-    return LongLine(len(line) + 1) if len(line) >= max_line else _decode(line + b"\n")
-
-
-def _decode(line: bytes) -> str:
-    return line.decode("utf-8", errors="replace")
+    return LongLine(len(line) + 1) if len(line) >= max_line else decode(line + b"\n")
 
 
 def start_thread(name: str, target, *args) -> threading.Thread:
