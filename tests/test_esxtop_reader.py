@@ -275,3 +275,14 @@ def test_two_columns_with_one_name_are_counted_not_overwritten(tmp_path):
         list(read_file(path))
     with pytest.raises(CaptureError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
         load(path)
+
+
+def test_the_strict_path_reads_a_quoted_last_cell_with_its_line_end():
+    """A row that takes the strict number check (here a NaN cell) and whose last, needed cell is
+    quoted and followed by the line end (no trailing comma): the last value is read, not refused."""
+    cols = device_columns("naa.1", ["Reads/sec", "Commands/sec"])
+    reader = EsxtopReader("strict")
+    reader.feed(header("h", cols, trailing_comma=False) + "\n")
+    sample = reader.feed(row(0, ["nan", 7], trailing_comma=False) + "\r\n")
+    assert sample.luns["naa.1"] == {"commands_per_second": 7.0}
+    assert [reason for reason, _ in reader.rejected] == ["out_of_range"]

@@ -29,6 +29,11 @@ _NON_FINITE = re.compile(r"\s*[-+]?(?:nan|inf|infinity)\s*", re.IGNORECASE)
 OUT_OF_RANGE = "out_of_range"  # parse_errors_total reason of a cell that is NaN, infinite or negative
 
 
+def _unquoted(cell: str) -> str:
+    text = cell.strip()  # the last cell may carry the line end
+    return text[1:-1] if text[:1] == '"' else text
+
+
 def utf16_hint(head: bytes) -> str:
     """' (...)' when the first bytes of a file look UTF-16 (a Windows re-save), else ''."""
     if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head[:64].count(0) > len(head[:64]) // 4:
@@ -239,7 +244,7 @@ class EsxtopReader:
     def _bad_value(self, cells, layout) -> EsxtopError:
         for index, _, _, _ in layout.targets:
             cell = cells[index]
-            text = cell[1:-1] if cell[:1] == '"' else cell
+            text = _unquoted(cell)
             if not _NUMBER.fullmatch(text) and not _NON_FINITE.fullmatch(text):
                 return self._error("bad_value", f"column {index + 1} ({layout.names[index]}) is not a number: {cell[:40]!r}")
         return self._error("bad_value", "a value is not a number")
@@ -250,7 +255,7 @@ class EsxtopReader:
         values = []
         for index, _, _, divisor in layout.targets:
             cell = cells[index]
-            text = cell[1:-1] if cell[:1] == '"' else cell
+            text = _unquoted(cell)
             if _NUMBER.fullmatch(text):
                 values.append(float(text) / divisor)
             elif _NON_FINITE.fullmatch(text):
