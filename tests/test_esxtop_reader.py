@@ -286,3 +286,29 @@ def test_the_strict_path_reads_a_quoted_last_cell_with_its_line_end():
     sample = reader.feed(row(0, ["nan", 7], trailing_comma=False) + "\r\n")
     assert sample.luns["naa.1"] == {"commands_per_second": 7.0}
     assert [reason for reason, _ in reader.rejected] == ["out_of_range"]
+
+
+def test_the_store_refuses_non_finite_and_negative_counter_increments():
+    """The store's own guard, for any source (here samples as the vSphere source builds them):
+    a NaN, infinite or negative rate or latency never reaches a counter, and each refusal is counted."""
+    from exporter.store import model as m
+
+    store = Store()
+    hostile = [
+        {m.COMMANDS: 10.0, m.READS: 5.0, m.DAVG: 0.002},
+        {m.COMMANDS: float("nan"), m.READS: 5.0, m.DAVG: 0.002},  # the rate and its latency product
+        {m.COMMANDS: 10.0, m.READS: -4.0, m.DAVG: float("inf")},
+        {m.COMMANDS: 10.0, m.READS: 5.0, m.DAVG: -0.001},
+        {m.COMMANDS: 10.0, m.READS: 5.0, m.DAVG: 0.002},
+    ]
+    previous: dict = {}
+    for n, stats in enumerate(hostile):
+        store.ingest(
+            m.Sample(host="h", timestamp=5.0 * n, interval=None if n == 0 else 5.0, source="vsphere", luns={"naa.1": stats})
+        )
+        counters = store.hosts["h"].objects["luns"]["naa.1"].counters
+        for name, value in counters.items():
+            assert 0.0 <= value < float("inf") and value >= previous.get(name, 0.0), (n, name, value)
+        previous = dict(counters)
+    assert store.parse_errors == {("vsphere:h", "out_of_range"): 5}
+    assert previous[m.COMMANDS] == 10.0 * 5 * 3
