@@ -102,3 +102,18 @@ def test_a_bad_line_in_the_middle_stops_the_backfill(tmp_path):
     bad.write_text("\n".join(lines) + "\n")
     done = run_cli("backfill", bad, "--tsdb", tmp_path / "data")
     assert done.returncode == 2 and "mid.csv:5:" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_nan_row_in_the_middle_stops_the_backfill(tmp_path):
+    """A NaN cell is not dropped silently from the blocks: one line naming file and line, exit 2."""
+    from tests.support.analysis_captures import Setup as S
+    from tests.support.analysis_captures import write as w
+
+    lines = w(tmp_path / "ok.csv", S(), seed=1, samples=10).read_text().splitlines()
+    cells = lines[4].split(",")
+    lines[4] = ",".join([cells[0]] + ['"nan"' if cell.strip('"') else cell for cell in cells[1:]])
+    bad = tmp_path / "nan.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    done = run_cli("backfill", bad, "--tsdb", tmp_path / "data")
+    assert done.returncode == 2 and "nan.csv:5:" in done.stderr and "out of range" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1

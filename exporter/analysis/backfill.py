@@ -18,6 +18,7 @@ from pathlib import Path
 
 from exporter.collectors import COLLECTORS
 from exporter.collectors.textformat import Family, escape_label
+from exporter.esxtop.lines import LongLine, bounded_lines
 from exporter.esxtop.reader import EsxtopError, EsxtopReader
 from exporter.store.store import Store
 
@@ -100,14 +101,16 @@ def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: li
 
 def _read(capture_path: str, run: str, store: Store, reader: EsxtopReader, spill: _FamilySpill, progress):
     count, pending = 0, None
-    with open(capture_path, encoding="utf-8", errors="replace", newline=None) as stream:
-        for line in stream:
+    with open(capture_path, "rb") as raw:
+        for line in bounded_lines(raw):  # the one line cap: a 2 GB line is never held
             if progress is not None:
-                progress.advance(len(line))
+                progress.advance(len(line) if line.__class__ is not LongLine else int(line))
             if pending is not None and line.strip():
                 raise pending
             try:
                 sample = reader.feed(line)
+                if reader.rejected:  # a NaN, infinite or negative cell: never dropped silently
+                    raise EsxtopError(*reader.rejected[0])
             except EsxtopError as err:
                 if reader.layout is None:
                     raise
