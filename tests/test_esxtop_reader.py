@@ -312,3 +312,16 @@ def test_the_store_refuses_non_finite_and_negative_counter_increments():
         previous = dict(counters)
     assert store.parse_errors == {("vsphere:h", "out_of_range"): 5}
     assert previous[m.COMMANDS] == 10.0 * 5 * 3
+
+
+def test_utf16_input_gets_an_encoding_hint_in_a_stream_and_a_file(tmp_path):
+    text = "\r\n".join([header("h", device_columns("naa.1")), row(0, [1] * 14)]) + "\r\n"
+    data = text.encode("utf-16")
+    reader = EsxtopReader("stdin")
+    with pytest.raises(EsxtopError, match="UTF-16"):
+        for line in data.decode("utf-8", "replace").splitlines(True):
+            reader.feed(line)
+    path = tmp_path / "u16.csv"
+    path.write_bytes(data)
+    with pytest.raises(EsxtopError, match=r"u16.csv:1: .*UTF-16.*iconv"):
+        list(read_file(path))

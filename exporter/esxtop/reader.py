@@ -169,8 +169,9 @@ class EsxtopReader:
             self._set_header(line, mark)
             return None
         if self.layout is None:
+            hint = " (the input looks UTF-16 encoded; convert it: iconv -f UTF-16 -t UTF-8)" if "\x00" in line[:64] else ""
             raise self._error(
-                "no_header", 'no esxtop header before this line (a capture starts with "(PDH-CSV 4.0) (UTC)(0)",...)'
+                "no_header", f'no esxtop header before this line (a capture starts with "(PDH-CSV 4.0) (UTC)(0)",...){hint}'
             )
         return self._sample(line)
 
