@@ -1,6 +1,8 @@
 """Fuzzing with hypothesis, bounded in time: the esxtop reader, the config loader, the SSH target
 section and the web config accept random and mutated input and answer only with their documented
-errors (EsxtopError, ConfigError): no other exception, no hang.
+errors (EsxtopError, ConfigError): no other exception, no hang. Hostile numbers (a corpus of what
+float() takes but esxtop never writes) keep every counter finite and monotonic and are counted;
+lines past the length cap are skipped whole by every line source.
 
 FUZZ_EXAMPLES sets the inputs per target (default 100, a few seconds each); the count tried is
 printed (`pytest -s`) and the README quotes a longer run.
