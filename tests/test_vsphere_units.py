@@ -272,3 +272,36 @@ def test_the_servers_own_query_limit_wins_when_lower():
     assert perf.query_limit(256, -1) == 256  # vCenter: -1 is no limit
     assert perf.query_limit(0, 100) == 100
     assert perf.query_limit(0, None) == 0
+
+
+# --- virtual disks ---------------------------------------------------------------------------------
+def test_virtual_disk_counters_convert_here():
+    assert mapping.convert(mapping.COUNTERS["virtualDisk.read.average"], 12800, 20) == 12800 * 1024
+    assert mapping.convert(mapping.COUNTERS["virtualDisk.totalWriteLatency.average"], 12, 20) == pytest.approx(0.012)
+    assert mapping.convert(mapping.COUNTERS["virtualDisk.readOIO.latest"], 6, 20) == 6
+    assert "virtualDisk.commandsAveraged.average" not in mapping.COUNTERS  # vSphere has none
+
+
+def test_vm_totals_sum_rates_and_weigh_each_direction():
+    disks = {
+        ("db01", "scsi0:0"): {m.READS: 400.0, m.WRITES: 200.0, m.GAVG_READ: 0.008, m.GAVG_WRITE: 0.012, m.OUTSTANDING_READS: 6.0},
+        ("db01", "scsi0:1"): {m.READS: 100.0, m.WRITES: 0.0, m.GAVG_READ: 0.003, m.GAVG_WRITE: 0.0, m.OUTSTANDING_READS: 1.0},
+        ("idle", "scsi0:0"): {m.READS: 0.0, m.WRITES: 0.0, m.GAVG_READ: 0.002, m.GAVG_WRITE: 0.004},
+        ("idle", "scsi0:1"): {m.READS: 0.0, m.WRITES: 0.0, m.GAVG_READ: 0.0, m.GAVG_WRITE: 0.0},
+    }
+    for stats in disks.values():
+        mapping.finish_vdisk(stats)
+    assert disks[("db01", "scsi0:0")][m.COMMANDS] == 600
+    totals = mapping.vm_totals(disks)
+    assert totals["db01"] == pytest.approx(
+        {
+            m.READS: 500,
+            m.WRITES: 200,
+            m.COMMANDS: 700,
+            m.GAVG_READ: (0.008 * 400 + 0.003 * 100) / 500,
+            m.GAVG_WRITE: 0.012,  # the disk with no writes weighs nothing
+            m.OUTSTANDING_READS: 7,
+        }
+    )
+    assert totals["idle"][m.GAVG_READ] == pytest.approx(0.001)  # no I/O that way: the plain mean
+    assert m.OUTSTANDING_READS not in totals["idle"]  # a field a disk lacks is not made up

@@ -474,3 +474,29 @@ def test_controllers_backings_and_datastore_kinds_from_a_device_list():
         "scsi2:0": vd("vmfs-a", "vmfs", ("naa.6000000000000000000000000000000b",), "rdm", "virtual", "buslogic", "", 0, None),
         "ide0:1": vd("vvol-ds", "vvol", (), "flat", "", "ide", "thick_lazy", None, None),
     }  # the disk on controller 999, which the list does not describe, has no instance name
+
+
+def test_bad_vm_settings_are_one_line_each(tmp_path):
+    from exporter.configuration.config import ConfigError, load
+    from exporter.configuration.flags import exporter_options
+    from exporter.vsphere import targets
+
+    config = tmp_path / "exporter.yml"
+    config.write_text("""
+vsphere:
+  user: ro
+  password_file: /run/secrets/vc
+  targets:
+    lab: {url: "https://vc-lab.example.com", vms: maybe, vm_include: 3}
+    dr: {url: "https://vc-dr.example.com", vm_exclude: ["/DR/[vm"]}
+""")
+    with pytest.raises(ConfigError) as bad:
+        targets(load(exporter_options(), {}, environ={}, config_file=str(config)))
+    assert bad.value.problems == [
+        "vsphere.targets.lab.vms: not a boolean: 'maybe' (use true or false)",
+        "vsphere.targets.lab.vm_include: not a list of strings: 3",
+        "vsphere.targets.dr: vm_include/vm_exclude: '/DR/[vm': '[' without ']'",
+    ]
+    with pytest.raises(ConfigError) as env:
+        load(exporter_options(), {}, environ={"ESXI_EXPORTER_VSPHERE_VMS": "sometimes"})
+    assert env.value.problems == ["environment ESXI_EXPORTER_VSPHERE_VMS: not a boolean: 'sometimes' (use true or false)"]
