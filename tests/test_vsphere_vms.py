@@ -500,3 +500,36 @@ vsphere:
     with pytest.raises(ConfigError) as env:
         load(exporter_options(), {}, environ={"ESXI_EXPORTER_VSPHERE_VMS": "sometimes"})
     assert env.value.problems == ["environment ESXI_EXPORTER_VSPHERE_VMS: not a boolean: 'sometimes' (use true or false)"]
+
+
+def test_dump_shows_each_disks_outstanding_io_latency_and_lun(vc, password_file):
+    """The issue's bar: `dump --vsphere` shows per disk its outstanding I/O, its latency and, through
+    esxi_vm_disk_info, the LUN under it (a VMFS extent or an RDM), as exposition a parser accepts."""
+    done = run_dump(vc, password_file)
+    assert done.returncode == 0, done.stderr
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(done.stdout)
+        for s in family.samples
+        if s.name.startswith("esxi_vm")
+    }
+
+    def value(name, **labels):
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    web = dict(host="esx01.lab.local", vm="web01", disk="scsi0:0")
+    assert value("esxi_vm_disk_outstanding_reads", **web) == 16
+    assert value("esxi_vm_disk_read_latency_mean_seconds", **web) == pytest.approx(55 * MS)
+    assert value("esxi_vm_disk_iops_limit", **web) == 500
+    info = {
+        (dict(labels)["vm"], dict(labels)["disk"]): dict(labels)
+        for (name, labels), _ in samples.items()
+        if name == "esxi_vm_disk_info"
+    }
+    assert info[("web01", "scsi0:0")]["device"] == N2 and info[("web01", "scsi0:0")]["controller"] == "lsilogic"
+    assert info[("db01", "scsi0:1")]["device"] == N5 and info[("db01", "scsi0:1")]["compatibility_mode"] == "physical"
+    assert info[("app01", "sata0:0")]["datastore_type"] == "nfs" and info[("app01", "sata0:0")]["device"] == ""
+    # Per-VM totals are a family of their own: no VM is in the per-disk family's sum twice.
+    assert ("esxi_vm_reads_total", (("host", "esx01.lab.local"), ("vm", "web01"))) in samples
+    checked = subprocess.run(["promtool", "check", "metrics"], input=done.stdout, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -6,7 +6,7 @@ enabled by default). Each name becomes a `--collector.NAME` / `--no-collector.NA
 store (model objects); none reaches into a source.
 """
 
-from exporter.collectors import adapter, cpu, datastore, device_config, esxtop, inventory, lun, path, ssh, vsphere, world
+from exporter.collectors import adapter, cpu, datastore, device_config, esxtop, inventory, lun, path, ssh, vm, vsphere, world
 
 COLLECTORS = {
     "lun": (lun.collect, True),
@@ -14,6 +14,7 @@ COLLECTORS = {
     "path": (path.collect, True),
     "datastore": (datastore.collect, True),
     "world": (world.collect, True),
+    "vm": (vm.collect, True),  # virtual disks and VMs (vSphere), with their backing
     "cpu": (cpu.collect, True),
     "inventory": (inventory.collect, True),
     "device_config": (device_config.collect, True),  # per-device tuning and health (esxcli, vSphere)

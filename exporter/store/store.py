@@ -81,7 +81,8 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
     return refused
 
 
-FAMILIES = ("luns", "adapters", "paths", "worlds", "cpus", "datastores")
+# vdisks: (vm, disk) -> stats; vms: a VM's totals over its disks (a family of its own, never summed with vdisks).
+FAMILIES = ("luns", "adapters", "paths", "worlds", "cpus", "datastores", "vdisks", "vms")
 
 
 @dataclass(slots=True)
