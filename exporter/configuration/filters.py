@@ -50,4 +50,16 @@ class LunFilter:
             inventory,
             luns={d: c for d, c in inventory.luns.items() if self.keeps(d)},
             paths={p: c for p, c in inventory.paths.items() if not c.device or self.keeps(c.device)},
+            vdisks=self._vdisks(inventory.vdisks),
         )
+
+    def _vdisks(self, vdisks: dict) -> dict:
+        """A virtual disk's backing names only the LUNs kept; a disk that sits only on LUNs left out
+        loses its backing series (its I/O series stay: they are the VM's, not the LUN's)."""
+        out = {}
+        for key, config in vdisks.items():
+            kept = tuple(d for d in config.devices if self.keeps(d))
+            if config.devices and not kept:
+                continue
+            out[key] = config if kept == config.devices else replace(config, devices=kept)
+        return out
