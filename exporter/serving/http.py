@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -115,6 +116,15 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a hung client never blocks shutdown
     tls = None  # ssl.SSLContext from the web config
+
+    def handle_error(self, request, client_address):
+        # A client that hangs up mid-answer is its own business: one debug line, not a traceback
+        # on stderr (socketserver's default). Anything else is ours and is logged whole.
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            log.debug("client %s went away: %s", client_address[0], err)
+        else:
+            log.exception("request from %s failed", client_address[0])
 
     def finish_request(self, request, client_address):
         if self.tls is None:

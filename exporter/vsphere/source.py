@@ -168,7 +168,11 @@ class VsphereTarget:
         host's managed method executer, laid over a copy of what the API said (a setting esxcli no
         longer reports goes away) and handed to the store; a host that cannot answer keeps its last."""
         start = time.perf_counter()
-        stub = self.client.content().propertyCollector._stub
+        try:
+            stub = self.client.content().propertyCollector._stub
+        except VsphereError as err:  # the server went away after the topology: esxcli waits for the next discovery
+            log.debug("vsphere target %s: esxcli skipped: %s", self.name, err)
+            return
 
         def one(topo):
             found, problems = self.client.call(lambda _content: esxcli.read(stub, topo.ref._moId, topo.name))
@@ -377,7 +381,12 @@ class VsphereTarget:
 
     def _discovery_loop(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            ok = self.discover()
+            try:
+                ok = self.discover()
+            except Exception:  # noqa: BLE001 - the loop must survive anything one discovery does
+                log.exception("vsphere target %s: discovery failed", self.name)
+                self._failed("discovery", "internal error (see log)")
+                ok = False
             # Retry a failed discovery at the collection pace, not after 5 minutes.
             stop.wait(self.config.discovery_interval if ok else self.config.interval)
         self.client.close()
