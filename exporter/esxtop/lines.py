@@ -15,15 +15,17 @@ def bounded_lines(raw, max_line: int = MAX_LINE):
     """Decoded lines of a binary stream, LF, CRLF or bare CR ended. A line longer than max_line
     is never held whole: it is read past in 1 MiB pieces and stands as one LongLine."""
     while True:
-        line = raw.readline(max_line)
+        # The cap counts the line's text, as every source does: one more byte leaves a CRLF's
+        # LF in reach, so a CRLF line just under the cap is not taken for an over-long one.
+        line = raw.readline(max_line + 1)
         if not line:
             return
-        if len(line) >= max_line and not line.endswith(b"\n"):
+        if len(line.rstrip(b"\r\n")) >= max_line:
             size = len(line)
-            while True:
-                more = raw.readline(1 << 20)
-                size += len(more)
-                if not more or more.endswith(b"\n"):
+            while not line.endswith(b"\n"):
+                line = raw.readline(1 << 20)
+                size += len(line)
+                if not line:
                     break
             yield LongLine(size)
             continue

@@ -34,10 +34,13 @@ def _unquoted(cell: str) -> str:
     return text[1:-1] if text[:1] == '"' else text
 
 
+_UTF16_HINT = " (the {} looks UTF-16 encoded; convert it: iconv -f UTF-16 -t UTF-8)"
+
+
 def utf16_hint(head: bytes) -> str:
     """' (...)' when the first bytes of a file look UTF-16 (a Windows re-save), else ''."""
     if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head[:64].count(0) > len(head[:64]) // 4:
-        return " (the file looks UTF-16 encoded; convert it: iconv -f UTF-16 -t UTF-8)"
+        return _UTF16_HINT.format("file")
     return ""
 
 
@@ -169,7 +172,7 @@ class EsxtopReader:
             self._set_header(line, mark)
             return None
         if self.layout is None:
-            hint = " (the input looks UTF-16 encoded; convert it: iconv -f UTF-16 -t UTF-8)" if "\x00" in line[:64] else ""
+            hint = _UTF16_HINT.format("input") if "\x00" in line[:64] else ""
             raise self._error(
                 "no_header", f'no esxtop header before this line (a capture starts with "(PDH-CSV 4.0) (UTC)(0)",...){hint}'
             )

@@ -9,6 +9,7 @@ server on the same port, or restart it with a new host key.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import os
@@ -33,6 +34,7 @@ def keygen(path: Path, passphrase: str = "") -> None:
     )
 
 
+@functools.cache
 def can_fake_shadow() -> bool:
     """Password auth needs the user's password in /etc/shadow: root can give sshd its own copy in a
     private mount namespace, leaving the machine's file alone."""
@@ -118,9 +120,16 @@ LogLevel INFO
     def start(self) -> None:
         self.log = open(self.tmp / "sshd.log", "ab")
         argv = [SSHD, "-D", "-e", "-f", str(self.config())]
-        if self.password:
-            shadow = self.fake_shadow()
-            argv = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/shadow && exec "$@"', str(shadow), *argv]
+        if can_fake_shadow():
+            # sshd runs the session through the user's login shell; bash would read ~/.bashrc, and a
+            # session the test kills mid-rc can leave that rc's state behind (a stale pyenv rehash
+            # lock made every later login wait 60 s). ESXi's shell is a plain sh: give sshd that.
+            binds = [f'mount --bind "{self.fake_passwd()}" /etc/passwd']
+            if self.password:
+                binds.append(f'mount --bind "{self.fake_shadow()}" /etc/shadow')
+            argv = ["unshare", "-m", "sh", "-c", " && ".join(binds) + ' && exec "$@"', "sshd", *argv]
+        elif self.password:
+            raise RuntimeError("password authentication needs root and unshare (see can_fake_shadow)")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -132,6 +141,19 @@ LogLevel INFO
             except OSError:
                 time.sleep(0.05)
         raise TimeoutError("sshd did not listen")
+
+    def fake_passwd(self) -> Path:
+        """A copy of /etc/passwd with this user's login shell set to /bin/sh (reads no rc file for -c)."""
+        lines = []
+        for line in Path("/etc/passwd").read_text().splitlines():
+            fields = line.split(":")
+            if fields[0] == self.user and len(fields) == 7:
+                fields[6] = "/bin/sh"
+            lines.append(":".join(fields))
+        path = self.tmp / "passwd"
+        path.write_text("\n".join(lines) + "\n")
+        path.chmod(0o644)
+        return path
 
     def fake_shadow(self) -> Path:
         """A copy of /etc/shadow with this user's password set (hashed by openssl, fed on stdin)."""
