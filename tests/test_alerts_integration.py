@@ -12,6 +12,7 @@ simulator paced at one sample per second, so the run takes about a minute.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import threading
@@ -26,6 +27,7 @@ import yaml
 from alerts import generate
 from tests.support.captures import device_columns, header, row
 from tests.support.servers import Alertmanager, Exporter, Prometheus
+from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -334,3 +336,82 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
             assert "<no value>" not in annotations["description"] and "unknown" not in annotations["description"], annotations[
                 "description"
             ]
+
+
+# The paper's Figure 2 through the vSphere API alone: on one host, four VMs with one disk each
+# keeping 16 reads outstanding on a LUN of queue depth 32 (a = 16, m = d/a = 2 < 4 VMs), and four
+# more keeping 4 reads + 4 writes each on a second 32-deep LUN (a = 8, m = 4 = the VMs there).
+FIG2_OVER, FIG2_OK = "naa.600a098038303053453f463045727a62", "naa.600a098038303053453f463045727a61"
+VSPHERE_HOST = "esx01.lab.local"
+
+
+def figure2_fixture(path: Path) -> Path:
+    """The storage simulator's fixture cut to its first host, those two LUNs and those eight VMs."""
+    host = copy.deepcopy(json.loads(FIXTURE.read_text())["hosts"][0])
+    datastores = {FIG2_OVER: "ds-shared-02", FIG2_OK: "ds-shared-01"}
+    host["luns"] = [lun for lun in host["luns"] if lun["name"] in datastores]
+    for lun in host["luns"]:
+        lun["queue_depth"] = lun["perf"]["disk.maxQueueDepth.average"] = 32
+        lun.pop("state", None)  # healthy: only the capacity is in question here
+    host["datastore_perf"] = {ds: v for ds, v in host["datastore_perf"].items() if ds in datastores.values()}
+
+    def vm(name: str, datastore: str, reads: int, writes: int) -> dict:
+        perf = {f"virtualDisk.{c}.average": 100 for c in ("numberReadAveraged", "numberWriteAveraged")}
+        perf |= {"virtualDisk.read.average": 800, "virtualDisk.write.average": 800}
+        perf |= {"virtualDisk.totalReadLatency.average": 5, "virtualDisk.totalWriteLatency.average": 5}
+        perf |= {"virtualDisk.readOIO.latest": reads, "virtualDisk.writeOIO.latest": writes}
+        disk = {"controller": "pvscsi", "bus": 0, "unit": 0, "datastore": datastore, "provisioning": "thin", "perf": perf}
+        return {"name": name, "disks": [disk]}
+
+    host["vms"] = [vm(f"over{i}", datastores[FIG2_OVER], 16, 0) for i in range(1, 5)]
+    host["vms"] += [vm(f"ok{i}", datastores[FIG2_OK], 4, 4) for i in range(1, 5)]
+    path.write_text(json.dumps({"hosts": [host]}))
+    return path
+
+
+@pytest.mark.integration
+def test_the_capacity_rules_work_from_the_vsphere_api_alone(tmp_path):
+    """No esxtop, no worlds: the exporter reads the storage simulator through the vSphere API and a
+    real Prometheus with the project's rules (windows shortened as above) takes a from the VMs'
+    virtual disks, computes m = d/a and n/a, and fires EsxiLunVmsBeyondHostCapacity on the
+    overrun LUN only, where the paper's Figure 2 says."""
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    sim = StorageSim(tmp_path / "sim", fixture=figure2_fixture(tmp_path / "figure2.json"))
+    exporter = prometheus = None
+    try:
+        exporter = Exporter(
+            "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
+            "--vsphere.ca-file", str(sim.cert), "--vsphere.interval=1s", log_path=tmp_path / "exporter.log",
+        )  # fmt: skip
+        rules = generate.load_config()
+        rules["values"] = {name: {**entry, "value": FAST.get(name, entry["value"])} for name, entry in rules["values"].items()}
+        rule_file = tmp_path / "esxi-storage.rules.yml"
+        rule_file.write_text(generate.rule_file(generate.render_groups(rules)))
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
+        assert not prometheus.query("esxi_lun_world_active_commands")  # the API alone
+        fired = prometheus.wait_for('ALERTS{alertname="EsxiLunVmsBeyondHostCapacity",alertstate="firing"}', timeout=90)
+        firing = {(s["metric"]["alertname"], s["metric"].get("device")) for s in prometheus.query('ALERTS{alertstate="firing"}')}
+
+        def value(expr: str) -> dict[str, float]:
+            return {s["metric"]["device"]: float(s["value"][1]) for s in prometheus.query(expr)}
+
+        d = value("host_device:esxi_lun_queue_depth:max")
+        a = value("host_device:esxi_lun_vm_outstanding_commands:avg")
+        m = value("host_device:esxi_lun_vm_capacity:count")
+        vms = value("host_device:esxi_lun_vms:count")
+        n_over_a = value("device:esxi_lun_vm_capacity:count")
+    finally:
+        if prometheus:
+            prometheus.stop()
+        if exporter:
+            exporter.stop()
+        sim.stop()
+    assert [(s["metric"]["host"], s["metric"]["device"]) for s in fired] == [(VSPHERE_HOST, FIG2_OVER)]
+    assert firing == {("EsxiLunVmsBeyondHostCapacity", FIG2_OVER)}
+    assert d == {FIG2_OVER: 32, FIG2_OK: 32}
+    assert a == {FIG2_OVER: 16, FIG2_OK: 8}
+    assert m == {FIG2_OVER: 2, FIG2_OK: 4}  # m = d/a
+    assert vms == {FIG2_OVER: 4, FIG2_OK: 4}  # 4 > m = 2 fires; 4 = m = 4 does not
+    assert n_over_a == {FIG2_OVER: 256 / 16, FIG2_OK: 256 / 8}  # n/a with the default n = 256
