@@ -112,6 +112,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}: {r.expr}" for r in panels if not r.ok] == []
         assert all(r.ok for r in annotations), [r.detail for r in annotations if not r.ok]
         check_table2(panels)
+        check_table2_from_the_vsphere_api(panels)
         for f in dashboard_files():  # the data preview draws every panel from these results
             model = json.loads(f.read_text())
             page = render(model, [r for r in panels if r.dashboard == model["title"]], "test")
@@ -145,3 +146,19 @@ def check_table2(panels) -> None:
     queue = "ACTV and QUED against DQLEN and DSNRO"
     assert value(panels, queue, "A", device=OVERRUN_LUN) == pytest.approx(32, rel=0.05)  # ACTV
     assert value(panels, queue, "B", device=OVERRUN_LUN) == pytest.approx(32, rel=0.15)  # QUED
+
+
+def check_table2_from_the_vsphere_api(panels) -> None:
+    """The capacity dashboard on hosts that only the vSphere API reports (no esxtop worlds): a is
+    each VM's outstanding reads + writes over its disks on the LUN (tests/vcsim/fixture.json)."""
+    per_host = "m = d/a: VMs per host on each LUN"
+    # web01's lsilogic disk on ds-shared-02: readOIO 16 + writeOIO 0, LUN queue depth 32
+    lun = {"host": "esx01.vc.lab.local", "device": "naa.600a098038303053453f463045727a62"}
+    assert value(panels, per_host, "A", **lun) == 32
+    assert value(panels, per_host, "B", **lun) == 16
+    assert value(panels, per_host, "C", **lun) == 2
+    assert value(panels, per_host, "D", **lun) == 1
+    # db01's RDM (scsi0:1, 1 + 2 outstanding) is the only VM disk on naa...7a70, queue depth 64
+    rdm = {"host": "esx01.vc.lab.local", "device": "naa.600a098038303053453f463045727a70"}
+    assert value(panels, per_host, "B", **rdm) == 3
+    assert value(panels, per_host, "C", **rdm) == pytest.approx(64 / 3)
