@@ -56,6 +56,9 @@ FAST = {
     "for_device_state": "5s",
     "for_queue_throttled": "10s",
     "for_datastore_mounts": "15s",
+    "for_vm_iops_limited": "10s",
+    "for_vm_noisy_neighbour": "10s",
+    "for_vm_emulated_controller": "30s",
 }
 # Watch this long after the first scrape: the longest `for:` (30s) after its window fills, and the
 # stale stream's 3 intervals + 10s after its feed stops, plus margin, so a late alert is seen too.
