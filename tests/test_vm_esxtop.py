@@ -307,3 +307,37 @@ def test_embedded_simulator_alone_feeds_the_vm_families(tmp_path):
         assert vm_disks == {"web01", "db01", "app01", "app02", "web02", "backup01"}
     finally:
         exporter.stop()
+
+
+def test_controllers_name_their_slots_and_a_lun_without_a_datastore_is_an_rdm(tmp_path):
+    """A user scenario: 9 PVSCSI disks skip unit 7 (the controller's own), AHCI disks sit on sata0,
+    and a VM on a LUN with no datastore reaches it through a physical-mode RDM."""
+    scenario = tmp_path / "slots.yaml"
+    scenario.write_text(
+        "description: controller slots\n"
+        "luns:\n"
+        "  - {device: naa.6000000000000001, datastore: ds1, service_time: 2ms, absorbs: 16}\n"
+        "  - {device: naa.6000000000000002, service_time: 2ms, absorbs: 16}\n"
+        "hosts:\n"
+        "  - name: lab01\n"
+        "    adapters: [{name: vmhba1, type: fc, link_speed: 400MB/s}]\n"
+        "    luns:\n"
+        "      - {device: naa.6000000000000001, queue_depth: 32, paths: {vmhba1:C0:T0:L1: active}}\n"
+        "      - {device: naa.6000000000000002, queue_depth: 32, paths: {vmhba1:C0:T0:L2: active}}\n"
+        "    vms:\n"
+        "      - {name: wide, lun: naa.6000000000000001, oio: 9, block_size: 4KiB, disks: 9, provisioning: thin}\n"
+        "      - {name: desk, lun: naa.6000000000000001, oio: 2, block_size: 4KiB, controller: ahci, disks: 2}\n"
+        "      - {name: oracle, lun: naa.6000000000000002, oio: 4, block_size: 8KiB, read_ratio: 0.5}\n"
+    )
+    sample = simulated(tmp_path, str(scenario), "10s")[-1]
+    assert sorted(disk for vm, disk in sample.vdisks if vm == "wide") == sorted(
+        ["scsi0:0", "scsi0:1", "scsi0:2", "scsi0:3", "scsi0:4", "scsi0:5", "scsi0:6", "scsi0:8", "scsi0:9"]
+    )
+    assert sorted(disk for vm, disk in sample.vdisks if vm == "desk") == ["sata0:0", "sata0:1"]
+    assert set(sample.vms) == {"wide", "desk", "oracle"}
+    (inventory,) = Simulation(load_scenario(str(scenario))).inventories()
+    assert inventory.vdisks["wide", "scsi0:8"].provisioning == "thin"
+    assert inventory.vdisks["desk", "sata0:1"].controller == "ahci"
+    assert inventory.vdisks["oracle", "scsi0:0"] == m.VirtualDiskConfig(
+        devices=("naa.6000000000000002",), backing="rdm", compatibility_mode="physical", controller="pvscsi", shares=1000.0
+    )

@@ -367,7 +367,7 @@ def _vm(node: _Node, host_luns: dict[str, HostLunSpec], i: int) -> VmSpec:
     )
     most = _MAX_DISKS[CONTROLLER_BUS[controller]]
     disks = node.take(
-        "disks", _int, 1, check=lambda v: 1 <= v <= most, check_msg=f"must be 1..{most} on a {controller} controller"
+        "disks", _int, 1, check=lambda v: 1 <= v <= most, check_msg=f"must be 1..{most} on one {controller} controller"
     )
     provisioning = node.take(
         "provisioning",
