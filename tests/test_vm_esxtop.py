@@ -341,3 +341,74 @@ def test_controllers_name_their_slots_and_a_lun_without_a_datastore_is_an_rdm(tm
     assert inventory.vdisks["oracle", "scsi0:0"] == m.VirtualDiskConfig(
         devices=("naa.6000000000000002",), backing="rdm", compatibility_mode="physical", controller="pvscsi", shares=1000.0
     )
+
+
+def test_backfill_exports_the_virtual_disks_history():
+    """backfill's OpenMetrics: each VM disk's counters at each sample's time, the last equal to dump's."""
+    import io
+
+    from exporter.analysis.backfill import write_openmetrics
+
+    out = io.StringIO()
+    assert write_openmetrics(str(RS), "lab", out) == 3
+    history: dict[str, list[tuple[float, float]]] = {}
+    for line in out.getvalue().splitlines():
+        if line.startswith(("esxi_vm_disk_", "esxi_vm_")):
+            series_text, value, stamp = line.rsplit(" ", 2)
+            history.setdefault(series_text, []).append((float(stamp), float(value)))
+    key = f'esxi_vm_disk_writes_total{{host="{HOST}",vm="ouranos",disk="scsi2:0",run="lab"}}'
+    assert [v for _, v in history[key]] == [0.0, 0.0, 4.0]  # 0.00/s, then 0.80/s over 5 s
+    assert "# TYPE esxi_vm_disk_writes counter" in out.getvalue()
+    assert len({k.split("{")[1] for k in history if k.startswith("esxi_vm_disk_reads_total")}) == len(RS_DISKS)
+    assert len({k.split("{")[1] for k in history if k.startswith("esxi_vm_reads_total")}) == len(RS_VMS)
+    dump = exposition(run("dump", "--esxtop-file", str(RS)).stdout)
+    last = history[f'esxi_vm_write_latency_seconds_total{{host="{HOST}",vm="poseidon",run="lab"}}'][-1][1]
+    assert last == dump[series("esxi_vm_write_latency_seconds_total", host=HOST, vm="poseidon")]
+
+
+def test_compare_has_a_subject_per_vm_disk(tmp_path):
+    from exporter.analysis.capture import load
+    from exporter.analysis.compare import compare
+
+    paths = {}
+    for name in ("queue-ok", "queue-overrun"):
+        paths[name] = tmp_path / f"{name}.csv"
+        assert run("simulate", name, "--duration", "5m", "--out", str(paths[name])).returncode == 0
+    result = compare(load(paths["queue-ok"]), load(paths["queue-overrun"]))
+    rows = {(r.name, r.metric.key): r for r in result.rows if r.family == "vdisks"}
+    assert {name for name, _ in rows} == {"vm1:scsi0:0", "vm2:scsi0:0", "vm3:scsi0:0", "vm4:scsi0:0"}
+    for vm in ("vm1", "vm2", "vm3", "vm4"):
+        latency, outstanding = rows[f"{vm}:scsi0:0", "read_latency"], rows[f"{vm}:scsi0:0", "little"]
+        assert latency.verdict == "worse" and 1.8 <= latency.after.mean / latency.before.mean <= 2.2  # Figure 2
+        assert outstanding.before.mean == pytest.approx(8, rel=0.01) and outstanding.after.mean == pytest.approx(16, rel=0.01)
+        assert (f"{vm}:scsi0:0", "write_latency") not in rows  # all reads: no write latency to compare
+    text = run("compare", str(paths["queue-ok"]), str(paths["queue-overrun"])).stdout
+    assert "virtual disk vm1:scsi0:0" in text and "LAT/rd (ms)" in text
+
+
+def without_world_columns(source, target):
+    with open(source, newline="") as handle:
+        rows = list(csv.reader(handle))
+    keep = [i for i, cell in enumerate(rows[0]) if "Per-Device-Per-World" not in cell]
+    with open(target, "w", newline="") as handle:
+        csv.writer(handle, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([[r[i] for i in keep] for r in rows])
+
+
+def test_capacity_takes_a_from_the_virtual_disks_where_no_world_shows_load(tmp_path):
+    full = tmp_path / "full" / "fig2.csv"
+    full.parent.mkdir()
+    assert run("simulate", "queue-overrun", "--duration", "2m", "--out", str(full)).returncode == 0
+    both = run("capacity", "-n", "64", str(full))
+    assert both.returncode == 0, both.stderr
+    assert "a=16.00 d=32 -> at most 2 VMs per host" in both.stdout  # the worlds decide
+    assert "vm1: 16.00 outstanding commands on average (its virtual disks: 16.0" in both.stdout
+    # the same capture without per-world columns: the disks, placed by the inventory snapshot
+    bare = tmp_path / "fig2.csv"
+    without_world_columns(full, bare)
+    assert "no VM had commands" in run("capacity", "-n", "64", str(bare)).stdout  # nothing places the disks
+    (tmp_path / "fig2.inventory.json").write_text((tmp_path / "full" / "fig2.inventory.json").read_text())
+    disks = run("capacity", "-n", "64", str(bare))
+    assert disks.returncode == 0, disks.stderr
+    found = re.search(r"a=(\d+\.\d+) d=32 -> at most 1 VMs per host \(d/a\), 3 VMs on the LUN", disks.stdout)
+    assert found and 16.0 < float(found.group(1)) < 16.16, disks.stdout  # 16 within 1%, a hair above: m rounds down
+    assert "a from the VMs' virtual disks" in disks.stdout and "VMs on the LUN from this host: 4" in disks.stdout
