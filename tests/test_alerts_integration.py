@@ -93,6 +93,11 @@ SCENARIOS = {
         "shared-lun-9-hosts",
         [
             *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": SHARED_LUN} for i in range(1, 10)),
+            # and each host's VM sees it on its virtual disk (esxtop's Virtual Disk group)
+            *(
+                {"alertname": "EsxiVmDiskLatencyHigh", "host": esx(i), "vm": f"vm{i:02d}", "disk": "scsi0:0"}
+                for i in range(1, 10)
+            ),
             {"alertname": "EsxiArrayLunQueueOversubscribed", "device": SHARED_LUN},
             {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": SHARED_LUN},
         ],
@@ -125,6 +130,11 @@ SCENARIOS = {
         [
             *({"alertname": "EsxiSharedLunQueueDepthTooHigh", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
             *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
+            *(
+                {"alertname": "EsxiVmDiskLatencyHigh", "host": esx(i), "vm": f"db{i:02d}{ab}", "disk": "scsi0:0"}
+                for i in range(1, 5)
+                for ab in "ab"
+            ),
             {"alertname": "EsxiArrayLunQueueOversubscribed", "device": QDEPTH_LUN},
             {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
         ],
@@ -165,7 +175,7 @@ PIPELINE = [
 # Its parse errors stop with the stream, so that alert has resolved by the end of the run.
 RESOLVED_BY_THE_END = {"pipeline": [PIPELINE[0]]}
 EXPECTED = {**{name: predicted for name, (_, predicted) in SCENARIOS.items()}, "pipeline": PIPELINE}
-IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason", "cluster", "datastore")
+IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason", "cluster", "datastore", "vm", "disk")
 RECEIVER_OF_SEVERITY = {"critical": "pager", "warning": "work-queue", "info": "context"}
 
 

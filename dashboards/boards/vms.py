@@ -15,6 +15,7 @@ from ..promql import (
     VM_OUTSTANDING,
     VM_OUTSTANDING_SHARE,
     gauge,
+    one_per,
     per_vm_on,
     sel,
     vm_iops,
@@ -51,6 +52,18 @@ def latency_on(place: str, *info_matchers: str, window: str = RATE) -> str:
     num = per_vm_on(place, disk_latency_total(HOST, VM, window=window), HOST, VM, *info_matchers)
     den = per_vm_on(place, vm_iops(HOST, VM, window=window), HOST, VM, *info_matchers)
     return f"{num} / {den}"
+
+
+def outstanding_on_datastore(window: str) -> str:
+    """Each VM's outstanding I/O over its disks on each datastore: the disks' own (vSphere API, NFS
+    included), else the capacity rules' per-VM count on the datastore's LUNs (esxtop worlds)."""
+    disks = per_vm_on("datastore", gauge(DISK_OUTSTANDING, HOST, VM, window=window), HOST, VM, DATASTORE)
+    lun_datastore = one_per("host, device, datastore", sel("esxi_lun_info", HOST, DATASTORE, 'datastore!=""'))
+    worlds = (
+        f"sum by (host, datastore, vm) ({lun_datastore} * on (host, device) group_right (datastore) "
+        f"sum by (host, device, vm) ({gauge(VM_OUTSTANDING, HOST, VM, NAMED, window=window)}))"
+    )
+    return f"({disks}) or ({worlds} unless on (host, datastore, vm) ({disks}))"
 
 
 def build():
@@ -150,10 +163,7 @@ def build():
             [
                 Column("latency", latency_on("datastore", DATASTORE, window=RANGE), "s", LATENCY_STEPS),
                 Column("IOPS", per_vm_on("datastore", vm_iops(HOST, VM, window=RANGE), HOST, VM, DATASTORE), "iops"),
-                Column(
-                    "outstanding",
-                    per_vm_on("datastore", gauge(DISK_OUTSTANDING, HOST, VM, window=RANGE), HOST, VM, DATASTORE),
-                ),
+                Column("outstanding", outstanding_on_datastore(window=RANGE)),
             ],
             sort_by="latency",
             links={"vm": ("This VM's disks", VM_URL)},
@@ -257,12 +267,13 @@ def build():
     )
     d = d.with_panel(
         timeseries_panel(
-            "IOPS through emulated controllers",
-            "I/Os per second each VM sends through an emulated disk controller (LSI Logic, BusLogic, SATA, IDE). "
-            f"Above {LIMITS.vm_emulated_controller_iops:g} (red line) VMware's paravirtual PVSCSI controller costs "
-            "clearly less host CPU per I/O (EsxiVmEmulatedControllerBusy).",
+            "IOPS per VM and controller type",
+            "I/Os per second each VM sends through each type of disk controller. Above the red line "
+            f"({LIMITS.vm_emulated_controller_iops:g}) on an emulated one ({EMULATED.replace('|', ', ')}) VMware's "
+            "paravirtual PVSCSI controller costs clearly less host CPU per I/O (EsxiVmEmulatedControllerBusy); "
+            "pvscsi and nvme are paravirtual already.",
             "iops",
-            [Q(sel("host_vm_controller:esxi_vm_disk_iops:rate", HOST, VM, f'controller=~"{EMULATED}"'), "{{vm}} {{controller}}")],
+            [Q(sel("host_vm_controller:esxi_vm_disk_iops:rate", HOST, VM), "{{vm}} {{controller}}")],
             line_at=((None, "transparent"), (LIMITS.vm_emulated_controller_iops, "red")),
             w=24,
         )
