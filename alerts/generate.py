@@ -46,6 +46,10 @@ SELECTOR_LABELS = {  # placeholder -> (label, operator) pairs of the alert's own
     "sel_d": (("device", "="),),
     "sel_ha": (("host", "="), ("adapter", "=")),
     "sel_d_other_host": (("device", "="), ("host", "!=")),
+    "sel_hdv": (("host", "="), ("device", "="), ("vm", "=")),
+    "sel_hvd": (("host", "="), ("vm", "="), ("disk", "=")),
+    # the other VMs on the alert's LUN and host (vm="": esxtop's system worlds, not a VM)
+    "sel_hd_other_vm": (("host", "="), ("device", "="), ("vm", "!="), ("vm", "!=", "")),
 }
 
 
@@ -78,8 +82,9 @@ def _format_value(value) -> str:
 def selector_template(pairs, scope) -> str:
     """A Go-template expression that prints the PromQL selector of the alert's own labels."""
     labels = [(label, "=") for label in scope] + list(pairs)
-    fmt = ",".join(f"{label}{op}%q" for label, op in labels)
-    args = " ".join(f"$labels.{label}" for label, _ in labels)
+    # (label, op) takes the alert's own value of the label; (label, op, text) a fixed value
+    fmt = ",".join(f"{p[0]}{p[1]}%q" if len(p) == 2 else f'{p[0]}{p[1]}\\"{p[2]}\\"' for p in labels)
+    args = " ".join(f"$labels.{p[0]}" for p in labels if len(p) == 2)
     return f'(printf "{{{fmt}}}" {args})'
 
 

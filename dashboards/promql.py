@@ -86,9 +86,58 @@ def link_use(*matchers: str, window: str = RATE) -> str:
     return f"max by (host, adapter) (avg_over_time({recorded}[{window}]))"
 
 
-def world_outstanding(*matchers: str, window: str = RATE) -> str:
-    """Commands one world (VM) has outstanding on one LUN: active plus queued, averaged over the window."""
-    return (
-        f"{gauge('esxi_lun_world_active_commands', *matchers, window=window)} + "
-        f"{gauge('esxi_lun_world_queued_commands', *matchers, window=window)}"
+# --- VMs and their virtual disks (esxi_vm_disk_* per disk, esxi_vm_* per VM) -------------------
+# The capacity rules' records (alerts/rules.src.yml): what each VM keeps outstanding on a LUN, from
+# esxtop's worlds where the host's esxtop reports them on that LUN, else from the VM's virtual disks
+# (vSphere readOIO + writeOIO), so a panel counts a VM as the alerts do, whichever source there is.
+WORLD_OUTSTANDING = "host_device_world:esxi_lun_world_outstanding_commands:sum"
+VDISK_OUTSTANDING = "host_device_vm:esxi_vm_disk_outstanding_commands:sum"
+VM_OUTSTANDING = "host_device_vm:esxi_lun_vm_outstanding_commands:sum"  # one series per VM, both sources
+VM_OUTSTANDING_SHARE = "host_device_vm:esxi_lun_vm_outstanding_commands:ratio"
+DISK_OUTSTANDING = "host_vm_disk:esxi_vm_disk_outstanding_commands:sum"
+VM_INFO = "esxi_vm_disk_info"
+BACKING = "datastore, device, backing, compatibility_mode, controller, provisioning"
+
+
+def vm_outstanding(*matchers: str, window: str = RATE) -> str:
+    """One series per VM (esxtop: per world, as the paper counts them) on each LUN and host: its
+    outstanding commands averaged over the window. The source is chosen over the whole window,
+    as the capacity rules choose it, so a VM seen through both sources counts once."""
+    worlds = gauge(WORLD_OUTSTANDING, *matchers, window=window)
+    disks = gauge(VDISK_OUTSTANDING, *matchers, window=window)
+    return f"({worlds} or ({disks} unless on (host, device) {worlds}))"
+
+
+def vm_rate(stem: str, *matchers: str, obj: str = "vm_disk", window: str = RATE) -> str:
+    """Per disk (obj vm_disk) or per VM (obj vm); max by: a disk both sources report is one disk."""
+    by = "host, vm, disk" if obj == "vm_disk" else "host, vm"
+    return f"max by ({by}) ({rate(f'esxi_{obj}_{stem}', *matchers, window=window)})"
+
+
+def vm_iops(*matchers: str, obj: str = "vm_disk", window: str = RATE) -> str:
+    return f"{vm_rate('reads_total', *matchers, obj=obj, window=window)} + {vm_rate('writes_total', *matchers, obj=obj, window=window)}"
+
+
+def vm_latency_seconds(*matchers: str, obj: str = "vm_disk", window: str = RATE) -> str:
+    """Mean latency per I/O, reads and writes weighted by their counts (the VM alert's definition)."""
+    total = (
+        f"{vm_rate('read_latency_seconds_total', *matchers, obj=obj, window=window)} + "
+        f"{vm_rate('write_latency_seconds_total', *matchers, obj=obj, window=window)}"
     )
+    return f"({total}) / ({vm_iops(*matchers, obj=obj, window=window)})"
+
+
+def per_vm_on(place: str, disk_expr: str, *info_matchers: str) -> str:
+    """A per-disk expression added up per (host, place, vm), place being device (each LUN under the
+    disk, RDMs included) or datastore: the disk's backing comes from esxi_vm_disk_info."""
+    extra = ('device!=""',) if place == "device" else ()
+    info = one_per(f"host, vm, disk, {place}", sel(VM_INFO, *extra, *info_matchers))
+    return f"sum by (host, {place}, vm) ({info} * on (host, vm, disk) group_left () ({disk_expr}))"
+
+
+def with_backing(disk_expr: str, *info_matchers: str) -> str:
+    """A per-disk expression with what backs the disk as labels (one row per LUN under it); disks
+    the API does not describe (esxtop alone) keep their bare labels."""
+    info = one_per(f"host, vm, disk, {BACKING}", sel(VM_INFO, *info_matchers))
+    joined = f"{info} * on (host, vm, disk) group_left () ({disk_expr})"
+    return f"({joined}) or (({disk_expr}) unless on (host, vm, disk) {info})"

@@ -51,6 +51,21 @@ def lun(multi: bool = True) -> db.QueryVariable:
     )
 
 
+def datastore() -> db.QueryVariable:
+    return _query(
+        "datastore",
+        "Datastore",
+        'label_values(esxi_vm_disk_info{host=~"$host"}, datastore)',
+        "Datastore holding VM disks (vSphere source)",
+    )
+
+
+def vm() -> db.QueryVariable:
+    return _query(
+        "vm", "VM", 'label_values(esxi_vm_disk_reads_total{host=~"$host"}, vm)', "Virtual machine (with virtual disk I/O)"
+    )
+
+
 def adapter() -> db.QueryVariable:
     return _query(
         "adapter", "Adapter", 'label_values(esxi_adapter_commands_total{host=~"$host"}, adapter)', "Storage adapter (vmhbaN)"

@@ -24,7 +24,7 @@ STATE_ALERTS = {
     "EsxiPathDead",
     "EsxiLunDeviceNotOk",
 }  # value is a 0/1 state; labels say it all
-IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector")
+IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector", "vm", "disk")
 
 
 def promtool(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

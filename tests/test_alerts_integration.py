@@ -12,6 +12,7 @@ simulator paced at one sample per second, so the run takes about a minute.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import threading
@@ -26,6 +27,7 @@ import yaml
 from alerts import generate
 from tests.support.captures import device_columns, header, row
 from tests.support.servers import Alertmanager, Exporter, Prometheus
+from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -54,6 +56,9 @@ FAST = {
     "for_device_state": "5s",
     "for_queue_throttled": "10s",
     "for_datastore_mounts": "15s",
+    "for_vm_iops_limited": "10s",
+    "for_vm_noisy_neighbour": "10s",
+    "for_vm_emulated_controller": "30s",
 }
 # Watch this long after the first scrape: the longest `for:` (30s) after its window fills, and the
 # stale stream's 3 intervals + 10s after its feed stops, plus margin, so a late alert is seen too.
@@ -88,6 +93,11 @@ SCENARIOS = {
         "shared-lun-9-hosts",
         [
             *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": SHARED_LUN} for i in range(1, 10)),
+            # and each host's VM sees it on its virtual disk (esxtop's Virtual Disk group)
+            *(
+                {"alertname": "EsxiVmDiskLatencyHigh", "host": esx(i), "vm": f"vm{i:02d}", "disk": "scsi0:0"}
+                for i in range(1, 10)
+            ),
             {"alertname": "EsxiArrayLunQueueOversubscribed", "device": SHARED_LUN},
             {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": SHARED_LUN},
         ],
@@ -120,6 +130,11 @@ SCENARIOS = {
         [
             *({"alertname": "EsxiSharedLunQueueDepthTooHigh", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
             *({"alertname": "EsxiLunLatencyCritical", "host": esx(i), "device": QDEPTH_LUN} for i in range(1, 5)),
+            *(
+                {"alertname": "EsxiVmDiskLatencyHigh", "host": esx(i), "vm": f"db{i:02d}{ab}", "disk": "scsi0:0"}
+                for i in range(1, 5)
+                for ab in "ab"
+            ),
             {"alertname": "EsxiArrayLunQueueOversubscribed", "device": QDEPTH_LUN},
             {"alertname": "EsxiLunVmsBeyondArrayCapacity", "device": QDEPTH_LUN},
         ],
@@ -160,7 +175,7 @@ PIPELINE = [
 # Its parse errors stop with the stream, so that alert has resolved by the end of the run.
 RESOLVED_BY_THE_END = {"pipeline": [PIPELINE[0]]}
 EXPECTED = {**{name: predicted for name, (_, predicted) in SCENARIOS.items()}, "pipeline": PIPELINE}
-IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason", "cluster", "datastore")
+IDENTITY = ("alertname", "host", "device", "adapter", "direction", "stream", "reason", "cluster", "datastore", "vm", "disk")
 RECEIVER_OF_SEVERITY = {"critical": "pager", "warning": "work-queue", "info": "context"}
 
 
@@ -334,3 +349,123 @@ def test_each_scenario_raises_exactly_the_predicted_alerts(tmp_path):
             assert "<no value>" not in annotations["description"] and "unknown" not in annotations["description"], annotations[
                 "description"
             ]
+
+
+# The paper's Figure 2 through the vSphere API alone: on one host, four VMs with one disk each
+# keeping 16 reads outstanding on a LUN of queue depth 32 (a = 16, m = d/a = 2 < 4 VMs), and four
+# more keeping 4 reads + 4 writes each on a second 32-deep LUN (a = 8, m = 4 = the VMs there).
+# Beside them one VM per VM alert, on the second LUN with nothing outstanding (so its Table 2 stays
+# the paper's), and on the host's iSCSI LUN (DQLEN 128) a VM keeping 140 of its 148 outstanding
+# commands while a neighbour keeps 8.
+FIG2_OVER, FIG2_OK = "naa.600a098038303053453f463045727a62", "naa.600a098038303053453f463045727a61"
+ISCSI = "naa.6589cfc000000a1b2c3d4e5f60718293"
+VSPHERE_HOST = "esx01.lab.local"
+VSPHERE_EXPECTED = {
+    ("EsxiLunVmsBeyondHostCapacity", FIG2_OVER, ""),
+    ("EsxiLunVmsBeyondHostCapacity", ISCSI, ""),  # 2 VMs, a = 74, m = 128/74 = 1.7
+    ("EsxiVmNoisyNeighbour", ISCSI, "hog01"),
+    ("EsxiVmDiskLatencyHigh", "", "slow01"),
+    ("EsxiVmDiskIopsLimited", "", "limited01"),
+    ("EsxiVmEmulatedControllerBusy", "", "lsi01"),
+}
+
+
+# vSphere's real-time samples are 20 s apart (however often the exporter asks): a rate needs a
+# window that holds two or more of them, so this run's rate window is 60s, not 15s.
+VSPHERE_FAST = {**FAST, "rate_window": "60s"}
+
+
+def vsphere_vms_fixture(path: Path) -> Path:
+    """The storage simulator's fixture cut to its first host, three LUNs and the VMs above."""
+    host = copy.deepcopy(json.loads(FIXTURE.read_text())["hosts"][0])
+    datastores = {FIG2_OVER: "ds-shared-02", FIG2_OK: "ds-shared-01", ISCSI: "ds-iscsi-01"}
+    host["luns"] = [lun for lun in host["luns"] if lun["name"] in datastores]
+    for lun in host["luns"]:
+        lun.pop("state", None)  # healthy devices: only the VMs are in question here
+        if lun["name"] != ISCSI:
+            lun["queue_depth"] = lun["perf"]["disk.maxQueueDepth.average"] = 32
+        else:
+            lun["esxcli_dsnro"] = lun["queue_depth"]  # DSNRO = DQLEN, as the paper asks
+    host["datastore_perf"] = {ds: v for ds, v in host["datastore_perf"].items() if ds in datastores.values()}
+
+    def vm(name, lun, oio=(0, 0), iops=(100, 100), latency_ms=(5, 5), controller="pvscsi", **extra) -> dict:
+        perf = {"virtualDisk.numberReadAveraged.average": iops[0], "virtualDisk.numberWriteAveraged.average": iops[1]}
+        perf |= {"virtualDisk.read.average": 8 * iops[0], "virtualDisk.write.average": 8 * iops[1]}  # KB/s
+        perf |= {"virtualDisk.totalReadLatency.average": latency_ms[0], "virtualDisk.totalWriteLatency.average": latency_ms[1]}
+        perf |= {"virtualDisk.readOIO.latest": oio[0], "virtualDisk.writeOIO.latest": oio[1]}
+        disk = {"controller": controller, "bus": 0, "unit": 0, "datastore": datastores[lun], "provisioning": "thin"}
+        return {"name": name, "disks": [{**disk, **extra, "perf": perf}]}
+
+    host["vms"] = [vm(f"over{i}", FIG2_OVER, oio=(16, 0)) for i in range(1, 5)]
+    host["vms"] += [vm(f"ok{i}", FIG2_OK, oio=(4, 4)) for i in range(1, 5)]
+    host["vms"] += [
+        vm("slow01", FIG2_OK, latency_ms=(80, 60)),  # 70 ms per I/O at 200 I/Os per second
+        vm("limited01", FIG2_OK, iops=(300, 200), iops_limit=500),  # at its limit
+        vm("lsi01", FIG2_OK, iops=(2500, 500), controller="lsilogic"),  # 3,000 IOPS through LSI Logic
+        vm("hog01", ISCSI, oio=(100, 40)),
+        vm("quiet01", ISCSI, oio=(4, 4)),
+    ]
+    path.write_text(json.dumps({"hosts": [host]}))
+    return path
+
+
+@pytest.mark.integration
+def test_the_capacity_rules_and_vm_alerts_work_from_the_vsphere_api_alone(tmp_path):
+    """No esxtop, no worlds: the exporter reads the storage simulator through the vSphere API and a
+    real Prometheus with the project's rules (windows shortened as above) takes a from the VMs'
+    virtual disks, computes m = d/a and n/a, fires EsxiLunVmsBeyondHostCapacity where the paper's
+    Figure 2 says (and not on the LUN exactly at m), and each VM alert on its VM, nothing else."""
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    sim = StorageSim(tmp_path / "sim", fixture=vsphere_vms_fixture(tmp_path / "vms.json"))
+    exporter = prometheus = None
+    try:
+        exporter = Exporter(
+            "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
+            "--vsphere.ca-file", str(sim.cert), "--vsphere.interval=1s", log_path=tmp_path / "exporter.log",
+        )  # fmt: skip
+        rules = generate.load_config()
+        rules["values"] = {
+            name: {**entry, "value": VSPHERE_FAST.get(name, entry["value"])} for name, entry in rules["values"].items()
+        }
+        rule_file = tmp_path / "esxi-storage.rules.yml"
+        rule_file.write_text(generate.rule_file(generate.render_groups(rules)))
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
+        assert not prometheus.query("esxi_lun_world_active_commands")  # the API alone
+
+        def firing() -> set[tuple[str, str, str]]:
+            alerts = prometheus.query('ALERTS{alertstate="firing"}')
+            return {(s["metric"]["alertname"], s["metric"].get("device", ""), s["metric"].get("vm", "")) for s in alerts}
+
+        # the longest for: is the emulated controller's 30s, once its rate window holds two samples
+        deadline = time.monotonic() + 150
+        while firing() != VSPHERE_EXPECTED and time.monotonic() < deadline:
+            time.sleep(1)
+        time.sleep(5)  # and nothing more comes
+        fired = firing()
+        hosts = {s["metric"]["host"] for s in prometheus.query('ALERTS{alertstate="firing"}')}
+
+        def value(expr: str) -> dict[str, float]:
+            return {s["metric"]["device"]: float(s["value"][1]) for s in prometheus.query(expr)}
+
+        d = value("host_device:esxi_lun_queue_depth:max")
+        a = value("host_device:esxi_lun_vm_outstanding_commands:avg")
+        m = value("host_device:esxi_lun_vm_capacity:count")
+        vms = value("host_device:esxi_lun_vms:count")
+        n_over_a = value("device:esxi_lun_vm_capacity:count")
+        description = prometheus.query('ALERTS{alertname="EsxiVmNoisyNeighbour"}')
+    finally:
+        if prometheus:
+            prometheus.stop()
+        if exporter:
+            exporter.stop()
+        sim.stop()
+    assert fired == VSPHERE_EXPECTED
+    assert hosts == {VSPHERE_HOST}
+    assert d == {FIG2_OVER: 32, FIG2_OK: 32, ISCSI: 128}
+    assert a == {FIG2_OVER: 16, FIG2_OK: 8, ISCSI: 74}  # the alert VMs on FIG2_OK keep none outstanding
+    assert m == {FIG2_OVER: 2, FIG2_OK: 4, ISCSI: pytest.approx(128 / 74)}  # m = d/a
+    assert vms == {FIG2_OVER: 4, FIG2_OK: 4, ISCSI: 2}  # 4 > m = 2 fires; 4 = m = 4 does not
+    assert n_over_a == {FIG2_OVER: 256 / 16, FIG2_OK: 256 / 8, ISCSI: pytest.approx(256 / 74)}  # n = 256
+    assert [s["metric"]["vm"] for s in description] == ["hog01"]

@@ -33,7 +33,7 @@ def assert_same_as_reader(path):
     checked = 0
     for i, sample in enumerate(samples):
         assert sample.timestamp == capture.timestamps[i]
-        for family in ("luns", "adapters", "paths", "worlds", "cpus", "datastores"):
+        for family in ("luns", "adapters", "paths", "worlds", "cpus", "datastores", "vdisks", "vms"):
             for key, stats in getattr(sample, family).items():
                 for field, value in stats.items():
                     assert capture.frame[(family, key, field)].iloc[i] == value, (family, key, field, i)
@@ -47,6 +47,7 @@ def test_loader_matches_the_core_reader_on_the_real_esxi65_capture():
     assert capture.host == "localhost.home"
     assert np.isnan(capture.intervals[0]) and list(capture.intervals[1:]) == [5.0, 5.0]
     assert len(capture.objects("worlds")) > 0
+    assert ("ouranos", "scsi2:0") in capture.objects("vdisks") and "ouranos" in capture.objects("vms")
 
 
 def test_loader_matches_the_core_reader_on_the_real_esxi60_header_and_row(tmp_path):

@@ -69,9 +69,18 @@ def targets(model: dict) -> list[tuple[dict, dict]]:
 
 def contract_metrics() -> set[str]:
     """Metric names in the metrics reference (docs/metrics.md), with the `esxi_adapter_*` and
-    `esxi_path_*` families expanded "as the LUN ones"."""
+    `esxi_path_*` families expanded "as the LUN ones", the VM rows' shorthands expanded
+    (`esxi_vm_disk_reads_total`, `_writes_total`) and `esxi_vm_*` "same names" as the disk rows above it."""
     section = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").split("## Renamed series", 1)[0]
     names = set(re.findall(r"`(esxi_[a-z_]+)`", section))
+    disk_rows: set[str] = set()
+    for line in section.splitlines():
+        full = re.findall(r"`(esxi_[a-z_]+)`", line)
+        if full and full[0].startswith("esxi_vm_disk_"):
+            disk_rows |= set(full) | {"esxi_vm_disk" + s for s in re.findall(r"`(_[a-z][a-z_]*[a-z])`", line)}
+        if "`esxi_vm_*` (same names" in line:
+            names |= disk_rows | {"esxi_vm_" + n.removeprefix("esxi_vm_disk_") for n in disk_rows}
+    names |= disk_rows
     lun_family = {n[len("esxi_lun_") :] for n in names if n.startswith("esxi_lun_")}
     for family in ("adapter", "path"):
         names |= {f"esxi_{family}_{suffix}" for suffix in lun_family}
@@ -144,7 +153,7 @@ def test_schema_rejects_what_grafana_would_reject(breakage):
 def test_uids_are_stable_and_unique():
     uids = [load(f"provisioned/{b.FILE}")["uid"] for b in BOARDS]
     assert uids == [b.UID for b in BOARDS]
-    assert len(set(uids)) == len(uids) == 6
+    assert len(set(uids)) == len(uids) == 7
     assert all(re.fullmatch(r"[a-z0-9-]{1,40}", u) for u in uids)
 
 

@@ -24,9 +24,14 @@ from dashboards.evaluate import Prometheus as PromAPI
 from dashboards.preview import render
 from dashboards.render import all_panels
 from tests.support.servers import ROOT, Exporter, Prometheus
+from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 # demo: two hosts, two LUNs, every metric family. queue-overrun (the paper's Figure 2): four VMs with
 # 16 outstanding I/Os each on one LUN with DQLEN 32, so Table 2 has known answers: a = 16, m = d/a = 2.
+# Beside them an exporter reads the vSphere storage simulator (tests/vcsim/): its VMs' virtual disks
+# with what backs them (VMFS LUNs, an RDM, NFS; pvscsi, lsilogic, ahci and nvme controllers, an IOPS
+# limit), which only the vSphere API reports. Its hosts are renamed (esx01.vc.lab.local): the
+# scenarios' hosts have its hosts' names, and one host is not two.
 SCENARIOS = ("demo", "queue-overrun")
 OVERRUN_LUN = "naa.600601601e3021001a2b3c4d5e6f0001"
 SCRAPE = 1.0
@@ -56,12 +61,32 @@ def dashboard_files() -> list[Path]:
 
 @needs_simulator
 def test_every_panel_query_returns_data(tmp_path, capsys):
-    exporters, prometheus = [], None
+    exporters, prometheus, vcenter = [], None, None
     try:
         for scenario in SCENARIOS:
             exporters.append(
                 Exporter("--simulate", scenario, "--simulate.interval", "1s", log_path=tmp_path / f"exporter-{scenario}.log")
             )
+        fixture = tmp_path / "vcsim-fixture.json"
+        fixture.write_text(FIXTURE.read_text().replace(".lab.local", ".vc.lab.local"))
+        vcenter = StorageSim(tmp_path / "vcsim", fixture=fixture)
+        password = tmp_path / "vsphere-password"
+        password.write_text(PASSWORD + "\n")
+        password.chmod(0o600)
+        exporters.append(
+            Exporter(
+                "--vsphere",
+                vcenter.url,
+                "--vsphere.user",
+                USER,
+                "--vsphere.password-file",
+                str(password),
+                "--vsphere.ca-file",
+                str(vcenter.cert),
+                "--vsphere.interval=1s",
+                log_path=tmp_path / "exporter-vsphere.log",
+            )  # fmt: skip
+        )
         rules = tmp_path / "fixture-rules.yml"
         rules.write_text(FIXTURE_RULES)
         prometheus = Prometheus(
@@ -70,7 +95,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
             scrape_interval=f"{SCRAPE:g}s",
             rule_files=[rules, *sorted((ROOT / "alerts").glob("*.rules.yml"))],
         )
-        prometheus.wait_for('count(up{job="esxi"} == 1)', lambda r: r and r[0]["value"][1] == str(len(SCENARIOS)))
+        prometheus.wait_for('count(up{job="esxi"} == 1)', lambda r: r and r[0]["value"][1] == str(len(exporters)))
         first = time.time()
         # The before/after panels look 2 x RANGE back, plus their rate window: wait until that is data.
         time.sleep(2 * RANGE + 8 * SCRAPE)
@@ -87,6 +112,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}: {r.expr}" for r in panels if not r.ok] == []
         assert all(r.ok for r in annotations), [r.detail for r in annotations if not r.ok]
         check_table2(panels)
+        check_table2_from_the_vsphere_api(panels)
         for f in dashboard_files():  # the data preview draws every panel from these results
             model = json.loads(f.read_text())
             page = render(model, [r for r in panels if r.dashboard == model["title"]], "test")
@@ -96,6 +122,8 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
             prometheus.stop()
         for e in exporters:
             e.stop()
+        if vcenter:
+            vcenter.stop()
 
 
 def value(panels, panel: str, ref: str, **labels) -> float:
@@ -118,3 +146,19 @@ def check_table2(panels) -> None:
     queue = "ACTV and QUED against DQLEN and DSNRO"
     assert value(panels, queue, "A", device=OVERRUN_LUN) == pytest.approx(32, rel=0.05)  # ACTV
     assert value(panels, queue, "B", device=OVERRUN_LUN) == pytest.approx(32, rel=0.15)  # QUED
+
+
+def check_table2_from_the_vsphere_api(panels) -> None:
+    """The capacity dashboard on hosts that only the vSphere API reports (no esxtop worlds): a is
+    each VM's outstanding reads + writes over its disks on the LUN (tests/vcsim/fixture.json)."""
+    per_host = "m = d/a: VMs per host on each LUN"
+    # web01's lsilogic disk on ds-shared-02: readOIO 16 + writeOIO 0, LUN queue depth 32
+    lun = {"host": "esx01.vc.lab.local", "device": "naa.600a098038303053453f463045727a62"}
+    assert value(panels, per_host, "A", **lun) == 32
+    assert value(panels, per_host, "B", **lun) == 16
+    assert value(panels, per_host, "C", **lun) == 2
+    assert value(panels, per_host, "D", **lun) == 1
+    # db01's RDM (scsi0:1, 1 + 2 outstanding) is the only VM disk on naa...7a70, queue depth 64
+    rdm = {"host": "esx01.vc.lab.local", "device": "naa.600a098038303053453f463045727a70"}
+    assert value(panels, per_host, "B", **rdm) == 3
+    assert value(panels, per_host, "C", **rdm) == pytest.approx(64 / 3)

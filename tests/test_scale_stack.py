@@ -165,6 +165,21 @@ def exporters_on_different_shards(tmp: Path) -> list[Exporter]:
     return exporters
 
 
+# Virtual disks' outstanding I/O and IOPS limits come from the vSphere API alone: the esxtop
+# simulator these exporters run has neither, so the VMs dashboard's panels of them are empty here.
+VSPHERE_ONLY = (
+    "esxi_vm_disk_outstanding_reads",
+    "esxi_vm_disk_outstanding_writes",
+    "esxi_vm_disk_iops_limit",
+    "host_vm_disk:esxi_vm_disk_outstanding_commands:sum",
+)
+VSPHERE_ONLY_PANELS = {"Disks of the selected VMs", "IOPS per disk against its limit", "Outstanding reads and writes per disk"}
+
+
+def reads_vsphere_only(expr: str) -> bool:
+    return any(name in expr for name in VSPHERE_ONLY)
+
+
 @pytest.mark.skipif(not shutil.which("victoria-metrics"), reason="victoria-metrics is not installed: run .ci/install")
 def test_global_rules_see_what_no_shard_sees_and_every_panel_has_data(tmp_path, capsys):
     shard_rules, global_rules = fast_rules(tmp_path)
@@ -219,7 +234,10 @@ def test_global_rules_see_what_no_shard_sees_and_every_panel_has_data(tmp_path, 
             print("\n[dashboards through VictoriaMetrics]")
             report(panels, annotations, problems, out=__import__("sys").stdout)
         assert problems == []
-        assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}" for r in panels if not r.ok] == []
+        empty = [r for r in panels if not r.ok]
+        assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}" for r in empty if not reads_vsphere_only(r.expr)] == []
+        # what only the vSphere API reports is empty here and only that (tests/test_dashboards_live.py has it)
+        assert {r.panel for r in empty} <= VSPHERE_ONLY_PANELS
     finally:
         for server in reversed(started):
             server.stop()

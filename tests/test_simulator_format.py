@@ -78,6 +78,8 @@ DEVICE = (
     ]
 )
 WORLD = ["Shares"] + QUEUE + ADAPTER[:27]
+# §3.8's default set (the -a only FailedIOs, TotalIOs and Latency have no documented meaning)
+VIRTUAL_DISK = ADAPTER[:5] + ["Average MilliSec/Read", "Average MilliSec/Write"]
 EXPECTED_COUNTERS = {
     "Physical Disk Adapter": ADAPTER,
     "Physical Disk Path": ADAPTER,
@@ -85,6 +87,7 @@ EXPECTED_COUNTERS = {
     "Physical Disk Per-Device-Per-World": WORLD,
     "Physical Disk": ["Adapter Q Depth"],
     "Physical Cpu": ["% Processor Time", "% Util Time"],
+    "Virtual Disk": VIRTUAL_DISK,
 }
 HEADER_CELL = re.compile(r"^\\\\([^\\]+)\\([^\\(]+)(?:\((.+)\))?\\([^\\]+)$")
 QUOTED_LINE = re.compile(r'^"[^"]*"(?:,"[^"]*")*,$')  # every cell quoted, one trailing comma
@@ -170,6 +173,9 @@ def test_objects_and_counters_are_the_a_set_in_esxtop_order(tmp_path):
     assert len(objects["Physical Disk SCSI Device"]) == 8
     assert len(objects["Physical Disk Path"]) == 16  # active and standby paths alike
     assert list(objects["Physical Disk"]) == ["vmhba1", "vmhba2"]
+    # each VM's total, then its disks, as esxtop orders them
+    vms = [f"seq{k}" for k in range(1, 9)]
+    assert list(objects["Virtual Disk"]) == [name for vm in vms for name in (vm, f"{vm}:scsi0:0")]
 
 
 def test_column_shapes_match_a_real_capture():
@@ -188,6 +194,7 @@ def test_column_shapes_match_a_real_capture():
         "Physical Disk Path",
         "Physical Disk SCSI Device",
         "Physical Disk Per-Device-Per-World",
+        "Virtual Disk",
     }
     for obj in shared - {"Physical Disk"}:  # the real file's Physical Disk rows are per path
         real_counters = next(iter(real[obj].values()))
@@ -198,6 +205,7 @@ def test_column_shapes_match_a_real_capture():
     assert all(re.fullmatch(r"\d+:[^:]+:\d+:.+", i) for i in ours["Vcpu"])
     assert all(re.fullmatch(r"naa\.[0-9a-f]+-\d+", i) for i in ours["Physical Disk Per-Device-Per-World"])
     assert all(re.fullmatch(r"vmhba\d+:C\d+:T\d+:L\d+", i) for i in ours["Physical Disk Path"])
+    assert all(re.fullmatch(r"[^:]+(:scsi\d+:\d+)?", i) for i in ours["Virtual Disk"])
 
 
 def test_disk_block_order_adapters_then_devices_with_their_paths_and_worlds():
@@ -223,7 +231,7 @@ def test_first_sample_is_all_zero_rates_like_esxtop(tmp_path):
     cols = columns(lines[0])
     first, second = (next(csv.reader([line]))[1:-1] for line in lines[1:3])
     for (obj, _, counter), v1, v2 in zip(cols, first, second):
-        if not obj.startswith("Physical Disk"):
+        if not obj.startswith(("Physical Disk", "Virtual Disk")):
             continue
         if counter in ("Device Q Depth", "Adapter Q Depth", "Shares") or (counter == "World Q Depth" and obj.endswith("World")):
             assert float(v1) > 0 and v1 == v2, (obj, counter)  # configuration: set from the start

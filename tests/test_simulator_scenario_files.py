@@ -130,6 +130,22 @@ BROKEN = [
         "hosts[0].adapters: expected a list, got a string",
     ),
     ("luns:\n  - {device", "luns:\n  - [device", "line 3: invalid YAML"),
+    (
+        "read_ratio: 0.5}",
+        "read_ratio: 0.5, controller: scsi}",
+        "hosts[0].vms[0].controller: must be one of pvscsi, lsilogic, lsilogic-sas, buslogic, ahci, nvme, ide, got 'scsi'",
+    ),
+    ("read_ratio: 0.5}", "read_ratio: 0.5, disks: 0}", "hosts[0].vms[0].disks: must be 1..15 on one pvscsi controller, got 0"),
+    (
+        "read_ratio: 0.5}",
+        "read_ratio: 0.5, controller: ide, disks: 5}",
+        "hosts[0].vms[0].disks: must be 1..4 on one ide controller, got 5",
+    ),
+    (
+        "read_ratio: 0.5}",
+        "read_ratio: 0.5, provisioning: thick}",
+        "hosts[0].vms[0].provisioning: must be one of thin, thick_lazy, thick_eager, got 'thick'",
+    ),
 ]
 
 

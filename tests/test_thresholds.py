@@ -22,12 +22,15 @@ from tests.support.servers import ROOT, exporter_env
 
 @pytest.fixture
 def stricter(tmp_path):
-    """The thresholds file with latency critical 50 -> 40 ms and link saturation 90% -> 80%."""
+    """The thresholds file with latency critical 50 -> 40 ms, link saturation 90% -> 80% and a noisy
+    neighbour's share of its LUN 50% -> 60%."""
     config = yaml.safe_load(thresholds.DEFAULT.read_text(encoding="utf-8"))
     assert config["values"]["latency_critical_seconds"]["value"] == 0.05
     assert config["values"]["link_saturation_ratio"]["value"] == 0.9
+    assert config["values"]["vm_noisy_neighbour_share"]["value"] == 0.5
     config["values"]["latency_critical_seconds"]["value"] = 0.04
     config["values"]["link_saturation_ratio"]["value"] = 0.8
+    config["values"]["vm_noisy_neighbour_share"]["value"] = 0.6
     path = tmp_path / "thresholds.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
@@ -46,6 +49,11 @@ def test_the_alerts_follow(stricter):
     link = _alert(changed, "EsxiAdapterLinkSaturated")
     assert link["expr"].strip().endswith("> 0.8")
     assert "over 80% of its capacity" in link["annotations"]["summary"]
+    # the one 50 ms line is the VM disks' too
+    assert "> 0.04" in _alert(changed, "EsxiVmDiskLatencyHigh")["expr"]
+    assert "the 40 ms the paper" in _alert(changed, "EsxiVmDiskLatencyHigh")["annotations"]["summary"]
+    assert "> 0.5\n" in _alert(default, "EsxiVmNoisyNeighbour")["expr"]
+    assert "> 0.6\n" in _alert(changed, "EsxiVmNoisyNeighbour")["expr"]
 
 
 def _steps(board: dict, title: str) -> list:
@@ -69,6 +77,17 @@ def test_the_dashboards_follow(stricter, tmp_path):
     links_changed = json.loads((out / "provisioned" / "adapters-and-links.json").read_text())
     assert _steps(links_default, "Link use") == [None, 0.9]
     assert _steps(links_changed, "Link use") == [None, 0.8]
+    vms_default = json.loads((ROOT / "dashboards" / "provisioned" / "vms.json").read_text())
+    vms_changed = json.loads((out / "provisioned" / "vms.json").read_text())
+    assert _column_steps(vms_default, "VMs on each LUN", "share of LUN") == [None, 0.5]
+    assert _column_steps(vms_changed, "VMs on each LUN", "share of LUN") == [None, 0.6]
+    assert _column_steps(vms_changed, "VMs on each LUN", "latency") == [None, 0.02, 0.04]
+
+
+def _column_steps(board: dict, title: str, column: str) -> list:
+    panel = next(p for p in board["panels"] if p.get("title") == title)
+    override = next(o for o in panel["fieldConfig"]["overrides"] if o["matcher"]["options"] == column)
+    return [s["value"] for s in next(p["value"]["steps"] for p in override["properties"] if p["id"] == "thresholds")]
 
 
 def test_compare_follows(stricter, tmp_path):

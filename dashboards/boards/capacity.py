@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import variables as v
 from ..panels import Column, Q, row, table_panel, text_panel, timeseries_panel
-from ..promql import HOST, LUN, RANGE, RATE, gauge, sel, world_outstanding
+from ..promql import HOST, LUN, RANGE, RATE, gauge, sel, vm_outstanding
 from ..render import new_dashboard
 
 UID = "esxi-capacity"
@@ -14,9 +14,11 @@ FILE = "capacity.json"
 
 
 def a_per_vm(by: str, window: str) -> str:
-    """a: mean outstanding (active + queued) commands per world (VM) on the LUN. Queued counts
-    because it is demand the queue could not take yet; ACTV alone stops at DQLEN."""
-    return f"avg by ({by}) ({world_outstanding(HOST, LUN, window=window)})"
+    """a: mean outstanding (active + queued) commands per VM on the LUN. Queued counts because it
+    is demand the queue could not take yet; ACTV alone stops at DQLEN. Per esxtop world where the
+    host's esxtop reports worlds on the LUN, else per VM from its virtual disks (vSphere readOIO +
+    writeOIO), as the capacity rules count them."""
+    return f"avg by ({by}) ({vm_outstanding(HOST, LUN, window=window)})"
 
 
 def d_queue_depth(window: str) -> str:
@@ -24,8 +26,8 @@ def d_queue_depth(window: str) -> str:
 
 
 def vms_on_lun(by: str, window: str) -> str:
-    """Worlds (VMs) with I/O on the LUN during the window."""
-    return f"count by ({by}) ({gauge('esxi_lun_world_active_commands', HOST, LUN, fn='last', window=window)})"
+    """VMs (esxtop worlds, or VMs with virtual disks on the LUN) with a sample during the window."""
+    return f"count by ({by}) ({vm_outstanding(HOST, LUN, window=window)})"
 
 
 TABLE2 = """\
@@ -33,7 +35,7 @@ The paper's Table 2 (Scalable Storage Performance, ESX 3.5), computed from live 
 
 | symbol | meaning | here |
 |---|---|---|
-| **a** | average active SCSI commands per VM to the shared LUN | mean of each world's ACTV + QUED on the LUN |
+| **a** | average active SCSI commands per VM to the shared LUN | mean of each world's ACTV + QUED on the LUN (esxtop), or of each VM's outstanding reads + writes over its virtual disks on the LUN (vSphere API, where the host's esxtop reports no world on it) |
 | **d** | LUN queue depth on each host | DQLEN (`esxi_lun_queue_depth`) |
 | **n** | maximum outstanding I/Os the array sustains per LUN (ask the vendor) | the variable **n** above |
 | **m = d/a** | maximum VMs per host on the shared LUN | |

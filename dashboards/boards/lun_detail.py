@@ -1,11 +1,23 @@
 """LUN detail: queue (ACTV, QUED vs DQLEN, DSNRO), latency split, throughput, reservations,
-which worlds (VMs) drive the queue, and the LUN's paths and adapters."""
+which VMs drive the queue (linking to the VMs dashboard), and the LUN's paths and adapters."""
 
 from __future__ import annotations
 
 from .. import variables as v
-from ..panels import LATENCY_LINE, MS, Column, Q, row, table_panel, timeseries_panel
-from ..promql import HOST, LATENCIES, LUN, RANGE, gauge, mean_latency, path_to_device, rate, sel, world_outstanding
+from ..panels import LATENCY_LINE, LIMITS, MS, Column, Q, row, table_panel, timeseries_panel
+from ..promql import (
+    HOST,
+    LATENCIES,
+    LUN,
+    RANGE,
+    VM_OUTSTANDING,
+    VM_OUTSTANDING_SHARE,
+    gauge,
+    mean_latency,
+    path_to_device,
+    rate,
+    sel,
+)
 from ..render import new_dashboard
 
 UID = "esxi-lun-detail"
@@ -14,6 +26,11 @@ STATE_OK = sel("esxi_lun_operational_state", HOST, LUN, 'state="ok"')
 MULTIPATH = sel("esxi_lun_multipath_info", HOST, LUN)
 LINE_50MS = LATENCY_LINE  # the alerts' critical latency
 WHO = "{{host}} {{device}}"
+# The VMs dashboard for one VM on this LUN (dashboards/boards/vms.py).
+VMS_URL = (
+    "/d/esxi-vms/esxi-vms?var-datasource=${datasource}&var-host=${__data.fields.host}"
+    "&var-lun=${__data.fields.device}&var-vm=${__data.fields.vm}&${__url_time_range}"
+)
 
 
 def build():
@@ -137,11 +154,13 @@ def build():
     d = d.with_row(row("Who drives the queue"))
     d = d.with_panel(
         timeseries_panel(
-            "Outstanding commands per world (VM)",
-            "Active plus queued commands each world (VM) keeps on the LUN, stacked: the total is the LUN's "
-            "ACTV + QUED. One VM dominating the stack is the one to move or throttle.",
+            "Outstanding commands per VM",
+            "Active plus queued commands each VM keeps on the LUN, stacked: the total is the LUN's ACTV + "
+            "QUED. From esxtop's worlds where this host's esxtop reports them, else from the VMs' virtual "
+            "disks (vSphere outstanding reads + writes), as the capacity rules count them; vm empty is "
+            "the host's own worlds. One VM dominating the stack is the one to move or throttle.",
             "short",
-            [Q(f"sum by (host, device, vm, world) ({world_outstanding(HOST, LUN)})", "{{vm}} (world {{world}}) {{device}}")],
+            [Q(sel(VM_OUTSTANDING, HOST, LUN), "{{vm}} {{host}} {{device}}")],
             stack=True,
             w=16,
             h=9,
@@ -149,15 +168,26 @@ def build():
     )
     d = d.with_panel(
         table_panel(
-            "Worlds by outstanding commands",
-            "Mean outstanding (active + queued) commands per world over the time range; the paper's a is "
-            "their mean per VM (see the capacity dashboard).",
-            ("host", "device", "vm", "world"),
+            "VMs on the LUN",
+            "Mean outstanding (active + queued) commands per VM over the time range and its share of the "
+            "LUN's (red: one VM owns the queue, the noisy-neighbour line); the paper's a is their mean "
+            "(see the capacity dashboard). Queued is esxtop's (worlds). Click a VM for the VMs dashboard.",
+            ("host", "device", "vm"),
             [
-                Column("outstanding", f"sum by (host, device, vm, world) ({world_outstanding(HOST, LUN, window=RANGE)})"),
-                Column("queued", gauge("esxi_lun_world_queued_commands", HOST, LUN, window=RANGE)),
+                Column("outstanding", gauge(VM_OUTSTANDING, HOST, LUN, window=RANGE)),
+                Column(
+                    "share",
+                    gauge(VM_OUTSTANDING_SHARE, HOST, LUN, window=RANGE),
+                    "percentunit",
+                    ((None, "green"), (LIMITS.vm_noisy_neighbour_share, "red")),
+                ),
+                Column(
+                    "queued",
+                    f"sum by (host, device, vm) ({gauge('esxi_lun_world_queued_commands', HOST, LUN, window=RANGE)})",
+                ),
             ],
             sort_by="outstanding",
+            links={"vm": ("VMs on this LUN", VMS_URL)},
             w=8,
             h=9,
         )

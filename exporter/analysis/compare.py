@@ -46,13 +46,15 @@ class Comparison:
 
 def object_names(capture: Capture, family: str) -> dict[str, object]:
     """Display name -> object key. Worlds are matched by VM name where the capture knows it (world
-    ids change when a VM restarts), else by world id."""
+    ids change when a VM restarts), else by world id; virtual disks by VM name and controller slot."""
     names = {}
     for obj in capture.objects(family):
         if family == "worlds":
             device, world = obj
             vm = capture.world_vms.get(world)
             names[f"{device} / {vm}" if vm else f"{device} / world {world}"] = obj
+        elif family == "vdisks":
+            names[":".join(obj)] = obj  # vm:scsi0:0, as esxtop names it
         elif family == "cpus":
             if obj == "_Total":
                 names["all CPUs"] = obj

@@ -51,6 +51,11 @@ CONS = Metric("cons", "conflicts", "rate", "lower", 1.0, "/s", 0.01, 0.0)
 LINK_IOPS = Metric("iops", "IOPS", "rate", None, 1.0, "cmd/s", 1.0)
 LINK_MBPS = Metric("mbps", "MB/s", "rate", None, 1 / MIB, "MiB/s", 0.1)
 OUTSTANDING = Metric("outstanding", "ACTV+QUED", "level", None, 1.0, "cmds", 0.5)
+# A virtual disk's latency is per read and per write as the guest sees it (LAT/rd, LAT/wr), and its
+# outstanding I/O, which esxtop does not print, follows by Little's law from rates and latencies.
+READ_LATENCY = Metric("read_latency", "LAT/rd", "latency", "lower", 1 / MS, "ms", 1.0)
+WRITE_LATENCY = Metric("write_latency", "LAT/wr", "latency", "lower", 1 / MS, "ms", 1.0)
+LITTLE = Metric("little", "outstanding (Little)", "level", None, 1.0, "cmds", 0.5)
 CPU = Metric("cpu", "CPU util", "level", "lower", 100.0, "%", 2.0, 0.0)
 
 FAMILY_METRICS = {
@@ -59,6 +64,7 @@ FAMILY_METRICS = {
     "paths": (GAVG, DAVG, LINK_IOPS, LINK_MBPS),
     "datastores": (GAVG, IOPS, MBPS),  # NFS volumes: guest latency only
     "worlds": (OUTSTANDING,),
+    "vdisks": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS, LITTLE),
     "cpus": (CPU,),
 }
 FAMILY_LABEL = {
@@ -68,8 +74,17 @@ FAMILY_LABEL = {
     "worlds": "world",
     "cpus": "CPU",
     "datastores": "datastore",
+    "vdisks": "virtual disk",
 }
-_LATENCY_FIELD = {"gavg": m.GAVG, "davg": m.DAVG, "kavg": m.KAVG, "qavg": m.QAVG}
+_LATENCY_FIELD = {
+    "gavg": m.GAVG,
+    "davg": m.DAVG,
+    "kavg": m.KAVG,
+    "qavg": m.QAVG,
+    "read_latency": m.GAVG_READ,
+    "write_latency": m.GAVG_WRITE,
+}
+_LATENCY_WEIGHT = {"read_latency": m.READS, "write_latency": m.WRITES}  # the others: per command
 
 
 @dataclass
@@ -109,10 +124,14 @@ def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
         return None if values is None else Series(capture.timestamps, values, None)
     intervals = capture.intervals[rows]
     if metric.kind == "latency":
-        values, commands = _col(capture, family, obj, _LATENCY_FIELD[metric.key]), _col(capture, family, obj, m.COMMANDS)
+        weight = _LATENCY_WEIGHT.get(metric.key, m.COMMANDS)
+        values, commands = _col(capture, family, obj, _LATENCY_FIELD[metric.key]), _col(capture, family, obj, weight)
         if values is None or commands is None:
             return None
         return Series(capture.timestamps[rows], values[rows], commands[rows] * intervals)
+    if metric is LITTLE:
+        values = little_outstanding(capture, family, obj)
+        return None if values is None else Series(capture.timestamps[rows], values[rows], None)
     if metric.key == MBPS.key:
         read, written = _col(capture, family, obj, m.READ_BYTES), _col(capture, family, obj, m.WRITTEN_BYTES)
         if read is None and written is None:
@@ -141,6 +160,17 @@ def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
         values = (values > 0).astype(float)
     weights = intervals if metric.kind == "rate" else None
     return Series(capture.timestamps[rows], values[rows], weights)
+
+
+def little_outstanding(capture: Capture, family: str, obj) -> np.ndarray | None:
+    """Mean I/Os outstanding per sample, every sample: reads/s x read latency + writes/s x write
+    latency (Little's law on each direction); None without a rate and its latency."""
+    total = None
+    for rate, latency in ((m.READS, m.GAVG_READ), (m.WRITES, m.GAVG_WRITE)):
+        r, lat = _col(capture, family, obj, rate), _col(capture, family, obj, latency)
+        if r is not None and lat is not None:
+            total = r * lat if total is None else total + r * lat
+    return total
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray | None, q: float) -> float:

@@ -17,6 +17,8 @@ LUN_SETTINGS = {
     "psp_bytes_limit": "round robin bytes limit",
 }
 ADAPTER_SETTINGS = {"queue_depth_parameter_value": "driver queue depth", "link_speed_bytes_per_second": "link speed (bytes/s)"}
+# VirtualDiskConfig field -> name: the paper's PVSCSI advice, a disk's own IOPS limit and shares
+VDISK_SETTINGS = {"controller": "controller", "iops_limit": "IOPS limit", "shares": "I/O shares", "provisioning": "provisioning"}
 
 
 def _show(value) -> str:
@@ -44,6 +46,11 @@ def changes(before: dict[str, m.Inventory] | None, after: dict[str, m.Inventory]
                 old, new = getattr(b.adapters[name], field), getattr(a.adapters[name], field)
                 if old != new:
                     out.append(f"{host} {name}: {label} {_show(old)} -> {_show(new)}")
+        for vm, disk in sorted(set(b.vdisks) & set(a.vdisks)):
+            for field, label in VDISK_SETTINGS.items():
+                old, new = getattr(b.vdisks[vm, disk], field), getattr(a.vdisks[vm, disk], field)
+                if old != new:
+                    out.append(f"{host} {vm}:{disk}: {label} {_show(old)} -> {_show(new)}")
         for device in sorted(set(a.luns) - set(b.luns)):
             out.append(f"{host} {device}: LUN added")
         for device in sorted(set(b.luns) - set(a.luns)):

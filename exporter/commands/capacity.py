@@ -11,8 +11,8 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "capacity",
         help="How many VMs fit on a LUN before commands queue (the paper's Table 2).",
-        description="Either give a capture (a is measured per LUN from per-world Active + Queued Commands, d is the "
-        "LUN's DQLEN) or give --avg-active and --queue-depth.",
+        description="Either give a capture (a is measured per LUN from per-world Active + Queued Commands, or from "
+        "the VMs' virtual disks where no world shows load; d is the LUN's DQLEN) or give --avg-active and --queue-depth.",
     )
     parser.add_argument("capture", nargs="?", help="esxtop batch capture (ESX 3.x or ESXi names)")
     parser.add_argument(
@@ -44,6 +44,7 @@ def run(args) -> int:
     from exporter.analysis import capacity
     from exporter.analysis.capture import CaptureError, load
     from exporter.configuration.flags import fail
+    from exporter.store import inventory_snapshot
 
     try:
         if args.capture is None:
@@ -57,7 +58,12 @@ def run(args) -> int:
                 + "\n"
             )
             return 0
-        loads = capacity.from_capture(load(args.capture, args.progress), args.array_max_outstanding, args.queue_depth)
+        loads = capacity.from_capture(
+            load(args.capture, args.progress),
+            args.array_max_outstanding,
+            args.queue_depth,
+            inventory_snapshot.read(args.capture),
+        )
     except (CaptureError, ValueError) as err:
         return fail(err, 2)
     for lun in loads:
@@ -70,10 +76,14 @@ def run(args) -> int:
             f"  n={_g(p.n)} a={p.a:.2f} d={_g(p.d)} -> at most {p.max_vms_per_host} VMs per host (d/a), "
             f"{p.max_vms_per_lun} VMs on the LUN over all hosts (n/a)\n"
         )
+        if lun.source != "worlds":
+            sys.stdout.write("  a from the VMs' virtual disks (reads x LAT/rd + writes x LAT/wr): no world shows load here\n")
         sys.stdout.write(
             f"  VMs on the LUN from this host: {len(lun.vms)} -> headroom {lun.host_headroom} on this host, "
             f"{lun.lun_headroom} on the LUN (less the VMs other hosts run on it)\n"
         )
         for vm, outstanding in sorted(lun.vms.items()):
-            sys.stdout.write(f"    {vm}: {outstanding:.2f} outstanding commands on average\n")
+            disks = lun.disk_vms.get(vm) if lun.source == "worlds" else None
+            also = "" if disks is None else f" (its virtual disks: {disks:.2f})"
+            sys.stdout.write(f"    {vm}: {outstanding:.2f} outstanding commands on average{also}\n")
     return 0

@@ -61,6 +61,9 @@ class Thresholds:
     percentile: float
     path_share: float
     kernel_latency_bad_seconds: float
+    vm_noisy_neighbour_share: float  # a VM's share of a queueing LUN's outstanding commands
+    vm_iops_limit_ratio: float  # share of a disk's IOPS limit at which it is held at the limit
+    vm_emulated_controller_iops: float  # IOPS through an emulated controller worth a PVSCSI one
 
     @property
     def link_saturated_share_of_speed(self) -> float:
@@ -87,4 +90,7 @@ def read(source: str | Path | None = None) -> Thresholds:
         percentile=number("compare", "percentile"),
         path_share=number("compare", "path_share"),
         kernel_latency_bad_seconds=number("dashboards", "kernel_latency_bad_seconds"),
+        vm_noisy_neighbour_share=number("values", "vm_noisy_neighbour_share"),
+        vm_iops_limit_ratio=number("values", "vm_iops_limit_ratio"),
+        vm_emulated_controller_iops=number("values", "vm_emulated_controller_iops"),
     )

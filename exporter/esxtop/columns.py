@@ -47,10 +47,23 @@ QUEUE_COUNTERS: dict[str, tuple[str, float]] = {
 DEVICE_COUNTERS = {**QUEUE_COUNTERS, **IO_COUNTERS}
 WORLD_COUNTERS = {"Active Commands": (m.ACTIVE, 1.0), "Queued Commands": (m.QUEUED, 1.0)}
 CPU_COUNTERS = {"% Util Time": (m.CPU_UTIL, _PCT)}
+# The v screen (esxtop-format.md §3.8): latency is per read and per write as the guest sees it at
+# its virtual disk (LAT/rd, LAT/wr). `-a` also writes FailedIOs, TotalIOs and Latency, whose
+# meaning no document gives: skipped.
+VIRTUAL_DISK_COUNTERS = {
+    "Commands/sec": (m.COMMANDS, 1.0),
+    "Reads/sec": (m.READS, 1.0),
+    "Writes/sec": (m.WRITES, 1.0),
+    "MBytes Read/sec": (m.READ_BYTES, _PER_MIB),
+    "MBytes Written/sec": (m.WRITTEN_BYTES, _PER_MIB),
+    "Average MilliSec/Read": (m.GAVG_READ, _MS),
+    "Average MilliSec/Write": (m.GAVG_WRITE, _MS),
+}
 ADAPTER_QDEPTH = {"Adapter Q Depth": (m.QUEUE_DEPTH, 1.0)}
 
 # Families of the model a column can land in.
 LUN, ADAPTER, PATH, WORLD, CPU, DATASTORE = "luns", "adapters", "paths", "worlds", "cpus", "datastores"
+VDISK, VM = "vdisks", "vms"  # Virtual Disk(vm:scsi0:0) -> (vm, disk); Virtual Disk(vm) -> the VM's totals
 
 # Instance shapes of the legacy `Physical Disk(...)` object.
 _ADAPTER = re.compile(r"^vmhba\d+$")
@@ -58,12 +71,22 @@ _ADAPTER_PATH = re.compile(r"^(vmhba\d+):(vmhba\d+:.+)$")  # ESXi 5/6: <adapter>
 _ESX3_WORLD = re.compile(r"^(vmhba\d+(?::\d+){3}):(\d+)$")  # ESX 3.x: vmhbaA:C:T:L:W
 _ESX3_LUN = re.compile(r"^vmhba\d+(?::\d+){2,3}$")  # ESX 3.x LUN: vmhbaA:T:L or vmhbaA:C:T:L
 _WD = re.compile(r"^WD-(.+)-(\d+)$")  # ESX 3.x per-world: WD-vmhbaA:T:L-W
+# A virtual disk is named by its controller instance, as vSphere's virtualDisk counters name it.
+_VDISK = re.compile(r"^(.+):((?:scsi|sata|ide|nvme)\d+:\d+)$")
+
+
+def virtual_disk(instance: str) -> tuple[str, str] | None:
+    """'db01:scsi0:1' -> ('db01', 'scsi0:1'); None for a VM's total ('db01'). A VM name may hold
+    ':' (quirk 5), so the disk is the last two parts, and only when they name a controller slot."""
+    found = _VDISK.match(instance)
+    return found.groups() if found else None
 
 
 def classify(obj: str, instance: str | None, counter: str, has_path_object: bool):
     """Where a column goes: (family, key, field, divisor), or None to skip it.
 
-    key is the device / adapter / path / cpu name, or (device, world) for per-world columns.
+    key is the device / adapter / path / cpu / VM name, (device, world) for per-world columns and
+    (vm, disk) for a virtual disk.
     """
     if instance is None:
         return None
@@ -83,6 +106,12 @@ def classify(obj: str, instance: str | None, counter: str, has_path_object: bool
     if obj == "Physical Disk NFS Volume":  # a datastore, named as vSphere names it: one object, one name
         hit = DEVICE_COUNTERS.get(counter)
         return (DATASTORE, instance) + hit if hit else None
+    if obj == "Virtual Disk":
+        hit = VIRTUAL_DISK_COUNTERS.get(counter)
+        if not hit:
+            return None
+        disk = virtual_disk(instance)
+        return (VDISK, disk) + hit if disk else (VM, instance) + hit
     if obj == "Physical Cpu":
         hit = CPU_COUNTERS.get(counter)
         return (CPU, instance) + hit if hit else None

@@ -234,6 +234,8 @@ class EsxtopReader:
             c.WORLD: sample.worlds,
             c.CPU: sample.cpus,
             c.DATASTORE: sample.datastores,
+            c.VDISK: sample.vdisks,
+            c.VM: sample.vms,
         }
         if self.rejected:
             for family, key, fields, start, end in layout.spans:

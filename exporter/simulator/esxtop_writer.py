@@ -60,6 +60,17 @@ ADAPTER_COUNTERS = _THROUGHPUT + _RESERVE + _LATENCY + _LATENCY_RW + _FAILED + _
 PATH_COUNTERS = ADAPTER_COUNTERS  # 31
 DEVICE_COUNTERS = _QUEUE + _THROUGHPUT + _RESERVE + _LATENCY + _LATENCY_RW + _FAILED + _VAAI  # 52
 WORLD_COUNTERS = ["Shares"] + _QUEUE + _THROUGHPUT + _RESERVE + _LATENCY + _LATENCY_RW + _FAILED  # 34
+# The Virtual Disk counters of a default capture (esxtop-format.md §3.8). `-a` also writes
+# FailedIOs, TotalIOs and Latency first; no document says what they measure, so they are not made up.
+VIRTUAL_DISK_COUNTERS = [
+    "Commands/sec",
+    "Reads/sec",
+    "Writes/sec",
+    "MBytes Read/sec",
+    "MBytes Written/sec",
+    "Average MilliSec/Read",
+    "Average MilliSec/Write",
+]
 GROUP_CPU_COUNTERS = [
     "Members",
     "% Used",
@@ -114,6 +125,16 @@ class DeviceLayout:
 
 
 @dataclass(frozen=True, slots=True)
+class VmDisks:
+    """A VM's virtual disks: all on one LUN, carrying its I/O world's flow in equal shares."""
+
+    vm: str
+    device: str
+    world: str  # the world id its I/O is accounted to on `device`
+    disks: tuple[str, ...]  # controller slots: scsi0:0 ...
+
+
+@dataclass(frozen=True, slots=True)
 class HostLayout:
     """The fixed column set of one host's capture (esxtop writes its header once)."""
 
@@ -122,6 +143,7 @@ class HostLayout:
     groups: tuple[CpuGroup, ...]
     adapters: tuple[tuple[str, int], ...]  # (vmhbaN, AQLEN)
     devices: tuple[DeviceLayout, ...]
+    vms: tuple[VmDisks, ...] = ()
 
 
 class EsxtopWriter:
@@ -169,6 +191,11 @@ class EsxtopWriter:
             for world in d.worlds:
                 wf = result.worlds.get((d.device, world), _IDLE) if result else _IDLE
                 parts.append('"1000",%s,%s,%s' % (_queue(d.queue_depth, d.world_queue_depth, wf), _io(wf), _ZEROS_FAILED))
+        for vm in layout.vms:
+            wf = result.worlds.get((vm.device, vm.world), _IDLE) if result else _IDLE
+            parts.append(_VDISK_FORMAT % _vdisk_values(wf, 1.0))
+            each = _VDISK_FORMAT % _vdisk_values(wf, 1.0 / len(vm.disks))
+            parts.extend([each] * len(vm.disks))
         return ",".join(parts) + ","
 
 
@@ -191,6 +218,9 @@ def _header(layout: HostLayout) -> str:
             cells += [f"{p}Physical Disk Path({path})\\{c}" for c in PATH_COUNTERS]
         for world in d.worlds:
             cells += [f"{p}Physical Disk Per-Device-Per-World({d.device}-{world})\\{c}" for c in WORLD_COUNTERS]
+    for vm in layout.vms:  # each VM's total, then its disks (as esxtop orders them)
+        for instance in (vm.vm, *(f"{vm.vm}:{disk}" for disk in vm.disks)):
+            cells += [f"{p}Virtual Disk({instance})\\{c}" for c in VIRTUAL_DISK_COUNTERS]
     return '"' + '","'.join(cells) + '",'
 
 
@@ -218,6 +248,23 @@ def _io_values(f: Flow) -> tuple:
 
 
 _IDLE = Flow()
+_VDISK_FORMAT = ",".join(['"%.2f"'] * len(VIRTUAL_DISK_COUNTERS))
+
+
+def _vdisk_values(f: Flow, share: float) -> tuple:
+    """A VM's I/O as its virtual disks see it (ms, MiB/s): `share` of its world's reads and writes,
+    each at the world's guest latency (the guest waits for the device and the VMkernel queue)."""
+    gavg = (f.davg + f.kavg) * 1e3
+    reads, writes = f.reads * share, f.writes * share
+    return (
+        reads + writes,
+        reads,
+        writes,
+        f.read_bytes * share / MIB,
+        f.written_bytes * share / MIB,
+        gavg if reads else 0.0,
+        gavg if writes else 0.0,
+    )
 
 
 def _queue(depth: int, wqlen: int, f: Flow) -> str:

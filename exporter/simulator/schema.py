@@ -13,9 +13,11 @@ import yaml
 
 from . import units
 from .spec import (
+    CONTROLLER_BUS,
     DEFAULT_LINK_EFFICIENCY,
     DEFAULT_SELF_RESERVATION_COST,
     PATH_STATES,
+    PROVISIONING,
     AdapterSpec,
     HostLunSpec,
     HostSpec,
@@ -337,6 +339,7 @@ def _lun_config(node: _Node, paths: set[str]) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
+_MAX_DISKS = {"scsi": 15, "sata": 30, "nvme": 15, "ide": 4}  # disks one controller of each bus takes
 _VM_OVERRIDES = {
     "oio": (_int, lambda v: v >= 0, "must not be negative"),
     "block_size": (units.size, _positive, "must be above zero"),
@@ -359,8 +362,31 @@ def _vm(node: _Node, host_luns: dict[str, HostLunSpec], i: int) -> VmSpec:
     )
     start = node.take("start", units.duration, 0.0)
     stop = node.take("stop", units.duration, None)
+    controller = node.take(
+        "controller", _text, "pvscsi", check=CONTROLLER_BUS.__contains__, check_msg=f"must be one of {', '.join(CONTROLLER_BUS)}"
+    )
+    most = _MAX_DISKS[CONTROLLER_BUS[controller]]
+    disks = node.take(
+        "disks", _int, 1, check=lambda v: 1 <= v <= most, check_msg=f"must be 1..{most} on one {controller} controller"
+    )
+    provisioning = node.take(
+        "provisioning",
+        _text,
+        "thick_lazy",
+        check=PROVISIONING.__contains__,
+        check_msg=f"must be one of {', '.join(PROVISIONING)}",
+    )
     node.done()
-    return VmSpec(name=name, lun=lun, start=start, stop=stop, **fields)
+    return VmSpec(
+        name=name,
+        lun=lun,
+        start=start,
+        stop=stop,
+        disks=disks,
+        controller=controller,
+        provisioning=provisioning,
+        **fields,
+    )
 
 
 def _overrides(node: _Node, allowed: dict) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from ..store.model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig
+from ..store.model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig, VirtualDiskConfig
 from . import queueing
-from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout
+from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout, VmDisks
 from .spec import HostSpec, Phase, Scenario, VmSpec
 
 # World and group ids in the range real ESXi hosts use for VMs and hostd.
@@ -19,6 +19,10 @@ _VM_GROUP_BASE, _VM_WORLD_BASE, _WORLD_STRIDE = 1_302_698, 444_767, 135
 _HOSTD_GROUP, _HOSTD_WORLD = 5481, 66694
 _VM_CPU_PCT = 12.0
 _HOSTD_CPU_PCT = 1.5
+# The world a SCSI controller's emulation runs in, named after the VM's I/O world as real hosts
+# name it (PVSCSI-444903:0, LSI-444768:0); other controllers get no world of their own here.
+_CONTROLLER_WORLD = {"pvscsi": "PVSCSI", "lsilogic": "LSI", "lsilogic-sas": "LSI"}
+_DEFAULT_SHARES = 1000.0  # storageIOAllocation "normal"
 
 
 class Simulation:
@@ -97,8 +101,26 @@ class Simulation:
                 if lun.datastore:
                     inv.datastore_hosts[lun.datastore] = len(mounts[lun.datastore])
                     inv.datastores[lun.datastore] = DatastoreConfig(type="vmfs")
+            for vm in h.vms:
+                for disk in vm.disk_names:
+                    inv.vdisks[vm.name, disk] = self._vdisk_config(vm)
             out.append(inv)
         return out
+
+    def _vdisk_config(self, vm: VmSpec) -> VirtualDiskConfig:
+        """A disk in a file on the VMFS datastore of the VM's LUN, or, where the LUN holds no
+        datastore, the LUN itself mapped raw (a physical-mode RDM)."""
+        datastore = self.scenario.luns[vm.lun].datastore
+        return VirtualDiskConfig(
+            datastore=datastore,
+            datastore_type="vmfs" if datastore else "",
+            devices=(vm.lun,),
+            backing="flat" if datastore else "rdm",
+            compatibility_mode="" if datastore else "physical",
+            controller=vm.controller,
+            provisioning=vm.provisioning if datastore else "",
+            shares=_DEFAULT_SHARES,
+        )
 
     # --- internals ---------------------------------------------------------------------------
     def _layout(self, h: HostSpec) -> HostLayout:
@@ -112,8 +134,9 @@ class Simulation:
                 (wid + 2, f"NetWorld-VM-{io}"),
                 (wid + 3, f"vmast.{io}"),
                 (wid + 4, f"vmx-vcpu-0:{vm.name}"),
-                (wid + 5, f"PVSCSI-{io}:0"),
             )
+            if vm.controller in _CONTROLLER_WORLD:
+                worlds += ((wid + 5, f"{_CONTROLLER_WORLD[vm.controller]}-{io}:0"),)
             groups.append(CpuGroup(gid, vm.name, worlds, _VM_CPU_PCT, busy_world=3))
         if any(host == h.name for host, _ in self._admin_luns):
             groups.insert(0, CpuGroup(_HOSTD_GROUP, f"hostd.{_HOSTD_WORLD}", ((_HOSTD_WORLD, "hostd-worker"),), _HOSTD_CPU_PCT))
@@ -127,7 +150,8 @@ class Simulation:
                     hl.device, hl.queue_depth, min(h.dsnro, hl.queue_depth), tuple(p for p, _ in hl.paths), tuple(worlds)
                 )
             )
-        return HostLayout(h.name, h.cpus, tuple(groups), tuple((a.name, a.queue_depth) for a in h.adapters), tuple(devices))
+        vms = tuple(VmDisks(vm.name, vm.lun, self._io_world[h.name, vm.name], vm.disk_names) for vm in h.vms)
+        return HostLayout(h.name, h.cpus, tuple(groups), tuple((a.name, a.queue_depth) for a in h.adapters), tuple(devices), vms)
 
     def _phase(self, t: float) -> tuple[int, Phase | None]:
         phases = self.scenario.phases

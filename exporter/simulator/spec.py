@@ -20,6 +20,17 @@ DEFAULT_LINK_EFFICIENCY = 0.9
 # under it compete with them; this is the share of the hold time those updates cost its own I/O.
 DEFAULT_SELF_RESERVATION_COST = 0.2
 PATH_STATES = ("active", "standby", "disabled", "dead")
+# Virtual disk controllers as vSphere names them, and the bus their disks sit on (scsi0:0, sata0:0 ...).
+CONTROLLER_BUS = {
+    "pvscsi": "scsi",
+    "lsilogic": "scsi",
+    "lsilogic-sas": "scsi",
+    "buslogic": "scsi",
+    "ahci": "sata",
+    "nvme": "nvme",
+    "ide": "ide",
+}
+PROVISIONING = ("thin", "thick_lazy", "thick_eager")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +75,21 @@ class VmSpec:
     read_ratio: float  # 0..1
     start: float = 0.0  # seconds into the run when the VM starts its I/O
     stop: float | None = None
+    # Its virtual disks, all on `lun` (on its datastore, or an RDM of it when it has none), sharing
+    # the VM's I/O evenly: esxtop's Virtual Disk group and the inventory's VirtualDiskConfig.
+    disks: int = 1
+    controller: str = "pvscsi"
+    provisioning: str = "thick_lazy"
+
+    @property
+    def disk_names(self) -> tuple[str, ...]:
+        """Controller slots as esxtop and vSphere name them: scsi0:0..scsi0:6, scsi0:8.. (unit 7 is
+        the SCSI controller's own), ide0:0, ide0:1, ide1:0 ..."""
+        bus = CONTROLLER_BUS[self.controller]
+        if bus == "ide":
+            return tuple(f"ide{k // 2}:{k % 2}" for k in range(self.disks))
+        units = [u for u in range(self.disks + 1) if bus != "scsi" or u != 7][: self.disks]
+        return tuple(f"{bus}0:{u}" for u in units)
 
 
 @dataclass(frozen=True, slots=True)

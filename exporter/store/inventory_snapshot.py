@@ -14,9 +14,16 @@ def path_for(capture: str | Path) -> Path:
     return Path(capture).with_suffix(".inventory.json")
 
 
+def _as_json(inventory: m.Inventory) -> dict:
+    data = dataclasses.asdict(inventory)
+    # JSON keys are strings: a virtual disk's (vm, disk) key becomes two fields of a list entry
+    data["vdisks"] = [{"vm": vm, "disk": disk, **cfg} for (vm, disk), cfg in data["vdisks"].items()]
+    return data
+
+
 def write(capture: str | Path, inventories: list[m.Inventory]) -> Path:
     target = path_for(capture)
-    target.write_text(json.dumps({inv.host: dataclasses.asdict(inv) for inv in inventories}, indent=1, sort_keys=True) + "\n")
+    target.write_text(json.dumps({inv.host: _as_json(inv) for inv in inventories}, indent=1, sort_keys=True) + "\n")
     return target
 
 
@@ -35,7 +42,12 @@ def read(capture: str | Path) -> dict[str, m.Inventory] | None:
             raw["adapters"] = {k: m.AdapterConfig(**v) for k, v in raw.get("adapters", {}).items()}
             raw["paths"] = {k: m.PathConfig(**v) for k, v in raw.get("paths", {}).items()}
             raw["datastores"] = {k: m.DatastoreConfig(**v) for k, v in raw.get("datastores", {}).items()}
+            raw["vdisks"] = {(v.pop("vm"), v.pop("disk")): _vdisk(v) for v in map(dict, raw.get("vdisks", []))}
             out[host] = m.Inventory(**raw)
         return out
-    except (ValueError, TypeError, AttributeError) as err:
+    except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise ValueError(f"{source}: not an inventory snapshot: {err}") from None
+
+
+def _vdisk(fields: dict) -> m.VirtualDiskConfig:
+    return m.VirtualDiskConfig(**{**fields, "devices": tuple(fields.get("devices", ()))})
