@@ -70,8 +70,10 @@ def compare(
     link_speeds: dict[str, float] | None = None,
     dsnro: float | None = None,
     limits=None,
+    snapshots: tuple | None = None,
 ) -> Comparison:
-    """limits: exporter.configuration.thresholds.Thresholds; None reads the default thresholds file."""
+    """limits: exporter.configuration.thresholds.Thresholds; None reads the default thresholds file.
+    snapshots: (before, after) settings per host; None reads the inventory snapshots beside the captures."""
     if before.host != after.host and not allow_other_host:
         raise CaptureError(
             f"{after.path}: host {after.host!r} is not the host of {before.path} ({before.host!r}); "
@@ -95,7 +97,9 @@ def compare(
         row.p_adjusted = p
         _judge(row)
     found = f.evaluate(before, after, link_speeds or {}, dsnro, limits)
-    tuned = tuning.changes(inventory_snapshot.read(before.path), inventory_snapshot.read(after.path))
+    if snapshots is None:
+        snapshots = inventory_snapshot.read(before.path), inventory_snapshot.read(after.path)
+    tuned = tuning.changes(*snapshots)
     return Comparison(before, after, rows, only, found, series, tuned)
 
 

@@ -113,11 +113,25 @@ def _col(capture: Capture, family, obj, name):
 def rate_values(capture: Capture, family: str, obj, field: str):
     """One model rate field (bytes read per second ...) per measured sample, or None."""
     values = _col(capture, family, obj, field)
-    return None if values is None else values[capture.measured]
+    if values is None:
+        return None
+    values = values[capture.measured]
+    return values[np.isfinite(values)]
 
 
 def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
-    """The metric's values per measured sample, or None if the capture has no column for it."""
+    """The metric's values per measured sample, or None if the capture has no column for it.
+    Samples without a value (a gap or a counter reset in stored history) are left out, never zero."""
+    found = _series(capture, family, obj, metric)
+    if found is None:
+        return None
+    keep = np.isfinite(found.values) if found.weights is None else np.isfinite(found.values) & np.isfinite(found.weights)
+    if keep.all():
+        return found
+    return Series(found.times[keep], found.values[keep], None if found.weights is None else found.weights[keep])
+
+
+def _series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
     rows = capture.measured
     if metric.kind == "config":
         values = _col(capture, family, obj, m.QUEUE_DEPTH)
@@ -157,7 +171,7 @@ def series(capture: Capture, family: str, obj, metric: Metric) -> Series | None:
         if values is None:
             return None
     if metric is QUED_SHARE:
-        values = (values > 0).astype(float)
+        values = np.where(np.isnan(values), np.nan, values > 0)
     weights = intervals if metric.kind == "rate" else None
     return Series(capture.timestamps[rows], values[rows], weights)
 

@@ -51,6 +51,9 @@ def changes(before: dict[str, m.Inventory] | None, after: dict[str, m.Inventory]
                 old, new = getattr(b.vdisks[vm, disk], field), getattr(a.vdisks[vm, disk], field)
                 if old != new:
                     out.append(f"{host} {vm}:{disk}: {label} {_show(old)} -> {_show(new)}")
+        for path in sorted(set(b.paths) & set(a.paths)):
+            if b.paths[path].state != a.paths[path].state:
+                out.append(f"{host} {path}: path state {b.paths[path].state} -> {a.paths[path].state}")
         for device in sorted(set(a.luns) - set(b.luns)):
             out.append(f"{host} {device}: LUN added")
         for device in sorted(set(b.luns) - set(a.luns)):

@@ -30,9 +30,29 @@ def register(subparsers):
         help="Compare two esxtop captures (before/after a change); exit 1 if anything got worse.",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("before", help="esxtop batch capture taken before the change")
-    parser.add_argument("after", help="esxtop batch capture taken after the change")
+    parser.add_argument("before", nargs="?", help="esxtop batch capture taken before the change")
+    parser.add_argument("after", nargs="?", help="esxtop batch capture taken after the change")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write every compared metric as JSON (subject, before, after, p, verdict)"
+    )
+    history = parser.add_argument_group("from the Prometheus history (instead of two captures)")
+    history.add_argument("--prometheus", metavar="URL", help="Prometheus or VictoriaMetrics holding the exporter's series")
+    history.add_argument("--before", dest="before_range", metavar="START/DURATION", help="e.g. 2026-11-25T08:00:00Z/1h")
+    history.add_argument("--after", dest="after_range", metavar="START/DURATION", help="e.g. 2026-11-25T10:00:00Z/1h")
+    history.add_argument("--change", metavar="TIME", help="the change's time: before is the --window up to it, after the --window from it")
+    history.add_argument(
+        "--last-change", action="store_true", help="the latest setting change in the stored series (DQLEN, DSNRO, PSP, ...)"
+    )
+    history.add_argument("--window", default="1h", metavar="DURATION", help="width of each range with --change or --last-change")
+    history.add_argument("--lookback", default="7d", metavar="DURATION", help="how far back --last-change looks (default 7d)")
+    history.add_argument("--host", action="append", default=[], metavar="NAME", help="only this host (repeatable)")
+    history.add_argument("--lun.include", dest="lun_include", metavar="REGEX", help="only LUNs whose device matches")
+    history.add_argument("--lun.exclude", dest="lun_exclude", metavar="REGEX", help="no LUN whose device matches")
+    history.add_argument("--prometheus.user", dest="prometheus_user", metavar="NAME", help="basic auth user")
+    history.add_argument("--prometheus.password-file", dest="prometheus_password_file", metavar="FILE")
+    history.add_argument("--prometheus.bearer-token-file", dest="prometheus_token_file", metavar="FILE")
+    history.add_argument("--prometheus.ca-file", dest="prometheus_ca_file", metavar="FILE")
     parser.add_argument(
         "--link-speed",
         action="append",
@@ -72,19 +92,85 @@ def run(args) -> int:
         from exporter.store.units import parse_duration
 
         skip = parse_duration(args.skip)
-        before = load(args.before, args.progress).skip(skip)
-        after = load(args.after, args.progress).skip(skip)
         limits = thresholds.read(args.thresholds)
-        result = compare.compare(before, after, args.allow_other_host, speeds, args.dsnro, limits)
+        if args.prometheus:
+            results = _from_history(args, speeds, limits, skip)
+        else:
+            if not args.before or not args.after:
+                raise ValueError("compare: give two captures (BEFORE AFTER), or --prometheus URL with the ranges")
+            before = load(args.before, args.progress).skip(skip)
+            after = load(args.after, args.progress).skip(skip)
+            results = [compare.compare(before, after, args.allow_other_host, speeds, args.dsnro, limits)]
     except (CaptureError, ValueError, thresholds.ThresholdsError) as err:
         return fail(err, EXIT_BAD_INPUT)
-    sys.stdout.write(report_text.render(result))
-    if args.html:
-        from exporter.analysis import report_html
+    sys.stdout.write("".join(report_text.render(result) for result in results))
+    for path, render in ((args.html, _html), (args.json, _json)):
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as out:
+                    out.write(render(results))
+            except OSError as err:
+                return fail(f"{path}: {err.strerror}", EXIT_BAD_INPUT)
+    return EXIT_WORSE if any(result.worse for result in results) else 0
 
-        try:
-            with open(args.html, "w", encoding="utf-8") as out:
-                out.write(report_html.render(result))
-        except OSError as err:
-            return fail(f"{args.html}: {err.strerror}", EXIT_BAD_INPUT)
-    return EXIT_WORSE if result.worse else 0
+
+def _html(results) -> str:
+    from exporter.analysis import report_html
+
+    return "\n".join(report_html.render(result) for result in results)
+
+
+def _json(results) -> str:
+    from exporter.analysis import report_json
+
+    return report_json.render(results)
+
+
+def _from_history(args, speeds, limits, skip: float) -> list:
+    """One comparison per host found in both ranges."""
+    from exporter.analysis import compare, history
+    from exporter.configuration.filters import LunFilter
+
+    if args.before or args.after:
+        raise ValueError("compare: captures and --prometheus exclude each other")
+    prom = history.Prometheus(
+        args.prometheus, args.prometheus_user, args.prometheus_password_file, args.prometheus_token_file, args.prometheus_ca_file
+    )
+    ways = sum(bool(x) for x in (args.before_range or args.after_range, args.change, args.last_change))
+    if ways != 1:
+        raise ValueError("compare --prometheus: give --before and --after, or --change TIME, or --last-change")
+    if args.change:
+        before, after = history.around(history.parse_time(args.change, "--change"), args.window)
+    elif args.last_change:
+        import time
+
+        found = history.last_change(prom, time.time(), history.parse_range(f"0/{args.lookback}", "--lookback")[1], args.host)
+        if found is None:
+            raise ValueError(f"compare --last-change: no setting changed in the last {args.lookback} on {prom.url}")
+        sys.stderr.write(f"last change at {history._iso(found[0])}: {found[1]}\n")
+        before, after = history.around(found[0], args.window)
+    else:
+        if not (args.before_range and args.after_range):
+            raise ValueError("compare --prometheus: --before and --after go together")
+        before, after = history.parse_range(args.before_range, "--before"), history.parse_range(args.after_range, "--after")
+    import re
+
+    try:
+        lun_filter = LunFilter(args.lun_include, args.lun_exclude)
+    except re.error as err:
+        raise ValueError(f"--lun.include/--lun.exclude: not a regular expression: {err}") from None
+    found_before = history.captures(prom, *before, args.host, "before", args.progress)
+    found_after = history.captures(prom, *after, args.host, "after", args.progress)
+    hosts = sorted(set(found_before) & set(found_after))
+    if not hosts:
+        raise ValueError(
+            f"compare --prometheus: no host has esxi_* samples in both ranges on {prom.url} "
+            f"(before: {len(found_before)} host(s), after: {len(found_after)})"
+        )
+    settings_before, settings_after = history.settings(prom, *before, args.host), history.settings(prom, *after, args.host)
+    results = []
+    for host in hosts:
+        b, a = history.keep_luns(found_before[host], lun_filter), history.keep_luns(found_after[host], lun_filter)
+        snapshots = ({host: settings_before[host]} if host in settings_before else None, {host: settings_after[host]} if host in settings_after else None)
+        results.append(compare.compare(b.skip(skip), a.skip(skip), False, speeds, args.dsnro, limits, snapshots))
+    return results
