@@ -102,7 +102,8 @@ def parse_time(text: str, flag: str) -> float:
     return stamp.timestamp()
 
 
-def _duration(text: str, flag: str) -> float:
+def parse_window(text: str, flag: str) -> float:
+    """A positive duration (30m, 1h) -> seconds."""
     try:
         seconds = parse_duration(text)
     except ValueError:
@@ -118,13 +119,15 @@ def parse_range(text: str, flag: str) -> tuple[float, float]:
     if not sep:
         raise HistoryError(f"{flag} {text!r}: use START/DURATION, e.g. 2026-11-25T08:00:00Z/1h")
     begin = parse_time(start, flag)
-    return begin, begin + _duration(duration, flag)
+    return begin, begin + parse_window(duration, flag)
 
 
 def around(change: float, window: str, flag: str = "--window") -> tuple[tuple[float, float], tuple[float, float]]:
     """The window up to a change and the window from it."""
-    width = _duration(window, flag)
-    return (change - width, change), (change, change + width)
+    width = parse_window(window, flag)
+    # Ranges hold (start, end]: a sample at the change's own second is the first "after" one.
+    edge = change - 1e-3
+    return (edge - width, edge), (edge, edge + width)
 
 
 # --- the Prometheus HTTP API ---------------------------------------------------------------------
@@ -139,7 +142,9 @@ class Prometheus:
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise HistoryError(f"--prometheus {url!r}: not an http(s) URL")
         if parsed.username or parsed.password:
-            raise HistoryError("--prometheus: put no credentials in the URL; use --prometheus.user and --prometheus.password-file")
+            raise HistoryError(
+                "--prometheus: put no credentials in the URL; use --prometheus.user and --prometheus.password-file"
+            )
         self.url, self.timeout, self.headers = url.rstrip("/"), timeout, {}
         if token_file:
             self.headers["Authorization"] = "Bearer " + _secret(token_file, "--prometheus.bearer-token-file")
@@ -314,7 +319,7 @@ def _capture(host: str, series: dict, by_name: dict, path_devices: dict, start: 
     frame = pd.DataFrame(columns)
     frame.columns = pd.MultiIndex.from_tuples(list(columns), names=["family", "object", "field"])
     return Capture(
-        path=f"{_iso(start)}/{_iso(end)}",
+        path=f"{iso(start)}/{iso(end)}",
         host=host,
         timestamps=stamps,
         intervals=intervals,
@@ -346,7 +351,7 @@ def _latency(total: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return mean
 
 
-def _iso(stamp: float) -> str:
+def iso(stamp: float) -> str:
     return dt.datetime.fromtimestamp(stamp, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -373,6 +378,9 @@ SETTING_LABELS = {
     "esxi_path_state": ("path", {"state": "state"}),
 }
 SETTING_NAMES = sorted([*SETTING_VALUES, *SETTING_LABELS])
+# What --last-change also watches: DQLEN as esxtop and vSphere report it live (a tuned queue depth
+# shows there first, and a capture backfilled without an inventory has nothing else).
+CHANGE_NAMES = sorted([*SETTING_NAMES, "esxi_lun_queue_depth"])
 
 
 def _setting_object(inv: m.Inventory, kind: str, labels: dict[str, str]):
@@ -383,7 +391,9 @@ def _setting_object(inv: m.Inventory, kind: str, labels: dict[str, str]):
     if kind == "adapter":
         return inv.adapters.setdefault(labels.get("adapter", ""), m.AdapterConfig(type=""))
     if kind == "path":
-        return inv.paths.setdefault(labels.get("path", ""), m.PathConfig(device=labels.get("device", ""), adapter=labels.get("adapter", "")))
+        return inv.paths.setdefault(
+            labels.get("path", ""), m.PathConfig(device=labels.get("device", ""), adapter=labels.get("adapter", ""))
+        )
     return inv.vdisks.setdefault((labels.get("vm", ""), labels.get("disk", "")), m.VirtualDiskConfig())
 
 
@@ -424,7 +434,7 @@ def last_change(prom: Prometheus, end: float, lookback: float, hosts: list[str] 
     """(time, what) of the latest setting change in (end - lookback, end]: a value that moved, or
     an info series (a new PSP, a path state) that appeared after the first sample of its host."""
     selector = f'host=~"{_matcher(hosts)}"' if hosts else ""
-    raw = raw_samples(prom, SETTING_NAMES, selector, end - lookback, end)
+    raw = raw_samples(prom, CHANGE_NAMES, selector, end - lookback, end)
     first_seen: dict[str, float] = {}
     for (_, items), (times, _) in raw.items():
         if len(times):

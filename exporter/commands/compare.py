@@ -40,7 +40,9 @@ def register(subparsers):
     history.add_argument("--prometheus", metavar="URL", help="Prometheus or VictoriaMetrics holding the exporter's series")
     history.add_argument("--before", dest="before_range", metavar="START/DURATION", help="e.g. 2026-11-25T08:00:00Z/1h")
     history.add_argument("--after", dest="after_range", metavar="START/DURATION", help="e.g. 2026-11-25T10:00:00Z/1h")
-    history.add_argument("--change", metavar="TIME", help="the change's time: before is the --window up to it, after the --window from it")
+    history.add_argument(
+        "--change", metavar="TIME", help="the change's time: before is the --window up to it, after the --window from it"
+    )
     history.add_argument(
         "--last-change", action="store_true", help="the latest setting change in the stored series (DQLEN, DSNRO, PSP, ...)"
     )
@@ -144,10 +146,10 @@ def _from_history(args, speeds, limits, skip: float) -> list:
     elif args.last_change:
         import time
 
-        found = history.last_change(prom, time.time(), history.parse_range(f"0/{args.lookback}", "--lookback")[1], args.host)
+        found = history.last_change(prom, time.time(), history.parse_window(args.lookback, "--lookback"), args.host)
         if found is None:
             raise ValueError(f"compare --last-change: no setting changed in the last {args.lookback} on {prom.url}")
-        sys.stderr.write(f"last change at {history._iso(found[0])}: {found[1]}\n")
+        sys.stderr.write(f"last change at {history.iso(found[0])}: {found[1]}\n")
         before, after = history.around(found[0], args.window)
     else:
         if not (args.before_range and args.after_range):
@@ -171,6 +173,9 @@ def _from_history(args, speeds, limits, skip: float) -> list:
     results = []
     for host in hosts:
         b, a = history.keep_luns(found_before[host], lun_filter), history.keep_luns(found_after[host], lun_filter)
-        snapshots = ({host: settings_before[host]} if host in settings_before else None, {host: settings_after[host]} if host in settings_after else None)
+        snapshots = (
+            {host: settings_before[host]} if host in settings_before else None,
+            {host: settings_after[host]} if host in settings_after else None,
+        )
         results.append(compare.compare(b.skip(skip), a.skip(skip), False, speeds, args.dsnro, limits, snapshots))
     return results

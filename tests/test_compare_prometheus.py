@@ -1,0 +1,249 @@
+"""compare --prometheus: the same verdicts from the stored history as from the captures.
+
+Captures are backfilled with the project's own `backfill` at known times into a real Prometheus
+(and imported into a real VictoriaMetrics), then `compare --prometheus` on their ranges is held
+against `compare` on the captures themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from exporter.analysis import history
+from exporter.analysis import stats as st
+from exporter.analysis.capture import load
+from tests.support.analysis_captures import DEVICE, Setup, write
+from tests.support.servers import Prometheus
+from tests.test_compare import run_cli
+
+pytestmark = pytest.mark.integration
+
+HOUR = 3600.0
+T0 = float(int(time.time() - 14 * HOUR))  # every capture lies in the last 14 hours
+# name -> (setup, seed, start, run label). 720 samples 5 s apart: one hour each.
+CAPTURES = {
+    "dqlen32": (Setup(dqlen=32), 11, T0, "before"),
+    "dqlen64": (Setup(dqlen=64), 12, T0 + 2 * HOUR, "after"),
+    "steady1": (Setup(), 21, T0 + 4 * HOUR, "steady1"),
+    "steady2": (Setup(), 22, T0 + 6 * HOUR, "steady2"),
+    "slow": (Setup(service_ms=10.0), 23, T0 + 8 * HOUR, "slow"),
+    # a tuning session the exporter saw live: one series, DQLEN 32 then 64 from TUNED on
+    "tuning-before": (Setup(dqlen=32), 31, T0 + 10 * HOUR, "lab"),
+    "tuning-after": (Setup(dqlen=64), 32, T0 + 11 * HOUR, "lab"),
+}
+TUNED = T0 + 11 * HOUR  # the first sample of tuning-after
+
+
+def window(name: str) -> str:
+    """The capture's range, a second either side."""
+    start = CAPTURES[name][2]
+    return f"{start - 1:.0f}/{HOUR + 2:.0f}s"
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """Every capture written, backfilled into one Prometheus and imported into one VictoriaMetrics."""
+    tmp = tmp_path_factory.mktemp("history")
+    files, openmetrics = {}, []
+    data = tmp / "prom" / "data"
+    for name, (setup, seed, start, run) in CAPTURES.items():
+        files[name] = write(tmp / f"{name}.csv", setup, seed=seed, samples=720, start=start)
+        kept = tmp / f"{name}.om"
+        done = run_cli("backfill", files[name], "--tsdb", data, "--run", run, "--keep-openmetrics", kept)
+        assert done.returncode == 0, done.stderr
+        openmetrics.append(kept)
+    prom = Prometheus(tmp / "prom", [], args=("--storage.tsdb.retention.time=100y",))
+    vm = None
+    if shutil.which("victoria-metrics"):
+        from tests.test_scale_stack import VictoriaMetrics
+
+        vm = VictoriaMetrics(tmp / "vm")
+        for path in openmetrics:
+            import_into_victoriametrics(vm.url, path)
+        urllib.request.urlopen(vm.url + "/internal/force_flush", timeout=30).close()
+    try:
+        yield {"files": files, "prometheus": prom.url, "victoriametrics": vm.url if vm else None, "tmp": tmp}
+    finally:
+        prom.stop()
+        if vm:
+            vm.stop()
+
+
+def import_into_victoriametrics(url: str, openmetrics: Path) -> None:
+    """OpenMetrics (seconds) -> the Prometheus text import (milliseconds), in one request."""
+    lines = []
+    for line in openmetrics.read_text().splitlines():
+        if line and not line.startswith("#"):
+            series, value, stamp = line.rsplit(" ", 2)
+            lines.append(f"{series} {value} {round(float(stamp) * 1000)}")
+    request = urllib.request.Request(url + "/api/v1/import/prometheus", data="\n".join(lines).encode() + b"\n")
+    urllib.request.urlopen(request, timeout=120).close()
+
+
+def compare_json(tmp: Path, *args) -> tuple[dict, object]:
+    out = tmp / f"report-{time.monotonic_ns()}.json"
+    done = run_cli("compare", *args, "--json", out)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(out.read_text()), done
+
+
+def verdicts(report: dict) -> set[tuple]:
+    return {(m["family"], m["subject"], m["metric"], m["verdict"]) for m in report["metrics"] if m["significant"]}
+
+
+def by_key(report: dict) -> dict[tuple, dict]:
+    return {(m["family"], m["subject"], m["metric"]): m for m in report["metrics"]}
+
+
+@pytest.mark.parametrize("store", ["prometheus", "victoriametrics"])
+def test_the_history_gives_the_captures_verdicts_and_figures(stored, store):
+    url = stored[store]
+    if url is None:
+        pytest.skip("victoria-metrics is not installed: run .ci/install")
+    files, tmp = stored["files"], stored["tmp"]
+    from_files, done_files = compare_json(tmp, files["dqlen32"], files["dqlen64"])
+    from_history, done_history = compare_json(
+        tmp, "--prometheus", url, "--before", window("dqlen32"), "--after", window("dqlen64")
+    )
+    assert done_history.returncode == done_files.returncode
+    assert verdicts(from_history) == verdicts(from_files)
+    assert ("luns", DEVICE, "qued", "better") in verdicts(from_history)  # DQLEN 64 ended the overrun
+    assert ("luns", DEVICE, "gavg", "better") in verdicts(from_history)
+    files_rows, history_rows = by_key(from_files), by_key(from_history)
+    assert files_rows.keys() == history_rows.keys() and len(files_rows) > 20
+    for key, row in files_rows.items():
+        for side in ("before", "after"):
+            assert history_rows[key][side] == pytest.approx(row[side], rel=0.01, abs=1e-9), (key, side)
+    assert [(f["rule"], f["subject"], f["state"]) for f in from_history["findings"]] == [
+        (f["rule"], f["subject"], f["state"]) for f in from_files["findings"]
+    ]
+    assert from_history["comparisons"][0]["before"]["samples"] == 720
+    assert "RESOLVED  queue overrun" in done_history.stdout
+
+
+def test_a_steady_workload_with_autocorrelated_noise_is_not_called_a_change(stored):
+    report, done = compare_json(
+        stored["tmp"], "--prometheus", stored["prometheus"], "--before", window("steady1"), "--after", window("steady2")
+    )
+    assert done.returncode == 0
+    assert verdicts(report) == set()
+    assert len(report["metrics"]) > 20
+
+
+def test_twice_the_latency_is_significant_and_worse(stored):
+    report, done = compare_json(
+        stored["tmp"], "--prometheus", stored["prometheus"], "--before", window("steady1"), "--after", window("slow")
+    )
+    assert done.returncode == 1  # something got worse
+    gavg = by_key(report)[("luns", DEVICE, "gavg")]
+    assert gavg["significant"] and gavg["verdict"] == "worse"
+    assert gavg["after"] / gavg["before"] == pytest.approx(2.0, rel=0.1)
+
+
+def test_a_gap_and_a_counter_reset_are_left_out_not_read_as_zero(stored, tmp_path):
+    """A capture cut in two with 20 samples missing between the parts, each part backfilled on
+    its own (an exporter restart: the counters start again from zero)."""
+    source = stored["files"]["steady1"].read_text().splitlines(keepends=True)
+    header, rows = source[0], source[1:]
+    first, second = tmp_path / "part1.csv", tmp_path / "part2.csv"
+    first.write_text(header + "".join(rows[:300]))
+    second.write_text(header + "".join(rows[320:]))
+    data = tmp_path / "prom" / "data"
+    for part in (first, second):
+        done = run_cli("backfill", part, "--tsdb", data, "--run", "restarted")
+        assert done.returncode == 0, done.stderr
+    prom = Prometheus(tmp_path / "prom", [], args=("--storage.tsdb.retention.time=100y",))
+    try:
+        start = CAPTURES["steady1"][2]
+        [capture] = history.captures(history.Prometheus(prom.url), start - 1, start + HOUR + 1).values()
+    finally:
+        prom.stop()
+    iops = st.series(capture, "luns", DEVICE, st.IOPS)
+    gavg = st.series(capture, "luns", DEVICE, st.GAVG)
+    # each part's first sample has no interval before it; the one across the restart is unknown
+    parts = [load(first), load(second)]
+    assert len(iops.values) == sum(int(p.measured.sum()) for p in parts) == 299 + 399
+    expected = [st.series(p, "luns", DEVICE, st.IOPS) for p in parts]
+    values = np.concatenate([e.values for e in expected])
+    weights = np.concatenate([e.weights for e in expected])
+    assert np.average(iops.values, weights=iops.weights) == pytest.approx(np.average(values, weights=weights), rel=1e-6)
+    assert iops.values.min() > 0  # no interval read as zero I/O
+    expected_gavg = [st.series(p, "luns", DEVICE, st.GAVG) for p in parts]
+    assert np.average(gavg.values, weights=gavg.weights) == pytest.approx(
+        np.average(np.concatenate([e.values for e in expected_gavg]), weights=np.concatenate([e.weights for e in expected_gavg])),
+        rel=1e-6,
+    )
+
+
+def test_change_and_last_change_pick_the_windows_around_the_change(stored):
+    tmp, url = stored["tmp"], stored["prometheus"]
+    at_change, _ = compare_json(tmp, "--prometheus", url, "--change", f"{TUNED:.0f}", "--window", "30m")
+    last, done = compare_json(tmp, "--prometheus", url, "--last-change", "--window", "30m")
+    assert f"last change at {history.iso(TUNED)}" in done.stderr
+    assert "esxi_lun_queue_depth" in done.stderr and "32 -> 64" in done.stderr
+    for report in (at_change, last):
+        [ranges] = report["comparisons"]
+        assert TUNED - 1800 <= ranges["before"]["start"] and ranges["before"]["end"] < TUNED
+        assert TUNED <= ranges["after"]["start"] and ranges["after"]["end"] <= TUNED + 1800
+        assert ("luns", DEVICE, "dqlen", "changed") in {
+            (m["family"], m["subject"], m["metric"], m["verdict"]) for m in report["metrics"]
+        }
+        assert [(f["rule"], f["state"]) for f in report["findings"]] == [("queue overrun (QUED > 0)", "resolved")]
+    assert verdicts(at_change) == verdicts(last)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--before", "yesterday/1h", "--after", "0/1h"], "--before 'yesterday': not a time"),
+        (["--before", "2026-11-25T08:00:00/1h", "--after", "0/1h"], "give the time zone"),
+        (["--before", "0/1h"], "--before and --after go together"),
+        (["--change", "0", "--last-change"], "give --before and --after, or --change TIME, or --last-change"),
+        (["--change", "0", "--window=-5m"], "--window '-5m': not a duration"),
+        (["--change", "0", "--window=0s"], "--window '0s': the duration must be positive"),
+        (["--before", "0/1h", "--after", "3600/1h"], "no host has esxi_* samples in both ranges"),
+        (["--change", "0", "--lun.include", "("], "--lun.include/--lun.exclude: not a regular expression"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(stored, args, message):
+    done = run_cli("compare", "--prometheus", stored["prometheus"], *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_server_and_a_non_url_are_one_line(tmp_path):
+    for url, message in (("http://127.0.0.1:9/", "cannot reach the server"), ("prometheus:9090", "not an http(s) URL")):
+        done = run_cli("compare", "--prometheus", url, "--change", "0")
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_credentials_never_show(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("Sekret-Bearer-Token-42\n")
+    done = run_cli("compare", "--prometheus", "http://127.0.0.1:9/", "--prometheus.bearer-token-file", token, "--change", "0")
+    assert done.returncode == 2 and "Sekret" not in done.stderr + done.stdout
+    done = run_cli("compare", "--prometheus", "http://user:Sekret@127.0.0.1:9/", "--change", "0")
+    assert done.returncode == 2 and "Sekret" not in done.stderr and "no credentials in the URL" in done.stderr
+
+
+def test_json_report_of_two_captures_lists_every_subject_and_metric(tmp_path):
+    before = write(tmp_path / "before.csv", Setup(dqlen=32), seed=1)
+    after = write(tmp_path / "after.csv", Setup(dqlen=64), seed=2)
+    report, done = compare_json(tmp_path, before, after)
+    assert done.returncode == 0
+    families = {m["family"] for m in report["metrics"]}
+    assert {"luns", "adapters", "paths", "worlds", "cpus"} <= families
+    dqlen = by_key(report)[("luns", DEVICE, "dqlen")]
+    assert (dqlen["before"], dqlen["after"], dqlen["verdict"]) == (32, 64, "changed")
+    gavg = by_key(report)[("luns", DEVICE, "gavg")]
+    assert gavg["unit"] == "ms" and gavg["p_holm"] < 0.05 and gavg["verdict"] == "better"
+    assert report["worse"] == 0
