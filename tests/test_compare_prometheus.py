@@ -8,8 +8,11 @@ against `compare` on the captures themselves.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import pytest
 
 from exporter.analysis import history
 from exporter.analysis import stats as st
+from exporter.analysis.backfill import create_blocks
 from exporter.analysis.capture import load
 from tests.support.analysis_captures import DEVICE, Setup, write
 from tests.support.servers import Prometheus
@@ -39,6 +43,7 @@ CAPTURES = {
     "tuning-after": (Setup(dqlen=64), 32, T0 + 11 * HOUR, "lab"),
 }
 TUNED = T0 + 11 * HOUR  # the first sample of tuning-after
+HOST = "esx01.lab.local"
 
 
 def window(name: str) -> str:
@@ -59,6 +64,10 @@ def stored(tmp_path_factory):
         done = run_cli("backfill", files[name], "--tsdb", data, "--run", run, "--keep-openmetrics", kept)
         assert done.returncode == 0, done.stderr
         openmetrics.append(kept)
+    settings = tmp / "settings.om"
+    settings.write_text(settings_history())
+    create_blocks(settings, data)
+    openmetrics.append(settings)
     prom = Prometheus(tmp / "prom", [], args=("--storage.tsdb.retention.time=100y",))
     vm = None
     if shutil.which("victoria-metrics"):
@@ -74,6 +83,20 @@ def stored(tmp_path_factory):
         prom.stop()
         if vm:
             vm.stop()
+
+
+def settings_history() -> str:
+    """What esxcli reported through the tuning session, every 20 s: DSNRO 32 and MRU, then from
+    TUNED on DSNRO 64 and round robin (the MRU series stops, a new one starts)."""
+    labels = f'host="{HOST}",device="{DEVICE}"'
+    stamps = np.arange(T0 + 10 * HOUR, T0 + 12 * HOUR, 20.0)
+    lines = ["# TYPE esxi_lun_dsnro gauge"]
+    lines += [f"esxi_lun_dsnro{{{labels}}} {32 if t < TUNED else 64} {t:.3f}" for t in stamps]
+    lines.append("# TYPE esxi_lun_multipath_info gauge")
+    for psp, keep in (("VMW_PSP_MRU", stamps < TUNED), ("VMW_PSP_RR", stamps >= TUNED)):
+        info = f'{labels},plugin="NMP",satp="VMW_SATP_ALUA",psp="{psp}",psp_limit_type=""'
+        lines += [f"esxi_lun_multipath_info{{{info}}} 1 {t:.3f}" for t in stamps[keep]]
+    return "\n".join(lines) + "\n# EOF\n"
 
 
 def import_into_victoriametrics(url: str, openmetrics: Path) -> None:
@@ -186,8 +209,9 @@ def test_change_and_last_change_pick_the_windows_around_the_change(stored):
     tmp, url = stored["tmp"], stored["prometheus"]
     at_change, _ = compare_json(tmp, "--prometheus", url, "--change", f"{TUNED:.0f}", "--window", "30m")
     last, done = compare_json(tmp, "--prometheus", url, "--last-change", "--window", "30m")
-    assert f"last change at {history.iso(TUNED)}" in done.stderr
-    assert "esxi_lun_queue_depth" in done.stderr and "32 -> 64" in done.stderr
+    # DQLEN, DSNRO and the PSP all changed at TUNED: the line names one of them
+    assert f"last change at {history.iso(TUNED)}: {HOST} esxi_lun_" in done.stderr
+    assert any(what in done.stderr for what in ("32 -> 64", "appeared"))
     for report in (at_change, last):
         [ranges] = report["comparisons"]
         assert TUNED - 1800 <= ranges["before"]["start"] and ranges["before"]["end"] < TUNED
@@ -196,7 +220,13 @@ def test_change_and_last_change_pick_the_windows_around_the_change(stored):
             (m["family"], m["subject"], m["metric"], m["verdict"]) for m in report["metrics"]
         }
         assert [(f["rule"], f["state"]) for f in report["findings"]] == [("queue overrun (QUED > 0)", "resolved")]
+        assert report["settings_changed"] == [
+            f"{HOST} {DEVICE}: DSNRO 32 -> 64",
+            f"{HOST} {DEVICE}: path selection policy VMW_PSP_MRU -> VMW_PSP_RR",
+        ]
     assert verdicts(at_change) == verdicts(last)
+    text = run_cli("compare", "--prometheus", url, "--change", f"{TUNED:.0f}", "--window", "30m").stdout
+    assert f"{DEVICE}: DSNRO 32 -> 64" in text.split("Findings")[0]  # listed at the top, as for captures
 
 
 @pytest.mark.parametrize(
@@ -247,3 +277,35 @@ def test_json_report_of_two_captures_lists_every_subject_and_metric(tmp_path):
     gavg = by_key(report)[("luns", DEVICE, "gavg")]
     assert gavg["unit"] == "ms" and gavg["p_holm"] < 0.05 and gavg["verdict"] == "better"
     assert report["worse"] == 0
+
+
+def test_the_board_gives_the_command_line_and_the_report_links_back_to_the_board(stored):
+    """The before/after board's command, with its time range and shift filled in as Grafana does,
+    compares the ranges the board shows; the HTML report links to the board with those ranges."""
+    board = json.loads((Path(__file__).resolve().parents[1] / "dashboards/provisioned/before-after.json").read_text())
+    [panel] = [p for p in board["panels"] if p.get("type") == "text"]
+    command = panel["options"]["content"].split("```")[1]
+    after = CAPTURES["dqlen64"][2]
+    shift = after - CAPTURES["dqlen32"][2]
+    filled = (
+        command.replace("${__from:date:iso}", history.iso(after - 1))
+        .replace("${__to:date:iso}", history.iso(after + HOUR + 1))
+        .replace("${shift}", f"{shift:.0f}s")
+    )
+    args = shlex.split(filled.replace("\\\n", " "))
+    assert args[:3] == ["esxi-storage-exporter", "compare", "--prometheus"]
+    args[3] = stored["prometheus"]
+    html = stored["tmp"] / "board.html"
+    args[args.index("report.html")] = str(html)
+    from_board, done = compare_json(stored["tmp"], *args[2:], "--grafana", "https://grafana.example.com/")
+    from_ranges, _ = compare_json(
+        stored["tmp"], "--prometheus", stored["prometheus"], "--before", window("dqlen32"), "--after", window("dqlen64")
+    )
+    assert verdicts(from_board) == verdicts(from_ranges) and verdicts(from_board)
+    link = re.search(r'href="(https://grafana\.example\.com/d/esxi-before-after\?[^"]+)"', html.read_text()).group(1)
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(link.replace("&amp;", "&")).query)
+    assert query == {
+        "from": [str(int((after - 1) * 1000))],
+        "to": [str(int((after + HOUR + 1) * 1000))],
+        "var-shift": [f"{shift:.0f}s"],
+    }

@@ -111,7 +111,7 @@ def test_what_was_tuned_comes_from_the_inventory_snapshots_beside_the_captures(t
         f"esx01.lab.local {LUN}: DSNRO 32 -> 64",
     ]
     report = run_cli("compare", before, after)
-    assert "What was tuned (the inventory snapshots beside the captures):" in report.stdout
+    assert "What was tuned (settings that differ between before and after):" in report.stdout
     assert f"esx01.lab.local {LUN}: queue depth 32 -> 64" in report.stdout
     # no snapshot, nothing claimed
     before.with_suffix(".inventory.json").unlink()

@@ -7,7 +7,7 @@ from grafana_foundation_sdk.builders import dashboard as db
 from grafana_foundation_sdk.models import dashboard as dm
 
 from .. import variables as v
-from ..panels import LATENCY_LINE, LATENCY_STEPS, MS, Q, prometheus_annotation, row, stat_panel, timeseries_panel
+from ..panels import LATENCY_LINE, LATENCY_STEPS, MS, Q, prometheus_annotation, row, stat_panel, text_panel, timeseries_panel
 from ..promql import HOST, LUN, RANGE, gauge, mean_latency, rate, sel
 from ..render import new_dashboard
 
@@ -100,6 +100,17 @@ def build():
             "red",
             f"changes({sel('esxi_path_state', HOST, LUN)}[$__interval]) > 0",
             "path {{path}} {{state}} changed on {{host}}",
+        )
+    )
+    d = d.with_panel(
+        text_panel(
+            "The verdict on the command line",
+            "Whether each change is larger than the noise (Welch's test on block means, Holm-corrected), "
+            "the paper's rules and the settings that differ, for these two ranges:\n\n"
+            "```\nesxi-storage-exporter compare --prometheus PROMETHEUS_URL \\\n"
+            "    --after '${__from:date:iso}..${__to:date:iso}' --shift '${shift}' --html report.html\n```\n\n"
+            "Exit status 1 if anything got worse: a change request can be gated on it.",
+            h=5,
         )
     )
     d = d.with_row(row("Summary over the whole range"))

@@ -38,6 +38,7 @@ class Comparison:
     findings: list
     series: dict = field(default_factory=dict)  # (family, name, metric key) -> (before Series, after Series)
     tuning: list[str] = field(default_factory=list)  # settings that differ in the inventory snapshots
+    board: str = ""  # the before/after dashboard showing the same two ranges (history mode, --grafana)
 
     @property
     def worse(self) -> list:

@@ -32,6 +32,7 @@ from exporter.collectors import adapter, cpu, datastore, io, lun, vm, world
 from exporter.store import model as m
 from exporter.store.units import parse_duration
 
+BOARD_UID = "esxi-before-after"  # dashboards/boards/before_after.py
 PIECE = 3600.0  # seconds of raw samples per request: large ranges come in pieces
 
 
@@ -114,12 +115,28 @@ def parse_window(text: str, flag: str) -> float:
 
 
 def parse_range(text: str, flag: str) -> tuple[float, float]:
-    """'START/DURATION' -> (start, end) in Unix seconds."""
+    """'START/DURATION' or 'START..END' (as the before/after board writes it) -> (start, end) in
+    Unix seconds."""
+    if ".." in text:
+        first, _, last = text.partition("..")
+        begin, end = parse_time(first, flag), parse_time(last, flag)
+        if end <= begin:
+            raise HistoryError(f"{flag} {text!r}: the range ends before it starts")
+        return begin, end
     start, sep, duration = text.partition("/")
     if not sep:
-        raise HistoryError(f"{flag} {text!r}: use START/DURATION, e.g. 2026-11-25T08:00:00Z/1h")
+        raise HistoryError(f"{flag} {text!r}: use START/DURATION, e.g. 2026-11-25T08:00:00Z/1h, or START..END")
     begin = parse_time(start, flag)
     return begin, begin + parse_window(duration, flag)
+
+
+def board_link(grafana: str, before: tuple[float, float], after: tuple[float, float]) -> str:
+    """The before/after board showing these two ranges: its time range is the after range, its
+    shift how far the before range starts earlier."""
+    query = urllib.parse.urlencode(
+        {"from": int(after[0] * 1000), "to": int(after[1] * 1000), "var-shift": f"{round(after[0] - before[0])}s"}
+    )
+    return f"{grafana.rstrip('/')}/d/{BOARD_UID}?{query}"
 
 
 def around(change: float, window: str, flag: str = "--window") -> tuple[tuple[float, float], tuple[float, float]]:

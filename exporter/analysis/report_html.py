@@ -68,6 +68,8 @@ def render(comparison: Comparison) -> str:
         "<h1>esxtop before/after comparison</h1>",
         f"<p>before: {escape(describe(comparison.before))}<br>after: {escape(describe(comparison.after))}</p>",
     ]
+    if comparison.board:
+        out.append(f'<p><a href="{escape(comparison.board)}">The same two ranges on the before/after dashboard</a></p>')
     for capture in (comparison.before, comparison.after):
         out.extend(f'<p class="note">note: {escape(n)}</p>' for n in capture.notes)
     out.append(f'<p class="note">{escape(METHOD)}</p><h2>Findings (the paper\'s rules)</h2>')

@@ -67,7 +67,7 @@ def render(comparison: Comparison) -> str:
     for capture in (comparison.before, comparison.after):
         out.extend(f"note: {n}" for n in capture.notes)
     if comparison.tuning:
-        out += ["", "What was tuned (the inventory snapshots beside the captures):"]
+        out += ["", "What was tuned (settings that differ between before and after):"]
         out += [f"  {line}" for line in comparison.tuning]
     out += ["", METHOD, "", "Findings (the paper's rules):"]
     if not comparison.findings:

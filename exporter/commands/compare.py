@@ -46,6 +46,10 @@ def register(subparsers):
     history.add_argument(
         "--last-change", action="store_true", help="the latest setting change in the stored series (DQLEN, DSNRO, PSP, ...)"
     )
+    history.add_argument(
+        "--shift", metavar="DURATION", help="before = the --after range moved back by DURATION (the before/after board's shift)"
+    )
+    history.add_argument("--grafana", metavar="URL", help="link the HTML report to the before/after board on this Grafana")
     history.add_argument("--window", default="1h", metavar="DURATION", help="width of each range with --change or --last-change")
     history.add_argument("--lookback", default="7d", metavar="DURATION", help="how far back --last-change looks (default 7d)")
     history.add_argument("--host", action="append", default=[], metavar="NAME", help="only this host (repeatable)")
@@ -138,7 +142,7 @@ def _from_history(args, speeds, limits, skip: float) -> list:
     prom = history.Prometheus(
         args.prometheus, args.prometheus_user, args.prometheus_password_file, args.prometheus_token_file, args.prometheus_ca_file
     )
-    ways = sum(bool(x) for x in (args.before_range or args.after_range, args.change, args.last_change))
+    ways = sum(bool(x) for x in (args.before_range or args.after_range or args.shift, args.change, args.last_change))
     if ways != 1:
         raise ValueError("compare --prometheus: give --before and --after, or --change TIME, or --last-change")
     if args.change:
@@ -152,9 +156,14 @@ def _from_history(args, speeds, limits, skip: float) -> list:
         sys.stderr.write(f"last change at {history.iso(found[0])}: {found[1]}\n")
         before, after = history.around(found[0], args.window)
     else:
-        if not (args.before_range and args.after_range):
-            raise ValueError("compare --prometheus: --before and --after go together")
-        before, after = history.parse_range(args.before_range, "--before"), history.parse_range(args.after_range, "--after")
+        if not args.after_range or bool(args.before_range) == bool(args.shift):
+            raise ValueError("compare --prometheus: --before and --after go together (or --after and --shift)")
+        after = history.parse_range(args.after_range, "--after")
+        if args.shift:
+            shift = history.parse_window(args.shift, "--shift")
+            before = (after[0] - shift, after[1] - shift)
+        else:
+            before = history.parse_range(args.before_range, "--before")
     import re
 
     try:
@@ -177,5 +186,8 @@ def _from_history(args, speeds, limits, skip: float) -> list:
             {host: settings_before[host]} if host in settings_before else None,
             {host: settings_after[host]} if host in settings_after else None,
         )
-        results.append(compare.compare(b.skip(skip), a.skip(skip), False, speeds, args.dsnro, limits, snapshots))
+        result = compare.compare(b.skip(skip), a.skip(skip), False, speeds, args.dsnro, limits, snapshots)
+        if args.grafana:
+            result.board = history.board_link(args.grafana, before, after)
+        results.append(result)
     return results
