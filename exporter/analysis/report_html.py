@@ -68,6 +68,9 @@ def render(comparison: Comparison) -> str:
         "<h1>esxtop before/after comparison</h1>",
         f"<p>before: {escape(describe(comparison.before))}<br>after: {escape(describe(comparison.after))}</p>",
     ]
+    if comparison.tuning:
+        items = "".join(f"<li>{escape(line)}</li>" for line in comparison.tuning)
+        out.append(f"<h2>What was tuned</h2><ul>{items}</ul>")
     if comparison.board:
         out.append(f'<p><a href="{escape(comparison.board)}">The same two ranges on the before/after dashboard</a></p>')
     for capture in (comparison.before, comparison.after):
