@@ -11,7 +11,9 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -309,3 +311,65 @@ def test_the_board_gives_the_command_line_and_the_report_links_back_to_the_board
         "to": [str(int((after + HOUR + 1) * 1000))],
         "var-shift": [f"{shift:.0f}s"],
     }
+
+
+def test_basic_auth_with_the_password_from_a_file(tmp_path):
+    """A Prometheus behind basic auth (its own web config, bcrypt): the right password from a file
+    reads the history; a wrong one is one line naming the server, the password nowhere."""
+    import bcrypt
+
+    from tests.support.servers import free_port, stop
+
+    before = write(tmp_path / "before.csv", Setup(dqlen=32), seed=41, samples=240, start=T0)
+    after = write(tmp_path / "after.csv", Setup(dqlen=64), seed=42, samples=240, start=T0 + HOUR)
+    for path, run in ((before, "before"), (after, "after")):
+        done = run_cli("backfill", path, "--tsdb", tmp_path / "data", "--run", run)
+        assert done.returncode == 0, done.stderr
+    password = "Prom-Basic-Auth-Secret-7"
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+    (tmp_path / "web.yml").write_text(f"basic_auth_users:\n  monitor: '{hashed}'\n")
+    (tmp_path / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\n")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(tmp_path / "prometheus.log", "wb")
+    proc = subprocess.Popen(
+        [
+            shutil.which("prometheus"),
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            "--storage.tsdb.retention.time=100y",
+            f"--web.listen-address=127.0.0.1:{port}",
+            f"--web.config.file={tmp_path / 'web.yml'}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.write_text(password + "\n")
+    bad.write_text("not-the-password\n")
+    ranges = ["--before", f"{T0 - 1:.0f}/{HOUR:.0f}s", "--after", f"{T0 + HOUR - 1:.0f}/{HOUR:.0f}s"]
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # ready once it answers 401 to a request without credentials
+            try:
+                urllib.request.urlopen(url + "/-/ready", timeout=2)
+            except urllib.error.HTTPError as err:
+                if err.code == 401:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "prometheus did not start"
+            time.sleep(0.2)
+        auth = ["--prometheus", url, "--prometheus.user", "monitor"]
+        ok = run_cli("compare", *auth, "--prometheus.password-file", good, *ranges)
+        wrong = run_cli("compare", *auth, "--prometheus.password-file", bad, *ranges)
+        anonymous = run_cli("compare", "--prometheus", url, *ranges)
+    finally:
+        stop(proc)
+        log.close()
+    assert ok.returncode == 0, ok.stderr
+    assert "RESOLVED  queue overrun" in ok.stdout
+    for done in (wrong, anonymous):
+        assert done.returncode == 2 and f"{url}: 401" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert all(password not in d.stdout + d.stderr for d in (ok, wrong, anonymous))
