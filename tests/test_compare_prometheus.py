@@ -373,3 +373,22 @@ def test_basic_auth_with_the_password_from_a_file(tmp_path):
         assert done.returncode == 2 and f"{url}: 401" in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert all(password not in d.stdout + d.stderr for d in (ok, wrong, anonymous))
+
+
+def test_holm_runs_over_every_host_of_the_report(tmp_path):
+    """With several hosts in one report, each p-value is corrected for all of their tests."""
+    from exporter.analysis import compare as cmp
+    from exporter.analysis.significance import holm
+
+    pairs = [
+        (write(tmp_path / f"b{i}.csv", Setup(dqlen=32), seed=50 + i), write(tmp_path / f"a{i}.csv", Setup(dqlen=64), seed=60 + i))
+        for i in range(2)
+    ]
+    results = [cmp.compare(load(b), load(a)) for b, a in pairs]
+    alone = [row.p_adjusted for result in results for row in result.rows]
+    cmp.correct_together(results)
+    rows = [row for result in results for row in result.rows]
+    assert [row.p_adjusted for row in rows] == holm([row.p for row in rows])
+    assert all(t is None or t >= a for t, a in zip([row.p_adjusted for row in rows], alone))
+    assert any(t is not None and t > a for t, a in zip([row.p_adjusted for row in rows], alone))
+    assert {(r.family, r.metric.key, r.verdict) for r in results[0].rows if r.significant} >= {("luns", "qued", "better")}

@@ -104,6 +104,17 @@ def compare(
     return Comparison(before, after, rows, only, found, series, tuned)
 
 
+def correct_together(comparisons: list[Comparison]) -> None:
+    """Holm over every row of several comparisons (one per host, from the history): the report's
+    family of tests is all of them, not each host's alone."""
+    rows = [row for comparison in comparisons for row in comparison.rows]
+    for row, p in zip(rows, holm([r.p for r in rows])):
+        row.p_adjusted = p
+        if row.config is None:
+            row.significant, row.verdict = False, ""
+        _judge(row)
+
+
 def _row(family, name, metric, sb, sa) -> Row | None:
     if metric.kind == "config":
         vb, va = st.config_value(sb), st.config_value(sa)

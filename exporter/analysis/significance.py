@@ -27,9 +27,11 @@ def autocorrelation_time(x: np.ndarray) -> float:
     """Integrated autocorrelation time (in samples): 1 + 2 * sum of the autocorrelations up to the
     first lag where they stop being positive."""
     n = len(x)
+    scale = abs(float(x.mean())) if n else 0.0
     x = x - x.mean()
     var = float(x @ x)
-    if n < 3 or var == 0.0:
+    # constant up to rounding (a setting, or a rate rebuilt from counters): no correlation to speak of
+    if n < 3 or var <= n * (1e-9 * scale) ** 2:
         return 1.0
     tau = 1.0
     for lag in range(1, n // 4):

@@ -190,4 +190,5 @@ def _from_history(args, speeds, limits, skip: float) -> list:
         if args.grafana:
             result.board = history.board_link(args.grafana, before, after)
         results.append(result)
+    compare.correct_together(results)
     return results
