@@ -10,7 +10,7 @@ them at once would measure the machine, not the exporter), and reports: discover
 20 s interval (median of --rounds, every host answering), render time, series and peak RSS.
 Printed per split: the slowest exporter's figures and their ratio to the unsplit one. With
 --device-config-cost, one more unsplit exporter runs with --no-vsphere.esxcli and
---no-collector.device_config, in the same run: what the per-device configuration costs.
+--no-collector.device-config, in the same run: what the per-device configuration costs.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument(
         "--device-config-cost",
         action="store_true",
-        help="also run one unsplit exporter with --no-vsphere.esxcli --no-collector.device_config",
+        help="also run one unsplit exporter with --no-vsphere.esxcli --no-collector.device-config",
     )
     parser.add_argument("--without-device-config", action="store_true", help=argparse.SUPPRESS)  # a worker's switch
     parser.add_argument("--worker", nargs=5, metavar=("URL", "CERT", "SECRET", "K", "N"), help=argparse.SUPPRESS)
