@@ -9,8 +9,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import pytest
-
 from exporter.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +69,7 @@ def missing_flags() -> list[str]:
     """'file:line: flag' of each documented flag that neither the exporter nor the program the
     page names with it has."""
     known, missing = exporter_flags(), []
-    for path, number, flag, line in mentioned():
+    for path, number, flag, _line in mentioned():
         if flag in known:
             continue
         if flag.startswith(("--collector", "--no-collector")) and flag.count(".") == 0:
