@@ -132,9 +132,11 @@ class App:
         return failed
 
     # --- rendering -----------------------------------------------------------------------
-    def exposition(self, target: str | None = None) -> Exposition:
-        """The whole store, or what one vSphere target reported (/probe?target=NAME)."""
-        return Exposition(self.store if target is None else self.store.view(target), self.enabled)
+    def exposition(self, target: str | None = None, process: bool = False) -> Exposition:
+        """The whole store, or what one vSphere target reported (/probe?target=NAME); process:
+        with this process's own metrics (serve's /metrics, where --collector.process allows)."""
+        source = self.store if target is None else self.store.view(target)
+        return Exposition(source, self.enabled, process=process and self.settings["collector.process"])
 
     def probes(self) -> dict[str, Exposition]:
         return {t.name: self.exposition(t.name) for t in self.vsphere}

@@ -39,7 +39,11 @@ def run(args) -> int:
     try:
         web = webconfig.load(settings["web.config_file"]) if settings["web.config_file"] else None
         server = MetricsServer(
-            app.exposition(), settings["web.listen_address"], settings["web.telemetry_path"], probes=app.probes(), web=web
+            app.exposition(process=True),
+            settings["web.listen_address"],
+            settings["web.telemetry_path"],
+            probes=app.probes(),
+            web=web,
         )
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")

@@ -15,7 +15,8 @@ PROG = "esxi-storage-exporter"
 def exporter_options() -> list[Option]:
     """Every option of the exporting commands (serve, dump): sources, web, and one
     --[no-]collector.NAME per registered collector."""
-    return OPTIONS + collector_options({name: default for name, (_, default) in COLLECTORS.items()})
+    collectors = {name: default for name, (_, default) in COLLECTORS.items()}
+    return OPTIONS + collector_options({**collectors, "process": True})  # process: serve's own (collectors/process.py)
 
 
 def add_option_flags(parser: argparse.ArgumentParser, options: list[Option]) -> None:

@@ -15,7 +15,7 @@ import threading
 import time
 
 from exporter import __version__
-from exporter.collectors import COLLECTORS
+from exporter.collectors import COLLECTORS, process
 from exporter.collectors.textformat import gauge, label_string, render
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class Exposition:
     (name, collect function) pairs, for tests that need a collector of their own.
     """
 
-    def __init__(self, store, enabled=None, extra=()):
+    def __init__(self, store, enabled=None, extra=(), process: bool = False):
         enabled = [n for n, (_, default) in COLLECTORS.items() if default] if enabled is None else list(enabled)
         self.store = store
         self.collectors = [(name, COLLECTORS[name][0]) for name in enabled] + list(extra)
@@ -37,6 +37,7 @@ class Exposition:
         self._renders = 0
         self._body = b""
         self._gzipped = None
+        self.process = process  # the exporter's own process metrics, fresh on every body()
 
     def families(self):
         build = gauge("esxi_exporter_build_info", "Exporter build. Always 1.")
@@ -59,6 +60,14 @@ class Exposition:
         return families + [duration, success]
 
     def body(self, gzipped: bool = False) -> bytes:
+        cached = self._cached(gzipped)
+        if not self.process:
+            return cached
+        # Read now, not at the last change: a gzip stream may hold several members (RFC 1952).
+        live = process.body()
+        return cached + (gzip.compress(live, compresslevel=1) if gzipped else live)
+
+    def _cached(self, gzipped: bool) -> bytes:
         arrived = self._renders
         with self._render_lock:
             # A render that finished while we waited is a complete snapshot at least as new as our

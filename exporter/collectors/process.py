@@ -1,0 +1,33 @@
+"""The exporter's own process: client_python's process collector (resident and virtual memory,
+CPU seconds, open and maximum file descriptors, start time), as node_exporter and every client
+library export it, rendered through the project's text format.
+
+Unlike the storage collectors it reads no store: /metrics appends it fresh on every scrape, after
+the cached body (dump and /probe leave it out: they describe hosts, not this process).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import ProcessCollector
+
+from exporter.collectors.textformat import Family, label_string, render
+
+_COLLECTOR = ProcessCollector(registry=None)
+_KINDS = {"counter": "counter", "gauge": "gauge"}
+
+
+def families() -> list[Family]:
+    out = []
+    for metric in _COLLECTOR.collect():
+        kind = _KINDS.get(metric.type, "gauge")
+        for sample in metric.samples:
+            name = sample.name
+            family = Family(name, kind, metric.documentation)
+            family.add(label_string(sample.labels.keys(), sample.labels.values()) if sample.labels else "", sample.value)
+            out.append(family)
+    return out
+
+
+def body() -> bytes:
+    """The text of the process families ("" where /proc is not there: not Linux)."""
+    return render(families())
