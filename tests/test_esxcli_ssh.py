@@ -56,3 +56,16 @@ def test_device_configuration_from_esxcli_over_ssh(sshd, exporter_for):  # noqa:
     key_lines = [line for line in (sshd.tmp / "client_key").read_text().splitlines() if line and not line.startswith("-----")]
     log = (sshd.tmp / "exporter.log").read_text()
     assert key_lines and not any(line in text or line in log for line in key_lines)
+
+
+def test_esxcli_health_stays_with_the_device_configuration_turned_off(sshd, exporter_for):  # noqa: F811
+    """esxcli's own health has its own collector: --no-collector.device-config hides the settings,
+    not esxcli failing or working (#23)."""
+    sshd.set_control(devices=[SAN])
+    exporter = exporter_for("--no-collector.device-config")
+    text = eventually(
+        lambda: (lambda t: t if "esxi_esxcli_up{" in t else None)(exporter.metrics()), timeout=30, what="esxcli health"
+    )
+    assert value(text, "esxi_esxcli_up", host=HOST) == 1
+    assert value(text, "esxi_scrape_collector_success", collector="esxcli") == 1
+    assert "esxi_lun_queue_full_sample_size{" not in text and 'collector="device_config"' not in text

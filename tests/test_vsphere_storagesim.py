@@ -387,6 +387,14 @@ vsphere:
         }
         assert value(vc_samples, "esxi_vsphere_up", target="vc") == 1
         assert ("esxi_vsphere_up", frozenset({("target", "esx")})) not in vc_samples  # only this target
+        # esxcli's health is named by host, and shown on the probe of the target whose hosts they are (#23)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "esxi_esxcli_up{" not in _get(exporter.url + "/probe?target=vc")[1]:
+            time.sleep(0.2)
+        vc_esxcli = {dict(k[1])["host"] for k in parse(_get(exporter.url + "/probe?target=vc")[1]) if k[0] == "esxi_esxcli_up"}
+        esx_esxcli = {dict(k[1])["host"] for k in parse(_get(exporter.url + "/probe?target=esx")[1]) if k[0] == "esxi_esxcli_up"}
+        assert vc_esxcli == {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}
+        assert esx_esxcli == {"esx01.lab.local"}  # the standalone host, read by its own target too
         status, body = _get(exporter.url + "/probe?target=nope")
         assert status == 400 and "unknown target 'nope'" in body
         everything = parse(exporter.metrics())

@@ -6,7 +6,21 @@ enabled by default). Each name becomes a `--collector.NAME` / `--no-collector.NA
 store (model objects); none reaches into a source.
 """
 
-from exporter.collectors import adapter, cpu, datastore, device_config, esxtop, inventory, lun, path, ssh, vm, vsphere, world
+from exporter.collectors import (
+    adapter,
+    cpu,
+    datastore,
+    device_config,
+    esxcli,
+    esxtop,
+    inventory,
+    lun,
+    path,
+    ssh,
+    vm,
+    vsphere,
+    world,
+)
 
 COLLECTORS = {
     "lun": (lun.collect, True),
@@ -18,6 +32,7 @@ COLLECTORS = {
     "cpu": (cpu.collect, True),
     "inventory": (inventory.collect, True),
     "device_config": (device_config.collect, True),  # per-device tuning and health (esxcli, vSphere)
+    "esxcli": (esxcli.collect, True),  # esxcli's own health per host (up, errors), whichever runner
     "esxtop": (esxtop.collect, True),
     "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)

@@ -4,7 +4,7 @@ The values a tuning change moves, so a before/after can say what was changed."""
 
 from __future__ import annotations
 
-from exporter.collectors.textformat import counter, gauge, label_string
+from exporter.collectors.textformat import gauge, label_string
 
 LUN_STATUSES = ("on", "off", "dead", "degraded", "other")  # esxcli Status
 OPERATIONAL_STATES = ("ok", "degraded", "lostCommunication", "off", "error", "quiesced", "timeout", "unknownState")
@@ -78,19 +78,7 @@ def collect(store):
                     ),
                     adapter.queue_depth_parameter_value,
                 )
-    errors = counter(
-        "esxi_esxcli_errors_total",
-        "esxcli commands that failed and lines or fields that could not be read, by command and reason.",
-    )
-    for (host, command, reason), count in sorted(store.esxcli_errors.items()):
-        errors.add(label_string(("host", "command", "reason"), (host, command, reason)), float(count))
-    up = gauge("esxi_esxcli_up", "1 if the last esxcli refresh of the host's storage configuration succeeded.")
-    for (kind, name), record in sorted(store.health.items()):
-        if kind == "esxcli":
-            up.add(label_string(("host",), (name,)), float(record.up))
     return [
-        errors,
-        up,
         sample_size,
         threshold,
         multipath,

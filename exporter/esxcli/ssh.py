@@ -11,10 +11,10 @@ import subprocess
 import threading
 
 from exporter.esxcli import parse
+from exporter.esxcli.health import EsxcliHealth
 from exporter.esxcli.inventory import EsxcliError, read
 from exporter.ssh import process
 from exporter.ssh.target import SshTarget
-from exporter.store import model as m
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ class EsxcliOverSsh:
         the Inventory joins the samples."""
         self.target, self.store, self.stop, self.host_name = target, store, stop, host_name
         self.interval, self.ssh = interval, ssh
+        self.health = EsxcliHealth(store)
 
     def fetch(self, words: list[str]):
         command = " ".join(w for w in words if not w.startswith("-"))
@@ -50,12 +51,9 @@ class EsxcliOverSsh:
     def refresh(self, host: str) -> bool:
         inventory, problems = read(host, self.fetch)
         self.store.set_inventory(inventory)
-        for command, reason, message in problems:
-            self.store.count_esxcli_error(host, command, reason)
+        for command, _reason, message in problems:
             log.warning("esxcli on %s: %s: %s", self.target.label, command, message)
-        failed = any(reason == "failed" for _, reason, _ in problems)
-        self.store.set_health(m.SourceHealth(kind="esxcli", name=host, up=0 if failed else 1))
-        return not failed
+        return not self.health.report(host, problems)
 
     def run(self) -> None:
         host = None

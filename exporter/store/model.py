@@ -191,8 +191,9 @@ class SourceHealth:
     """A source's own health, pushed into the store whole on every change (sources keep no
     exporter-facing state): one vSphere target, or one esxtop-over-SSH stream."""
 
-    kind: str  # vsphere | esxtop_ssh
-    name: str  # the target name, or the SSH host as configured
+    kind: str  # vsphere | esxtop_ssh | esxcli
+    name: str  # the target name, the SSH host as configured, or (esxcli) the host it describes
+    origin: str = ""  # the vSphere target that produced it ("" for SSH): its /probe shows it
     up: int = 0
     durations: dict[str, float] = field(default_factory=dict)  # phase -> seconds of its last run
     errors: dict[str, int] = field(default_factory=dict)  # phase -> failures so far

@@ -114,8 +114,8 @@ class Store:
         self.host_states: dict[tuple[str, str], HostState] = {}  # (origin, host) -> state
         self.host_inventories: dict[tuple[str, str], m.Inventory] = {}  # (origin, host) -> inventory
         self.parse_errors: dict[tuple[str, str], int] = {}  # (stream, reason) -> lines rejected
-        self.health: dict[tuple[str, str], m.SourceHealth] = {}  # (kind, name) -> newest record
-        self.esxcli_errors: dict[tuple[str, str, str], int] = {}  # (host, command, reason) -> count
+        # (kind, name, origin) -> newest record: two targets may both run esxcli on one host
+        self.source_health: dict[tuple[str, str, str], m.SourceHealth] = {}
         self.version = 0
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
@@ -170,8 +170,16 @@ class Store:
     def set_health(self, record: m.SourceHealth) -> None:
         """A source's health, replaced whole (the source hands over a record it no longer changes)."""
         with self.lock:
-            self.health[(record.kind, record.name)] = record
+            self.source_health[(record.kind, record.name, record.origin)] = record
             self.version += 1
+
+    @property
+    def health(self) -> dict[tuple[str, str], m.SourceHealth]:
+        """(kind, name) -> record; of one host's esxcli health from several targets, the first."""
+        out: dict = {}
+        for (kind, name, _), record in self.source_health.items():
+            out.setdefault((kind, name), record)
+        return out
 
     def view(self, origin: str) -> StoreView:
         return StoreView(self, origin)
@@ -181,12 +189,6 @@ class Store:
         with self.lock:
             for host in hosts:
                 self.host_inventories.pop((origin, host), None)
-            self.version += 1
-
-    def count_esxcli_error(self, host: str, command: str, reason: str) -> None:
-        with self.lock:
-            key = (host, command, reason)
-            self.esxcli_errors[key] = self.esxcli_errors.get(key, 0) + 1
             self.version += 1
 
     def count_parse_error(self, stream: str, reason: str) -> None:
@@ -219,7 +221,6 @@ class StoreView:
         self.store, self.origin = store, origin
         self.lock = store.lock
         self.parse_errors: dict[tuple[str, str], int] = {}  # esxtop streams have no target
-        self.esxcli_errors: dict[tuple[str, str, str], int] = {}
 
     @property
     def version(self) -> int:
@@ -235,7 +236,7 @@ class StoreView:
 
     @property
     def health(self) -> dict[tuple[str, str], m.SourceHealth]:
-        return {key: r for key, r in self.store.health.items() if r.name == self.origin}
+        return {(kind, name): r for (kind, name, _), r in self.store.source_health.items() if self.origin in (r.name, r.origin)}
 
 
 def _first_per_host(by_origin: dict) -> dict:

@@ -14,6 +14,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
@@ -66,6 +67,7 @@ class VsphereTarget:
         self.dropped: dict[str, int] = {}  # reason -> series dropped
         self.samples: dict[str, int] = {}  # host -> samples ingested
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
+        self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
 
     # --- health --------------------------------------------------------------------------
     def _failed(self, phase: str, message: str) -> None:
@@ -176,12 +178,10 @@ class VsphereTarget:
 
         def one(topo):
             found, problems = self.client.call(lambda _content: esxcli.read(stub, topo.ref._moId, topo.name))
-            for command, reason, _message in problems:
-                self.store.count_esxcli_error(topo.name, command, reason)
-            failed = found is None or any(reason == "failed" for _, reason, _ in problems)
-            if failed:
-                log.debug("vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2])
-            self.store.set_health(m.SourceHealth(kind="esxcli", name=topo.name, up=0 if failed else 1))
+            if self.esxcli_health.report(topo.name, problems) or found is None:
+                log.debug(
+                    "vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2] if problems else "no answer"
+                )
             if found is not None:
                 self.esxcli_found[topo.name] = found
             elif topo.name in self.esxcli_found:
