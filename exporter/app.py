@@ -49,9 +49,14 @@ class App:
         )
         self.enabled = [name for name in COLLECTORS if settings[f"collector.{name}"]]
         self.per_world = settings["collector.world"]
-        self.vsphere = self._vsphere_targets()
-        self.ssh = self._ssh_streams()
-        self._load_inventory()
+        # Every section's bad entries at once, named as the options' are (FILE: section.key: reason).
+        problems: list[str] = []
+        self.vsphere = _collecting(self._vsphere_targets, problems, [])
+        self.ssh = _collecting(self._ssh_streams, problems, None)
+        _collecting(self._load_inventory, problems, None)
+        if problems:
+            file_problems = getattr(settings, "file_problems", None)
+            raise ConfigError(file_problems(problems) if file_problems else problems)
 
     # --- sources -------------------------------------------------------------------------
     def _vsphere_targets(self) -> list:
@@ -140,3 +145,12 @@ class App:
 
     def probes(self) -> dict[str, Exposition]:
         return {t.name: self.exposition(t.name) for t in self.vsphere}
+
+
+def _collecting(build, problems: list[str], failed):
+    """build()'s result; on ConfigError its problems are added and `failed` stands in."""
+    try:
+        return build()
+    except ConfigError as err:
+        problems.extend(err.problems)
+        return failed

@@ -121,9 +121,9 @@ esxtop:
     with pytest.raises(config.ConfigError) as err:
         targets_from_settings(settings)
     problems = err.value.problems
-    assert "esxtop.ssh_targets[1]: unknown setting(s) colour" in problems
+    assert any(p.startswith("esxtop.ssh_targets[1].colour: unknown setting (known: backoff_max, host,") for p in problems)
     assert "esxtop.ssh_targets[2]: must be a host name or a mapping with a host key" in problems
-    assert any(p.startswith("esxtop.ssh_targets[3]: ") for p in problems)
+    assert any(p.startswith("esxtop.ssh_targets[3].interval: ") for p in problems)
     assert "esxtop ssh esx03: password_file /nonexistent/pw is not readable" in problems
     assert "esxtop ssh: host esx03 is listed twice" in problems
 

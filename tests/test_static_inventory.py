@@ -55,7 +55,7 @@ inventory:
     lines = done.stderr.strip().splitlines()
     assert "Traceback" not in done.stderr
     assert any("inventory.esx01.luns.naa.1.queue_depth: a number of 0 or more, not 'deep'" in line for line in lines), lines
-    assert any("inventory.esx01.luns.naa.1.colour: unknown key" in line for line in lines), lines
+    assert any("inventory.esx01.luns.naa.1.colour: unknown setting (known: " in line for line in lines), lines
     assert any("inventory.esx01.adapters.vmhba1.link_speed: not a number with a unit" in line for line in lines), lines
 
 

@@ -8,18 +8,15 @@ Validation collects every bad entry and reports them all at once, one line each.
 
 from __future__ import annotations
 
-import math
 import os
-import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from exporter.configuration.parsers import boolean, count, duration, duration_or_never, listen_address, regex, str_list
 from exporter.configuration.sharding import parse_shard
-from exporter.store.units import parse_duration
 
 ENV_PREFIX = "ESXI_EXPORTER_"
 
@@ -30,75 +27,6 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]):
         super().__init__("\n".join(problems))
         self.problems = problems
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"not a boolean: {value!r} (use true or false)")
-
-
-def _str_list(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [v for v in value.split(",") if v]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise ValueError(f"not a list of strings: {value!r}")
-
-
-def _listen_address(value: Any) -> str:
-    text = str(value)
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"not a listen address: {text!r} (use HOST:PORT or :PORT)")
-    return text
-
-
-def _regex(value: Any) -> str:
-    text = str(value)
-    with warnings.catch_warnings():
-        # Python warns where a pattern means something else than in RE2 (Prometheus): a POSIX
-        # class such as [[:alpha:]] is a plain set here. Refuse it rather than match otherwise.
-        warnings.simplefilter("error", FutureWarning)
-        try:
-            re.compile(text)
-        except re.error as err:
-            raise ValueError(f"not a regular expression: {text!r} ({err})") from None
-        except FutureWarning as warning:
-            raise ValueError(
-                f"ambiguous regular expression: {text!r} ({str(warning).lower()}; POSIX classes "
-                "like [[:alpha:]] are not supported, and a literal '[' inside a set is written \\[)"
-            ) from None
-    return text
-
-
-def _positive_int(value: Any) -> int:
-    number = int(value)
-    if number < 0:
-        raise ValueError(f"must be 0 or more: {value!r}")
-    return number
-
-
-def _duration(value: Any) -> float:
-    seconds = parse_duration(value)
-    if not seconds < math.inf:  # float() takes "nan" and "inf"
-        raise ValueError(f"not a finite duration: {value!r}")
-    if seconds <= 0:
-        raise ValueError(f"must be longer than 0: {value!r}")
-    return seconds
-
-
-def _duration_or_never(value: Any) -> float:
-    """A duration where 0 means never."""
-    seconds = parse_duration(value)
-    if not 0 <= seconds < math.inf:
-        raise ValueError(f"must be 0 (never) or a finite duration: {value!r}")
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -125,14 +53,14 @@ class Option:
 
 
 OPTIONS: list[Option] = [
-    Option("web.listen_address", _listen_address, ":10114", "Address to serve metrics on."),
+    Option("web.listen_address", listen_address, ":10114", "Address to serve metrics on."),
     Option("web.telemetry_path", str, "/metrics", "Path under which to expose metrics."),
-    Option("esxtop.stdin", _bool, False, "Read esxtop batch output from standard input.", aliases=("--esxtop-stdin",)),
+    Option("esxtop.stdin", boolean, False, "Read esxtop batch output from standard input.", aliases=("--esxtop-stdin",)),
     Option(
-        "esxtop.follow", _str_list, [], "Follow a growing esxtop capture like tail -F (repeatable).", aliases=("--esxtop-follow",)
+        "esxtop.follow", str_list, [], "Follow a growing esxtop capture like tail -F (repeatable).", aliases=("--esxtop-follow",)
     ),
-    Option("esxtop.file", _str_list, [], "Read a saved esxtop capture to the end (repeatable).", aliases=("--esxtop-file",)),
-    Option("esxtop.stale_after", _duration, 300.0, "Drop an object's series this long after it left the esxtop output."),
+    Option("esxtop.file", str_list, [], "Read a saved esxtop capture to the end (repeatable).", aliases=("--esxtop-file",)),
+    Option("esxtop.stale_after", duration, 300.0, "Drop an object's series this long after it left the esxtop output."),
     Option(
         "simulate.scenario",
         str,
@@ -140,8 +68,8 @@ OPTIONS: list[Option] = [
         "Serve a built-in simulated host running this scenario (see `simulate --list`).",
         aliases=("--simulate",),
     ),
-    Option("simulate.seed", _positive_int, 0, "Seed of the simulation."),
-    Option("simulate.interval", _duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
+    Option("simulate.seed", count, 0, "Seed of the simulation."),
+    Option("simulate.interval", duration, 5.0, "Simulated esxtop interval, also the real pace of serve --simulate."),
     Option(
         "simulate.shard",
         parse_shard,
@@ -149,11 +77,11 @@ OPTIONS: list[Option] = [
         "K/N: serve only shard K (0..N-1) of the scenario's hosts (the whole scenario is still simulated).",
     ),
     Option(
-        "lun.include", _regex, None, "Only LUNs whose device name matches this regular expression (their paths and worlds too)."
+        "lun.include", regex, None, "Only LUNs whose device name matches this regular expression (their paths and worlds too)."
     ),
     Option(
         "lun.exclude",
-        _regex,
+        regex,
         None,
         "Leave out LUNs whose device name matches this regular expression (their paths and worlds too).",
     ),
@@ -169,26 +97,24 @@ OPTIONS: list[Option] = [
         "vsphere.password_file", str, None, "File whose first line is the vSphere password (never give it on the command line)."
     ),
     Option("vsphere.ca_file", str, None, "PEM CA bundle to verify the server's certificate (default: the system's CAs)."),
-    Option("vsphere.insecure", _bool, False, "Do not verify the server's TLS certificate (logged as a warning)."),
-    Option("vsphere.timeout", _duration, 30.0, "Timeout of every vSphere call."),
-    Option("vsphere.interval", _duration, 20.0, "How often to read the real-time (20 s) counters."),
-    Option("vsphere.discovery_interval", _duration, 300.0, "How often to re-read the inventory and storage configuration."),
+    Option("vsphere.insecure", boolean, False, "Do not verify the server's TLS certificate (logged as a warning)."),
+    Option("vsphere.timeout", duration, 30.0, "Timeout of every vSphere call."),
+    Option("vsphere.interval", duration, 20.0, "How often to read the real-time (20 s) counters."),
+    Option("vsphere.discovery_interval", duration, 300.0, "How often to re-read the inventory and storage configuration."),
     Option(
         "vsphere.max_query_metrics",
-        _positive_int,
+        count,
         256,
         "Most metric ids per QueryPerf call, under vCenter's config.vpxd.stats.maxQueryMetrics (0: no limit).",
     ),
-    Option("vsphere.max_parallel_queries", _positive_int, 4, "QueryPerf calls in flight at once per target."),
+    Option("vsphere.max_parallel_queries", count, 4, "QueryPerf calls in flight at once per target."),
     Option(
         "vsphere.host_include",
-        _str_list,
+        str_list,
         [],
         "Only hosts whose inventory path matches one of these globs, Telegraf style (/DC1/**, /*/host/Prod/**; repeatable).",
     ),
-    Option(
-        "vsphere.host_exclude", _str_list, [], "Leave out hosts whose inventory path matches one of these globs (repeatable)."
-    ),
+    Option("vsphere.host_exclude", str_list, [], "Leave out hosts whose inventory path matches one of these globs (repeatable)."),
     Option(
         "vsphere.shard",
         str,
@@ -197,23 +123,23 @@ OPTIONS: list[Option] = [
     ),
     Option(
         "vsphere.esxcli",
-        _bool,
+        boolean,
         True,
         "Read per-device settings (DSNRO, adaptive queue depth, round robin limits) with esxcli through each host's API.",
     ),
     Option(
         "vsphere.vms",
-        _bool,
+        boolean,
         True,
         "Collect the powered-on VMs of the selected hosts: per virtual disk I/O, latency, outstanding I/O and backing.",
     ),
     Option(
         "vsphere.vm_include",
-        _str_list,
+        str_list,
         [],
         "Only VMs whose inventory path matches one of these globs (/DC1/vm/prod/**, /**/db*; repeatable).",
     ),
-    Option("vsphere.vm_exclude", _str_list, [], "Leave out VMs whose inventory path matches one of these globs (repeatable)."),
+    Option("vsphere.vm_exclude", str_list, [], "Leave out VMs whose inventory path matches one of these globs (repeatable)."),
     Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 
@@ -222,28 +148,33 @@ OPTIONS: list[Option] = [
 OPTIONS += [
     Option(
         "esxtop.ssh",
-        _str_list,
+        str_list,
         [],
         "Run esxtop on USER@HOST[:PORT] over SSH and read it live (repeatable).",
         aliases=("--esxtop-ssh",),
     ),
-    Option("esxtop.ssh_interval", _duration, 5.0, "esxtop delay (-d) for SSH hosts."),
+    Option("esxtop.ssh_interval", duration, 5.0, "esxtop delay (-d) for SSH hosts."),
     Option("esxtop.ssh_identity_file", str, None, "SSH private key for the hosts (default: the ssh client's own)."),
     Option("esxtop.ssh_known_hosts", str, None, "known_hosts file to check host keys against (default: the ssh client's)."),
     Option("esxtop.ssh_password_file", str, None, "File whose first line is the SSH password or key passphrase."),
     Option("esxtop.ssh_password_env", str, None, "Name of an environment variable holding the SSH password."),
     Option("esxtop.ssh_rc_file", str, None, "esxtop field-set file on the host (esxtop -c FILE) instead of -a."),
     Option("esxtop.ssh_import_entity", str, None, "Entity file on the host (esxtop -import-entity FILE)."),
-    Option("esxtop.ssh_stall_after", _duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
-    Option("esxtop.ssh_backoff_max", _duration, 60.0, "Longest wait between reconnection attempts."),
+    Option("esxtop.ssh_stall_after", duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
+    Option("esxtop.ssh_backoff_max", duration, 60.0, "Longest wait between reconnection attempts."),
     Option(
         "esxtop.ssh_inventory_interval",
-        _duration_or_never,
+        duration_or_never,
         300.0,
         "How often to read the SSH hosts' storage configuration with esxcli (DSNRO, queue depths, multipathing); 0: never.",
     ),
     Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]
+
+
+def default(key: str) -> Any:
+    """An option's default, written once in OPTIONS (TargetConfig and the SSH defaults read it here)."""
+    return _DEFAULTS[key]
 
 
 def _choice(value: Any, choices: tuple[str, ...]) -> str:
@@ -255,12 +186,24 @@ def _choice(value: Any, choices: tuple[str, ...]) -> str:
 
 def collector_options(names_defaults: dict[str, bool]) -> list[Option]:
     return [
-        Option(f"collector.{name}", _bool, default, f"Enable the {name} collector.") for name, default in names_defaults.items()
+        Option(f"collector.{name}", boolean, default, f"Enable the {name} collector.") for name, default in names_defaults.items()
     ]
 
 
 class Settings(dict):
     """Resolved settings by dotted key; `inventory` holds the raw inventory section."""
+
+    source = ""  # the config file they came from, if any: section errors name it as options' do
+
+    def file_problems(self, problems: list[str]) -> list[str]:
+        """Problems of the file's own sections (vsphere.targets, esxtop.ssh_targets, inventory) in
+        the form every option's has: `FILE: section.key: reason`."""
+        if not self.source:
+            return problems
+        return [f"{self.source}: {p}" if p.startswith(FILE_SECTIONS) else p for p in problems]
+
+
+FILE_SECTIONS = ("vsphere.targets", "esxtop.ssh_targets", "inventory")
 
 
 def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -306,6 +249,7 @@ def load(options: list[Option], flags: dict[str, Any], environ=None, config_file
     for key in sorted(set(from_file) - known):
         problems.append(f"{source_name}: {key}: unknown setting")
     settings = Settings()
+    settings.source = source_name
     for option in options:
         raw, origin = option.default, None
         if option.key in from_file:
@@ -327,3 +271,6 @@ def load(options: list[Option], flags: dict[str, Any], environ=None, config_file
     if problems:
         raise ConfigError(problems)
     return settings
+
+
+_DEFAULTS = {option.key: option.default for option in OPTIONS}

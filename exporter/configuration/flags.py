@@ -8,6 +8,7 @@ import sys
 
 from exporter.collectors import COLLECTORS
 from exporter.configuration.config import OPTIONS, Option, collector_options
+from exporter.configuration.parsers import boolean
 
 PROG = "esxi-storage-exporter"
 
@@ -27,7 +28,7 @@ def add_option_flags(parser: argparse.ArgumentParser, options: list[Option]) -> 
         group = groups.get(section) or groups.setdefault(section, parser.add_argument_group(f"{section} options"))
         help_text = f"{option.help} (env {option.env}; default {option.default!r})"
         names = (option.flag, *option.aliases)
-        if option.parse.__name__ == "_bool":
+        if option.parse is boolean:
             group.add_argument(*names, dest=option.dest, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif isinstance(option.default, list):
             group.add_argument(*names, dest=option.dest, action="append", default=None, metavar="VALUE", help=help_text)

@@ -16,12 +16,18 @@ configured queue depth, and their HBAs a link speed for the saturation rule.
 
 from __future__ import annotations
 
+from exporter.configuration import parsers
 from exporter.store import model as m
-from exporter.store import units
 
-_LUN_TEXT = ("display_name", "vendor", "model", "datastore")
-_ADAPTER_TEXT = ("type", "model", "driver")
-_DATASTORE_TEXT = ("type", "remote_host", "adapter")
+# Each entry's keys and their parsers (the configuration's one set).
+_LUN_KEYS = {
+    **dict.fromkeys(("display_name", "vendor", "model", "datastore"), parsers.text),
+    "queue_depth": parsers.number,
+    "dsnro": parsers.number,
+}
+_ADAPTER_KEYS = {**dict.fromkeys(("type", "model", "driver"), parsers.text), "link_speed": parsers.rate}
+_DATASTORE_KEYS = {**dict.fromkeys(("type", "remote_host", "adapter"), parsers.text), "hosts": parsers.number}
+_HOST_KEYS = {"luns": dict, "adapters": dict, "datastores": dict, "dsnro": parsers.number}
 
 
 class InventoryError(ValueError):
@@ -46,32 +52,26 @@ def parse(section, where: str = "inventory") -> list[m.Inventory]:
             problems.append(f"{at}: a mapping with luns, adapters, datastores, dsnro")
             continue
         inv = m.Inventory(host=str(host))
-        for key in set(body) - {"luns", "adapters", "datastores", "dsnro"}:
-            problems.append(f"{at}.{key}: unknown key (luns, adapters, datastores, dsnro)")
-        inv.dsnro = _number(body.get("dsnro"), f"{at}.dsnro", problems)
+        top = parsers.section(
+            {k: v for k, v in body.items() if k not in ("luns", "adapters", "datastores")}, _HOST_KEYS, at, problems
+        )
+        inv.dsnro = top.get("dsnro")
         if inv.dsnro is not None:
             inv.dsnro_source = "host_option"
         for device, lun in _entries(body.get("luns"), f"{at}.luns", problems):
-            config = m.LunConfig(**_texts(lun, _LUN_TEXT, f"{at}.luns.{device}", problems, {"queue_depth", "dsnro"}))
-            config.configured_queue_depth = _number(lun.get("queue_depth"), f"{at}.luns.{device}.queue_depth", problems)
-            config.dsnro = _number(lun.get("dsnro"), f"{at}.luns.{device}.dsnro", problems)
-            inv.luns[device] = config
-            if config.dsnro is not None:
+            values = parsers.section(lun, _LUN_KEYS, f"{at}.luns.{device}", problems)
+            depth, dsnro = values.pop("queue_depth", None), values.pop("dsnro", None)
+            inv.luns[device] = m.LunConfig(**values, configured_queue_depth=depth, dsnro=dsnro)
+            if dsnro is not None:
                 inv.dsnro_source = "device"
         for name, adapter in _entries(body.get("adapters"), f"{at}.adapters", problems):
-            config = m.AdapterConfig(**_texts(adapter, _ADAPTER_TEXT, f"{at}.adapters.{name}", problems, {"link_speed"}))
-            speed = adapter.get("link_speed")
-            if speed is not None:
-                try:
-                    config.link_speed_bytes_per_second = units.parse_rate(str(speed))
-                except ValueError as err:
-                    problems.append(f"{at}.adapters.{name}.link_speed: {err}")
-            inv.adapters[name] = config
+            values = parsers.section(adapter, _ADAPTER_KEYS, f"{at}.adapters.{name}", problems)
+            speed = values.pop("link_speed", None)
+            inv.adapters[name] = m.AdapterConfig(**values, link_speed_bytes_per_second=speed)
         for name, datastore in _entries(body.get("datastores"), f"{at}.datastores", problems):
-            inv.datastores[name] = m.DatastoreConfig(
-                **_texts(datastore, _DATASTORE_TEXT, f"{at}.datastores.{name}", problems, {"hosts"})
-            )
-            hosts = _number(datastore.get("hosts"), f"{at}.datastores.{name}.hosts", problems)
+            values = parsers.section(datastore, _DATASTORE_KEYS, f"{at}.datastores.{name}", problems)
+            hosts = values.pop("hosts", None)
+            inv.datastores[name] = m.DatastoreConfig(**values)
             if hosts is not None:
                 inv.datastore_hosts[name] = int(hosts)
         out.append(inv)
@@ -87,18 +87,3 @@ def _entries(section, where: str, problems: list[str]):
         problems.append(f"{where}: a mapping of name -> settings")
         return []
     return [(str(k), v) for k, v in section.items()]
-
-
-def _texts(entry: dict, names, where: str, problems: list[str], numbers: set[str]) -> dict[str, str]:
-    for key in set(entry) - set(names) - numbers:
-        problems.append(f"{where}.{key}: unknown key ({', '.join(sorted({*names, *numbers}))})")
-    return {k: str(entry[k]) for k in names if entry.get(k) is not None}
-
-
-def _number(value, where: str, problems: list[str]) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        problems.append(f"{where}: a number of 0 or more, not {value!r}")
-        return None
-    return float(value)

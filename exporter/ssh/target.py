@@ -89,27 +89,25 @@ def parse_target(text: str) -> SshTarget:
     return SshTarget(host=host, user=user or None, port=int(port) if port else None)
 
 
-_TARGET_KEYS = {
-    "host",
-    "user",
-    "port",
-    "interval",
-    "identity_file",
-    "known_hosts",
-    "password_file",
-    "password_env",
-    "rc_file",
-    "import_entity",
-    "stall_after",
-    "backoff_max",
-}
+def _target_keys() -> dict:
+    """Each key of an esxtop.ssh_targets entry and its parser (the configuration's one set)."""
+    from exporter.configuration import parsers as parse
+
+    texts = ("host", "user", "identity_file", "known_hosts", "password_file", "password_env", "rc_file", "import_entity")
+    return {
+        **{key: parse.text for key in texts},
+        "port": parse.port,
+        "interval": parse.duration,
+        "stall_after": parse.duration,
+        "backoff_max": parse.duration,
+    }
 
 
 def targets_from_settings(settings) -> list[SshTarget]:
     """Targets from `--esxtop-ssh` flags and the `esxtop.ssh_targets` config list, with the
     esxtop.ssh_* options as defaults. Raises ConfigError listing every bad entry."""
+    from exporter.configuration import parsers as parse
     from exporter.configuration.config import ConfigError
-    from exporter.store.units import parse_duration
 
     defaults = dict(
         interval=settings["esxtop.ssh_interval"],
@@ -139,26 +137,16 @@ def targets_from_settings(settings) -> list[SshTarget]:
         if not isinstance(entry, dict) or "host" not in entry:
             problems.append(f"{where}: must be a host name or a mapping with a host key")
             continue
-        unknown = sorted(str(k) for k in entry if k not in _TARGET_KEYS)
-        if unknown:
-            problems.append(f"{where}: unknown setting(s) {', '.join(unknown)}")
+        before = len(problems)
+        values = parse.section(entry, _target_keys(), where, problems)
+        if len(problems) > before:
             continue
         try:
-            base = parse_target(str(entry["host"]))
-            values = {k: v for k, v in entry.items() if k != "host" and v is not None}
-            for key in ("interval", "stall_after", "backoff_max"):
-                if key in values:
-                    values[key] = parse_duration(values[key])
-                    if not values[key] > 0:
-                        raise ValueError(f"{key} must be longer than 0")
-            if "port" in values:
-                values["port"] = int(values["port"])
-            for key in ("user", "identity_file", "known_hosts", "password_file", "password_env", "rc_file", "import_entity"):
-                if key in values:
-                    values[key] = str(values[key])
-            targets.append(replace(base, **{**defaults, **values}))
-        except (ValueError, TypeError) as err:
-            problems.append(f"{where}: {err}")
+            base = parse_target(values.pop("host"))
+        except ValueError as err:
+            problems.append(f"{where}.host: {err}")
+            continue
+        targets.append(replace(base, **{**defaults, **values}))
     for target in targets:
         problems += _check_files(target)
     labels = [t.label for t in targets]

@@ -10,29 +10,30 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass, replace
 
-from exporter.configuration.config import ConfigError, _bool, _duration, _positive_int, _str_list
+from exporter.configuration import parsers as parse
+from exporter.configuration.config import ConfigError, default
 from exporter.configuration.sharding import parse_shard
 from exporter.vsphere.selection import HostSelection
 
 # Per-target keys in vsphere.targets.NAME, and the parser of each.
 TARGET_KEYS = {
-    "url": str,
-    "user": str,
-    "password_file": str,
-    "ca_file": str,
-    "insecure": _bool,
-    "timeout": _duration,
-    "interval": _duration,
-    "discovery_interval": _duration,
-    "max_query_metrics": _positive_int,
-    "max_parallel_queries": _positive_int,
-    "host_include": _str_list,
-    "host_exclude": _str_list,
+    "url": parse.text,
+    "user": parse.text,
+    "password_file": parse.text,
+    "ca_file": parse.text,
+    "insecure": parse.boolean,
+    "timeout": parse.duration,
+    "interval": parse.duration,
+    "discovery_interval": parse.duration,
+    "max_query_metrics": parse.count,
+    "max_parallel_queries": parse.count,
+    "host_include": parse.str_list,
+    "host_exclude": parse.str_list,
     "shard": parse_shard,
-    "esxcli": _bool,
-    "vms": _bool,
-    "vm_include": _str_list,
-    "vm_exclude": _str_list,
+    "esxcli": parse.boolean,
+    "vms": parse.boolean,
+    "vm_include": parse.str_list,
+    "vm_exclude": parse.str_list,
 }
 _SELECTION_KEYS = ("host_include", "host_exclude", "shard")
 _VM_SELECTION_KEYS = ("vm_include", "vm_exclude")
@@ -45,15 +46,15 @@ class TargetConfig:
     user: str | None = None
     password_file: str | None = None
     ca_file: str | None = None
-    insecure: bool = False
-    timeout: float = 30.0
-    interval: float = 20.0
-    discovery_interval: float = 300.0
-    max_query_metrics: int = 256  # 0 = no limit (standalone ESXi has none)
-    max_parallel_queries: int = 4
+    insecure: bool = default("vsphere.insecure")
+    timeout: float = default("vsphere.timeout")
+    interval: float = default("vsphere.interval")
+    discovery_interval: float = default("vsphere.discovery_interval")
+    max_query_metrics: int = default("vsphere.max_query_metrics")  # 0 = no limit (standalone ESXi has none)
+    max_parallel_queries: int = default("vsphere.max_parallel_queries")
     selection: HostSelection = HostSelection()  # which hosts: inventory paths and shard
-    esxcli: bool = True  # read per-device settings with esxcli through the host's method executer
-    vms: bool = True  # collect the powered-on VMs of the selected hosts (virtual disks)
+    esxcli: bool = default("vsphere.esxcli")  # read per-device settings with esxcli through the host's method executer
+    vms: bool = default("vsphere.vms")  # collect the powered-on VMs of the selected hosts (virtual disks)
     vm_selection: HostSelection = HostSelection()  # which VMs of those hosts: inventory paths (no shard: a VM follows its host)
 
     @property
@@ -109,6 +110,12 @@ def _vm_selection(values: dict, where: str, problems: list[str]) -> HostSelectio
         return None
 
 
+def _setting(settings, key: str):
+    """The resolved setting, or its one default where the caller built settings by hand."""
+    value = settings.get(key)
+    return default(key) if value is None else value
+
+
 def targets(settings) -> list[TargetConfig]:
     """Every configured target; raises ConfigError listing every bad entry at once."""
     problems: list[str] = []
@@ -134,14 +141,14 @@ def targets(settings) -> list[TargetConfig]:
         user=settings.get("vsphere.user"),
         password_file=settings.get("vsphere.password_file"),
         ca_file=settings.get("vsphere.ca_file"),
-        insecure=settings.get("vsphere.insecure", False),
-        timeout=settings.get("vsphere.timeout", 30.0),
-        interval=settings.get("vsphere.interval", 20.0),
-        discovery_interval=settings.get("vsphere.discovery_interval", 300.0),
-        max_query_metrics=settings.get("vsphere.max_query_metrics", 256),
-        max_parallel_queries=settings.get("vsphere.max_parallel_queries", 4),
-        esxcli=settings.get("vsphere.esxcli", True),
-        vms=settings.get("vsphere.vms", True),
+        insecure=_setting(settings, "vsphere.insecure"),
+        timeout=_setting(settings, "vsphere.timeout"),
+        interval=_setting(settings, "vsphere.interval"),
+        discovery_interval=_setting(settings, "vsphere.discovery_interval"),
+        max_query_metrics=_setting(settings, "vsphere.max_query_metrics"),
+        max_parallel_queries=_setting(settings, "vsphere.max_parallel_queries"),
+        esxcli=_setting(settings, "vsphere.esxcli"),
+        vms=_setting(settings, "vsphere.vms"),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):
@@ -162,16 +169,7 @@ def targets(settings) -> list[TargetConfig]:
         if not isinstance(entry, dict):
             problems.append(f"{where}: must be a mapping (url, user, password_file, ...)")
             continue
-        values = {}
-        for key, raw in entry.items():
-            parse = TARGET_KEYS.get(key)
-            if parse is None:
-                problems.append(f"{where}.{key}: unknown setting")
-                continue
-            try:
-                values[key] = parse(raw)
-            except (ValueError, TypeError) as err:
-                problems.append(f"{where}.{key}: {err}")
+        values = parse.section(entry, TARGET_KEYS, where, problems)
         if any(key in values for key in _SELECTION_KEYS):
             own = {key: values.pop(key, None) for key in _SELECTION_KEYS}
             base = defaults.selection
