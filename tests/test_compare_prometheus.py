@@ -392,3 +392,16 @@ def test_holm_runs_over_every_host_of_the_report(tmp_path):
     assert all(t is None or t >= a for t, a in zip([row.p_adjusted for row in rows], alone))
     assert any(t is not None and t > a for t, a in zip([row.p_adjusted for row in rows], alone))
     assert {(r.family, r.metric.key, r.verdict) for r in results[0].rows if r.significant} >= {("luns", "qued", "better")}
+
+
+def test_host_and_lun_selectors_narrow_the_comparison(stored):
+    tmp, url = stored["tmp"], stored["prometheus"]
+    ranges = ["--before", window("dqlen32"), "--after", window("dqlen64")]
+    kept, _ = compare_json(tmp, "--prometheus", url, *ranges, "--lun.include", DEVICE[-6:], "--host", HOST)
+    assert {m["subject"] for m in kept["metrics"] if m["family"] == "luns"} == {DEVICE}
+    left_out, _ = compare_json(tmp, "--prometheus", url, *ranges, "--lun.exclude", DEVICE[-6:])
+    families = {m["family"] for m in left_out["metrics"]}
+    assert "luns" not in families and "worlds" not in families and "paths" not in families
+    assert "adapters" in families  # the host's adapters are not LUNs
+    other = run_cli("compare", "--prometheus", url, *ranges, "--host", "esx99.lab.local")
+    assert other.returncode == 2 and "no host has esxi_* samples in both ranges" in other.stderr
