@@ -13,18 +13,16 @@ from prometheus_client import ProcessCollector
 from exporter.collectors.textformat import Family, label_string, render
 
 _COLLECTOR = ProcessCollector(registry=None)
-_KINDS = {"counter": "counter", "gauge": "gauge"}
 
 
 def families() -> list[Family]:
+    """One family per metric, named as its sample is (a counter's ends in _total, as ours do)."""
     out = []
     for metric in _COLLECTOR.collect():
-        kind = _KINDS.get(metric.type, "gauge")
+        family = Family(metric.samples[0].name, metric.type, metric.documentation)
         for sample in metric.samples:
-            name = sample.name
-            family = Family(name, kind, metric.documentation)
             family.add(label_string(sample.labels.keys(), sample.labels.values()) if sample.labels else "", sample.value)
-            out.append(family)
+        out.append(family)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from exporter.configuration.parsers import boolean, count, duration, duration_or_never, listen_address, regex, str_list
+from exporter.configuration.parsers import boolean, choice, count, duration, duration_or_never, listen_address, regex, str_list
 from exporter.configuration.sharding import parse_shard
 
 ENV_PREFIX = "ESXI_EXPORTER_"
@@ -140,7 +140,7 @@ OPTIONS: list[Option] = [
         "Only VMs whose inventory path matches one of these globs (/DC1/vm/prod/**, /**/db*; repeatable).",
     ),
     Option("vsphere.vm_exclude", str_list, [], "Leave out VMs whose inventory path matches one of these globs (repeatable)."),
-    Option("log.level", lambda v: _choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
+    Option("log.level", lambda v: choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 
 
@@ -175,13 +175,6 @@ OPTIONS += [
 def default(key: str) -> Any:
     """An option's default, written once in OPTIONS (TargetConfig and the SSH defaults read it here)."""
     return _DEFAULTS[key]
-
-
-def _choice(value: Any, choices: tuple[str, ...]) -> str:
-    text = str(value).lower()
-    if text not in choices:
-        raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
-    return text
 
 
 def collector_options(names_defaults: dict[str, bool]) -> list[Option]:

@@ -84,6 +84,13 @@ def duration_or_never(value: Any) -> float:
     return seconds
 
 
+def choice(value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).lower()
+    if text not in choices:
+        raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
+    return text
+
+
 def number(value: Any) -> float:
     """A number of 0 or more, as YAML gives it (not a string, not a boolean)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
