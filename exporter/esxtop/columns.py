@@ -51,11 +51,7 @@ CPU_COUNTERS = {"% Util Time": (m.CPU_UTIL, _PCT)}
 # its virtual disk (LAT/rd, LAT/wr). `-a` also writes FailedIOs, TotalIOs and Latency, whose
 # meaning no document gives: skipped.
 VIRTUAL_DISK_COUNTERS = {
-    "Commands/sec": (m.COMMANDS, 1.0),
-    "Reads/sec": (m.READS, 1.0),
-    "Writes/sec": (m.WRITES, 1.0),
-    "MBytes Read/sec": (m.READ_BYTES, _PER_MIB),
-    "MBytes Written/sec": (m.WRITTEN_BYTES, _PER_MIB),
+    **{name: IO_COUNTERS[name] for name in ("Commands/sec", "Reads/sec", "Writes/sec", "MBytes Read/sec", "MBytes Written/sec")},
     "Average MilliSec/Read": (m.GAVG_READ, _MS),
     "Average MilliSec/Write": (m.GAVG_WRITE, _MS),
 }
