@@ -14,7 +14,7 @@ COPY exporter ./exporter
 # The exporter's own version is pinned by the source tree it is built from; its dependencies by
 # the ranges in pyproject.toml. `--help` imports every command: a broken install fails the build.
 # pip and setuptools are not needed at run time (24 MB).
-RUN python -m venv /opt/esxi-storage-exporter \
+RUN python3 -m venv /opt/esxi-storage-exporter \
  && /opt/esxi-storage-exporter/bin/pip install --no-compile . \
  && /opt/esxi-storage-exporter/bin/esxi-storage-exporter --help >/dev/null \
  && /opt/esxi-storage-exporter/bin/pip uninstall --yes --quiet pip setuptools \

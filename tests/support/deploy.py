@@ -51,7 +51,28 @@ def as_python(argv: list[str]) -> list[str]:
     return [sys.executable, "-m", "exporter", *args]
 
 
-class Served:
+class Scraped:
+    """An exporter answering at `self.url`: its endpoints, and its exposition once a metric is in."""
+
+    url: str
+
+    def get(self, path: str) -> tuple[int, str]:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return response.status, response.read().decode()
+
+    def wait_for_metric(self, name: str, timeout: float = 20.0) -> str:
+        """The exposition once it carries `name` (the simulator's first sample takes an interval)."""
+        deadline = time.monotonic() + timeout
+        body = ""
+        while time.monotonic() < deadline:
+            body = self.get("/metrics")[1]
+            if any(line.startswith(name + "{") or line.startswith(name + " ") for line in body.splitlines()):
+                return body
+            time.sleep(0.25)
+        raise AssertionError(f"{name} never appeared in /metrics within {timeout}s; last body:\n{body[:2000]}")
+
+
+class Served(Scraped):
     """The exporter started from a deployment's command line and environment, on 127.0.0.1."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path = ROOT, installed: bool = False):
@@ -77,21 +98,6 @@ class Served:
             output = self.output()
             self.log.close()
             raise AssertionError(f"exporter did not start: {output}") from None
-
-    def get(self, path: str) -> tuple[int, str]:
-        with urllib.request.urlopen(self.url + path, timeout=10) as response:
-            return response.status, response.read().decode()
-
-    def wait_for_metric(self, name: str, timeout: float = 20.0) -> str:
-        """The exposition once it carries `name` (the simulator's first sample takes an interval)."""
-        deadline = time.monotonic() + timeout
-        body = ""
-        while time.monotonic() < deadline:
-            body = self.get("/metrics")[1]
-            if any(line.startswith(name + "{") or line.startswith(name + " ") for line in body.splitlines()):
-                return body
-            time.sleep(0.25)
-        raise AssertionError(f"{name} never appeared in /metrics within {timeout}s; last body:\n{body[:2000]}")
 
     def output(self) -> str:
         self.log.seek(0)
