@@ -33,6 +33,15 @@ OTHER_TOOLS = {
     "--profile": "docker compose",
     "--server": "esxtop",
     "--repeat": "simulate",
+    # Building the image where no registry can be reached (docs/deployment.md).
+    "--format": "podman build",
+    "--build-arg": "docker build",
+    "--volume": "podman build",
+    "--runtime": "podman",
+    "--variant": "mmdebstrap",
+    "--include": "mmdebstrap",
+    "--hook-dir": "mmdebstrap",
+    "--dpkgopt": "mmdebstrap",
 }
 BENCH = "bench/"  # a page naming a benchmark may show its flags (read from bench/*.py)
 

@@ -85,12 +85,13 @@ class Podman:
     """podman with its storage, run directory and containers.conf in `workdir`."""
 
     def __init__(self, workdir: Path):
+        podman = tool("podman")
         tool("runc", Path("/usr/sbin"), Path("/sbin"))
         self.workdir = workdir
         conf = workdir / "containers.conf"
         conf.write_text(CONTAINERS_CONF)
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
-        self.argv = [tool("podman"), "--root", str(workdir / "storage"), "--runroot", str(workdir / "run")]
+        self.argv = [podman, "--root", str(workdir / "storage"), "--runroot", str(workdir / "run")]
         self.names = (f"esxi-exporter-test-{n}" for n in count())
 
     def __call__(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
