@@ -72,6 +72,7 @@ def test_serve_simulate_serves_the_scenario_given(podman, image):
 def test_mounted_config_file_is_read(podman, image, tmp_path):
     config = tmp_path / "config.yml"
     config.write_text("simulate:\n  scenario: shared-lun-3-hosts\n  interval: 1s\n")
+    config.chmod(0o644)  # readable by the image's user, whatever the umask
     mount = ("--volume", f"{config}:{CONFIG_IN_IMAGE}:ro")
     with podman.run(image, "serve", f"--config.file={CONFIG_IN_IMAGE}", options=mount) as container:
         body = container.wait_healthy().wait_for_metric("esxi_lun_queue_depth")
