@@ -28,8 +28,7 @@ def podman(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def image(podman) -> str:
-    tarball, _ = base_tarball()
-    base = podman.import_base(tarball, "localhost/debian-bookworm-python3:test")
+    base = podman.import_base(base_tarball(), "localhost/debian-bookworm-python3:test")
     return podman.build("localhost/esxi-storage-exporter:test", base)
 
 

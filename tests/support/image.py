@@ -58,27 +58,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "esxi-storage-exporter"
 
 
-def base_tarball() -> tuple[Path, bool]:
-    """The Debian base as a tarball, made once per recipe (the cache key is a hash of mmdebstrap's
-    options, suite and mirrors); True when it was made now."""
+def base_tarball() -> Path:
+    """The Debian base as a tarball, made once per recipe: the cache key is a hash of mmdebstrap's
+    options, suite and mirrors."""
     recipe = [*BASE_OPTIONS, SUITE, *MIRRORS]
     digest = hashlib.sha256("\0".join(recipe).encode()).hexdigest()[:16]
     tarball = cache_dir() / f"debian-{SUITE}-python3-{digest}.tar"
     if tarball.exists():
-        return tarball, False
+        return tarball
     tarball.parent.mkdir(parents=True, exist_ok=True)
     partial = tarball.with_name(f"{tarball.stem}.{os.getpid()}.partial.tar")  # .tar: no compression
-    made = subprocess.run(
-        [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, SUITE, str(partial), *MIRRORS],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if made.returncode != 0:
+    try:
+        made = subprocess.run(
+            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, SUITE, str(partial), *MIRRORS],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if made.returncode != 0:
+            raise AssertionError(f"mmdebstrap failed ({made.returncode}):\n{made.stderr[-3000:]}")
+        partial.rename(tarball)  # atomic: a parallel session never reads half a tarball
+    finally:
         partial.unlink(missing_ok=True)
-        raise AssertionError(f"mmdebstrap failed ({made.returncode}):\n{made.stderr[-3000:]}")
-    partial.rename(tarball)  # atomic: a parallel session never reads half a tarball
-    return tarball, True
+    return tarball
 
 
 class Podman:
