@@ -45,7 +45,9 @@ def test_disk_health_over_ssh_joins_the_lun_series_and_follows_the_disks(sshd, e
     assert value(text, "esxi_disk_smart_status", host=HOST, device=SSD, status="unreadable") == 1
     # the garbled SSD keeps its last good reading and counts one error per round, the others go on
     assert value(text, "esxi_disk_smart_health_status", host=HOST, device=SSD, status="OK") == 1
-    assert value(text, "esxi_disk_smart_errors_total", host=HOST, command="storage core device smart get", reason="unreadable") >= 1
+    assert (
+        value(text, "esxi_disk_smart_errors_total", host=HOST, command="storage core device smart get", reason="unreadable") >= 1
+    )
 
     def smart_gets():
         runs = [json.loads(line)["argv"] for line in sshd.control.with_name("esxcli-runs.jsonl").read_text().splitlines()]
