@@ -22,6 +22,7 @@ HOST = "esx-edge01.lab.local"
 HDD = "t10.ATA_____WDC_WD40EFRX2D68N32N0_________________________WD2DWCC7K1AB2C3D"
 SSD = "t10.ATA_____Samsung_SSD_870_EVO_1TB_____________________S6PTNM0T512345K_____"
 NVME = "t10.NVMe____Samsung_SSD_980_PRO_1TB_______________A1B2C3D4E5382500"
+USB = "mpx.vmhba32:C0:T0:L0"
 
 
 def scenario_yaml() -> dict:
@@ -53,7 +54,8 @@ def test_the_hdd_starts_reallocating_after_two_minutes_and_the_others_stay_healt
         0.03,
         {"nvme_log": 42, "smart_page": 42},
     )
-    assert all(d.smart_status == "ok" and d.smart.health == "OK" for d in after.disks.values())
+    assert all(after.disks[d].smart_status == "ok" and after.disks[d].smart.health == "OK" for d in (HDD, SSD, NVME))
+    assert (after.disks[USB].smart_status, after.disks[USB].smart) == ("unsupported", None)
 
 
 def test_the_scenario_lists_its_local_disks_as_local():
@@ -62,13 +64,14 @@ def test_the_scenario_lists_its_local_disks_as_local():
         HDD: (True, False),
         SSD: (True, True),
         NVME: (True, True),
+        USB: (True, False),
     }
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (("kind: ata_ssd", "kind: sas_hdd"), "hosts[0].disks[1].kind: must be one of ata_hdd, ata_ssd, nvme"),
+        (("kind: ata_ssd", "kind: sas_hdd"), "hosts[0].disks[1].kind: must be one of ata_hdd, ata_ssd, nvme, no_smart"),
         (("adapter: vmhba1", "adapter: vmhba9"), "hosts[0].disks[2].adapter: not one of this host's adapters"),
         (("        adapter: vmhba1\n", ""), "hosts[0].disks[2].adapter: missing required field"),
         (("reallocating_from: 2m", "reallocating_from: soon"), "hosts[0].disks[0].reallocating_from: expected a duration"),
@@ -109,6 +112,7 @@ def test_serve_simulate_raises_the_reallocation_alert_in_prometheus(tmp_path):
     try:
         text = eventually(lambda: (lambda t: t if "esxi_disk_smart_raw{" in t else None)(exporter.metrics()), what="disks")
         assert value(text, "esxi_disk_smart_up", host=HOST) == 1
+        assert value(text, "esxi_disk_smart_status", host=HOST, device=USB, status="unsupported") == 1
         assert value(text, "esxi_lun_local", host=HOST, device=HDD) == 1  # the LUN families' device label
         prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
         firing = prometheus.wait_for('ALERTS{alertname="EsxiDiskSectorsReallocating",alertstate="firing"}', timeout=60)

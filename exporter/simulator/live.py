@@ -63,7 +63,10 @@ def read_disks(host: str, answers, now: float, previous: m.DiskHealthReport | No
     """A simulated host's esxcli answers (Simulation.disk_answers) read as a real host's are."""
     report = m.DiskHealthReport(host=host, timestamp=now)
     for device, (page, smart_text, adapter, log_text) in answers.items():
-        smart = _reading(parse.smart_page_text, smart_text, device)
+        if smart_text is None:  # what esxcli says of a device without SMART, a state (exporter.smart.reader)
+            smart = disks.Reading("unsupported", message="Error getting Smart Parameters: CANNOT open device")
+        else:
+            smart = _reading(parse.smart_page_text, smart_text, device)
         nvme = _reading(parse.nvme_log_text, log_text, adapter) if log_text is not None else None
         old = previous.disks.get(device) if previous else None
         report.disks[device] = disks.disk_health(page, smart, now, adapter=adapter, nvme=nvme, previous=old)

@@ -94,7 +94,8 @@ class Simulation:
                 )
                 disk = next((d for d in h.disks if d.device == hl.device), None)
                 if disk is not None:  # a local disk with SMART (exporter.smart reads only local devices)
-                    inv.luns[hl.device].is_local, inv.luns[hl.device].is_ssd = True, disk.kind != "ata_hdd"
+                    inv.luns[hl.device].is_local = True
+                    inv.luns[hl.device].is_ssd = disk.kind in ("ata_ssd", "nvme")
                 config = dict(hl.config)
                 reported = dict(config.pop("path_states", ()))
                 for field, value in config.items():  # what the host reports beyond the simulated I/O
@@ -110,15 +111,17 @@ class Simulation:
             out.append(inv)
         return out
 
-    def disk_answers(self, host: str) -> dict[str, tuple[str, str, str, str | None]]:
+    def disk_answers(self, host: str) -> dict[str, tuple[str, str | None, str, str | None]]:
         """What `host`'s esxcli answers about its local disks at the newest step's time: device ->
-        (page: ata | nvme, its SMART page, its NVMe controller or "", that controller's log or None)."""
+        (page: ata | nvme, its SMART page or None for a device without SMART, its NVMe
+        controller or "", that controller's log or None)."""
         t = max(0, self._steps - 1) * self.interval
         out = {}
         for disk in self._specs[host].disks:
             page = "nvme" if disk.kind == "nvme" else "ata"
+            text = None if disk.kind == "no_smart" else smart_writer.smart_page(disk, t)
             log = smart_writer.nvme_log(disk, t) if disk.kind == "nvme" else None
-            out[disk.device] = (page, smart_writer.smart_page(disk, t), disk.adapter, log)
+            out[disk.device] = (page, text, disk.adapter, log)
         return out
 
     def _vdisk_config(self, vm: VmSpec) -> VirtualDiskConfig:

@@ -92,8 +92,9 @@ class VmSpec:
         return tuple(f"{bus}0:{u}" for u in units)
 
 
-# Local disks whose health the host reports (SMART pages, NVMe logs: exporter.smart).
-DISK_KINDS = ("ata_hdd", "ata_ssd", "nvme")
+# Local disks whose health the host reports (SMART pages, NVMe logs: exporter.smart); no_smart is
+# a local device that has none (a USB boot stick: "CANNOT open device").
+DISK_KINDS = ("ata_hdd", "ata_ssd", "nvme", "no_smart")
 
 
 @dataclass(frozen=True, slots=True)
