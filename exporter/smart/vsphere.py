@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 class ApiEsxcli:
     """exporter.smart.reader.Esxcli through a host's managed method executer: records, read by
-    exporter.smart.parse."""
+    exporter.smart.parse. The API names each argument by esxcli's long option without its dashes:
+    `smart get -d` is `--device-name` there (devicename), `log smart get -A` is `--adapter`."""
 
     def __init__(self, stub, executer: str):
         self.stub, self.executer = stub, executer
@@ -29,11 +30,11 @@ class ApiEsxcli:
         return esxcli.run(self.stub, self.executer, words)
 
     def smart_page(self, device: str):
-        records, _ = esxcli.run(self.stub, self.executer, plan.smart_get(device))
+        records, _ = esxcli.run(self.stub, self.executer, [*plan.SMART_GET, "--devicename", device])
         return parse.smart_page_records(records, device)
 
     def nvme_log(self, adapter: str):
-        records, _ = esxcli.run(self.stub, self.executer, plan.nvme_log(adapter))
+        records, _ = esxcli.run(self.stub, self.executer, [*plan.NVME_LOG, "--adapter", adapter])
         return parse.nvme_log_records(records, adapter)
 
 

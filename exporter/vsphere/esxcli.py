@@ -13,7 +13,7 @@ from exporter.esxcli.parse import key
 from exporter.vsphere import soap
 
 _NS = "{urn:vim25}"
-LONG_NAMES = {"-m": "module", "-d": "device", "-A": "adapter"}  # esxcli's short flags as the API names the arguments
+LONG_NAMES = {"-m": "module", "-d": "device"}  # esxcli's short flags as the API names the arguments
 
 
 def _call(stub, body: str) -> ET.Element:

@@ -1,7 +1,7 @@
 // Disk health through the managed method executer (exporter.smart's vSphere path): the esxcli
 // commands a SMART round runs, answered as a real host answers them.
 //
-//   - storage core device smart get -d DEV: the device's rows (Parameter, Value, Threshold, Worst,
+//   - storage core device smart get -d DEV (argument devicename): the device's rows (Parameter, Value, Threshold, Worst,
 //     Raw) from the -smart fixture, else the fault a device without SMART gives ("CANNOT open
 //     device": USB media, SAN LUNs);
 //   - nvme device list: the fixture's NVMe controllers (HBAName, Status, Signature);
@@ -90,10 +90,11 @@ func (c *StorageCLI) smart(ctx *simulator.Context, req any) (soap.HasFault, bool
 	}
 	switch method {
 	case "vim.EsxCLI.storage.core.device.smart.get":
-		if rows, ok := host.disks.Pages[args["device"]]; ok {
+		device := args["devicename"] // esxcli's -d|--device-name
+		if rows, ok := host.disks.Pages[device]; ok {
 			return c.answer(ctx, req, method, rows), true
 		}
-		msg, ok := host.disks.Errors[args["device"]]
+		msg, ok := host.disks.Errors[device]
 		if !ok {
 			msg = cannotOpen
 		}
