@@ -192,6 +192,13 @@ def test_nvme_log_garbage_is_refused_naming_the_adapter_and_line(change, says):
     assert str(caught.value).startswith(f"vmhba2: {says}") and "\n" not in str(caught.value), str(caught.value)
 
 
+def test_an_nvme_field_without_a_value_is_absent_not_zero():
+    records = [{"AvailableSpare": "100 %", "MediaErrors": "", "PercentageUsed": "N/A", "CompositeTemperature": "315"}]
+    log = parse.nvme_log_records(records, "vmhba2")
+    assert (log.available_spare_ratio, log.percentage_used_ratio, log.temperature_celsius) == (1.0, None, 42)
+    assert "media_errors" not in log.counters
+
+
 def test_a_log_with_no_health_field_is_refused():
     with pytest.raises(parse.SmartFormatError, match="vmhba2: no NVMe health fields"):
         parse.nvme_log_text("Error: something else\n", "vmhba2")

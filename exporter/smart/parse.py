@@ -256,6 +256,8 @@ def _log(fields, adapter: str) -> m.NvmeHealthLog:
     known = 0
     for where, name, value in fields:
         field, text = _key(name), str(value).strip()
+        if not text or text.upper() == "N/A":
+            continue  # no value (an API field without text): absent, never zero
         try:
             if field in _WARNINGS:
                 log.warnings[_WARNINGS[field]] = _flag(text)
