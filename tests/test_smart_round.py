@@ -197,3 +197,17 @@ def test_exposition_passes_promtool_check_metrics():
     body = Exposition(store, ["smart"]).body()
     done = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_device_list_field_that_does_not_read_is_counted_and_that_device_left_out():
+    class Garbled(FixtureRunner):
+        def text(self, words):
+            answer = super().text(words)
+            if words == ["storage", "core", "device", "list"]:  # the SSD's Is Local flag garbled
+                head, _, tail = answer.partition(SSD + "\n")
+                answer = head + SSD + "\n" + tail.replace("Is Local: true", "Is Local: yes please", 1)
+            return answer
+
+    store, _, ok = round_on(Garbled())
+    assert ok and SSD not in store.disk_health[HOST].disks and HDD in store.disk_health[HOST].disks
+    assert store.health[("smart", HOST)].errors == {"storage core device list/bad_value": 1}

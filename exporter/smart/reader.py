@@ -21,7 +21,7 @@ UNSUPPORTED = re.compile(r"cannot open device|not supported|unsupported", re.IGN
 # How a host without an esxcli namespace answers (no `nvme` on ESXi 6.0): nothing to read.
 NO_NAMESPACE = re.compile(r"unknown (command|namespace)", re.IGNORECASE)
 
-Problem = tuple[str, str, str]  # (command, reason, message): reason failed | error | unreadable | bad_line
+Problem = tuple[str, str, str]  # (command, reason, message): failed | error | unreadable | bad_line | bad_value
 
 
 class Esxcli(Protocol):
@@ -57,8 +57,13 @@ def _listed(esxcli: Esxcli, words: list[str], problems: list[Problem], reason: s
             return []
         problems.append((command, reason, str(err)))
         return None
-    problems.extend((command, "bad_line", str(b)) for b in bad)
+    problems.extend((command, _bad(b), str(b)) for b in bad)
     return records
+
+
+def _bad(problem) -> str:
+    """A list's line that does not read (bad_line) or a field of it (bad_value), as esxcli's inventory counts them."""
+    return "bad_line" if str(problem).startswith("line ") else "bad_value"
 
 
 def read(host: str, esxcli: Esxcli, now: float, previous: m.DiskHealthReport | None = None):
@@ -68,7 +73,7 @@ def read(host: str, esxcli: Esxcli, now: float, previous: m.DiskHealthReport | N
     if records is None:
         return None, problems
     local, bad = plan.local_devices(records)
-    problems.extend((" ".join(plan.DEVICES), "bad_line", b) for b in bad)
+    problems.extend((" ".join(plan.DEVICES), _bad(b), b) for b in bad)
     controllers = plan.online_controllers(_listed(esxcli, plan.NVME_CONTROLLERS, problems, "error") or [])
     paths = (_listed(esxcli, plan.PATHS, problems, "error") or []) if controllers else []
     steps = plan.make_plan(local, controllers, paths)

@@ -32,7 +32,7 @@ class SmartRounds:
             return False
         self._log_changes(where, report)
         for command, reason, message in problems:
-            if reason == "bad_line":
+            if reason in ("bad_line", "bad_value"):
                 log.warning("SMART on %s: %s: %s", where, command, message)
         self.last[host] = report
         self.store.set_disk_health(report, origin=self.origin)
