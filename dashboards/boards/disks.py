@@ -8,7 +8,7 @@ from exporter.configuration import thresholds
 
 from .. import variables as v
 from ..panels import Column, Q, row, stat_panel, table_panel, timeseries_panel
-from ..promql import HOST, gauge, rate, sel
+from ..promql import HOST, gauge, sel
 from ..render import new_dashboard
 from .overview import LUN_URL
 
@@ -30,6 +30,7 @@ UNSUPPORTED = sel("esxi_disk_smart_status", HOST, 'status="unsupported"')
 NOT_READ = sel("esxi_disk_smart_status", HOST, 'status!="ok"')
 REALLOCATED = "host_device:esxi_disk_reallocated_sectors:max"
 PENDING = "host_device:esxi_disk_pending_sectors:max"
+WRITTEN = "host_device:esxi_disk_nvme_written_bytes:rate"  # over a whole SMART round: the counter steps once a round
 
 
 def per_disk(expr: str) -> str:
@@ -193,10 +194,11 @@ def build():
     d = d.with_panel(
         timeseries_panel(
             "NVMe bytes written",
-            "Bytes per second the host writes to each NVMe device (its Data Units Written, 512,000 bytes each, "
-            "between SMART rounds): what wears it out.",
+            "Bytes per second the host writes to each NVMe device (Data Units Written, 512,000 bytes each), "
+            "averaged over a SMART round (the counter moves once a round): what wears it out. Divide the "
+            "endurance left by it for the time to 100% used.",
             "Bps",
-            [Q(f"max by (host, device) ({rate('esxi_disk_nvme_written_bytes_total', HOST, DISK)})", WHO)],
+            [Q(sel(WRITTEN, HOST, DISK), WHO)],
         )
     )
     return d
