@@ -195,8 +195,8 @@ def build():
         timeseries_panel(
             "NVMe bytes written",
             "Bytes per second the host writes to each NVMe device (Data Units Written, 512,000 bytes each), "
-            "averaged over a SMART round (the counter moves once a round): what wears it out. Divide the "
-            "endurance left by it for the time to 100% used.",
+            "averaged over a SMART round (the counter moves once a round; in a host's first hour the window is "
+            "not full yet and it reads low): what wears it out.",
             "Bps",
             [Q(sel(WRITTEN, HOST, DISK), WHO)],
         )
