@@ -50,6 +50,7 @@ SELECTOR_LABELS = {  # placeholder -> (label, operator) pairs of the alert's own
     "sel_hvd": (("host", "="), ("vm", "="), ("disk", "=")),
     # the other VMs on the alert's LUN and host (vm="": esxtop's system worlds, not a VM)
     "sel_hd_other_vm": (("host", "="), ("device", "="), ("vm", "!="), ("vm", "!=", "")),
+    "sel_hdp": (("host", "="), ("device", "="), ("parameter", "=")),  # a disk's SMART parameter
 }
 
 

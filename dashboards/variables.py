@@ -72,6 +72,15 @@ def adapter() -> db.QueryVariable:
     )
 
 
+def disk() -> db.QueryVariable:
+    return _query(
+        "disk",
+        "Disk",
+        'label_values(esxi_disk_smart_status{host=~"$host"}, device)',
+        "Local disk read for SMART (its LUN name: t10.*, naa.*, mpx.*)",
+    )
+
+
 def textbox(name: str, label: str, default: str, description: str) -> db.TextBoxVariable:
     return (
         db.TextBoxVariable(name)

@@ -92,6 +92,26 @@ class App:
             for stream in streams
         ]
 
+    def _start_smart(self) -> list[threading.Thread]:
+        """The local disks' SMART pages and NVMe logs on their own interval (smart.interval, 0:
+        never): over each esxtop-over-SSH host's SSH target, and through each vSphere target that
+        reads esxcli (vsphere.esxcli)."""
+        interval = self.settings["smart.interval"]
+        if not interval > 0:
+            return []
+        from exporter.smart.ssh import SmartOverSsh
+        from exporter.smart.vsphere import SmartOverVsphere
+
+        threads = [
+            start_thread(f"smart-vsphere:{t.name}", SmartOverVsphere(t, self.store, self.stop, interval).run)
+            for t in self.vsphere
+            if t.config.esxcli
+        ]
+        for stream in self.ssh.streams if self.ssh else ():
+            runner = SmartOverSsh(stream.target, self.store, self.stop, stream.host_name, interval, stream.ssh)
+            threads.append(start_thread(f"smart-ssh:{stream.target.label}", runner.run))
+        return threads
+
     def _load_inventory(self) -> None:
         """The config file's hand-written inventory (hosts no vSphere target covers)."""
         try:
@@ -127,6 +147,7 @@ class App:
         if self.ssh:
             threads += self.ssh.start()
             threads += self._start_esxcli_over_ssh(self.ssh.streams)
+        threads += self._start_smart()
         return threads
 
     def collect_vsphere_once(self) -> list:

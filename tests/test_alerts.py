@@ -23,6 +23,8 @@ STATE_ALERTS = {
     "EsxiCollectorFailing",
     "EsxiPathDead",
     "EsxiLunDeviceNotOk",
+    "EsxiDiskHealthNotOk",
+    "EsxiDiskNvmeCriticalWarning",
 }  # value is a 0/1 state; labels say it all
 IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector", "vm", "disk")
 

@@ -26,13 +26,15 @@ from dashboards.render import all_panels
 from tests.support.servers import ROOT, Exporter, Prometheus
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
+# disk-reallocating: a host's local disks (HDD, SATA SSD, NVMe, a USB device without SMART) for the
+# Disks board, its HDD reallocating sectors from two minutes in.
 # demo: two hosts, two LUNs, every metric family. queue-overrun (the paper's Figure 2): four VMs with
 # 16 outstanding I/Os each on one LUN with DQLEN 32, so Table 2 has known answers: a = 16, m = d/a = 2.
 # Beside them an exporter reads the vSphere storage simulator (tests/vcsim/): its VMs' virtual disks
 # with what backs them (VMFS LUNs, an RDM, NFS; pvscsi, lsilogic, ahci and nvme controllers, an IOPS
 # limit), which only the vSphere API reports. Its hosts are renamed (esx01.vc.lab.local): the
 # scenarios' hosts have its hosts' names, and one host is not two.
-SCENARIOS = ("demo", "queue-overrun")
+SCENARIOS = ("demo", "queue-overrun", "disk-reallocating")
 OVERRUN_LUN = "naa.600601601e3021001a2b3c4d5e6f0001"
 SCRAPE = 1.0
 RANGE = 20.0
@@ -113,6 +115,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         assert all(r.ok for r in annotations), [r.detail for r in annotations if not r.ok]
         check_table2(panels)
         check_table2_from_the_vsphere_api(panels)
+        check_disks(panels)
         for f in dashboard_files():  # the data preview draws every panel from these results
             model = json.loads(f.read_text())
             page = render(model, [r for r in panels if r.dashboard == model["title"]], "test")
@@ -162,3 +165,18 @@ def check_table2_from_the_vsphere_api(panels) -> None:
     rdm = {"host": "esx01.vc.lab.local", "device": "naa.600a098038303053453f463045727a70"}
     assert value(panels, per_host, "B", **rdm) == 3
     assert value(panels, per_host, "C", **rdm) == pytest.approx(64 / 3)
+
+
+def check_disks(panels) -> None:
+    """The Disks board on the disk-reallocating scenario's local disks (its SMART text read by the
+    real reader): every disk's row, the NVMe device's wear, the USB device listed as without SMART."""
+    hdd = {"device": "t10.ATA_____WDC_WD40EFRX2D68N32N0_________________________WD2DWCC7K1AB2C3D"}
+    nvme = {"device": "t10.NVMe____Samsung_SSD_980_PRO_1TB_______________A1B2C3D4E5382500"}
+    table = "Disk health"
+    assert value(panels, table, "A", **hdd) == 1  # Health Status OK
+    assert value(panels, table, "B", **hdd) == 38  # °C from the raw's low byte
+    assert value(panels, table, "C", **nvme) == 0.03  # NVMe Percentage Used
+    assert value(panels, table, "E", **hdd) == 0  # not reallocating yet: it starts two minutes in
+    assert 0 <= value(panels, table, "H", **hdd) <= 15  # read every 10 simulated seconds
+    assert value(panels, "Disks not read", "A", device="mpx.vmhba32:C0:T0:L0", status="unsupported") == 1
+    assert value(panels, "Disks without SMART", "A") == 1

@@ -16,6 +16,7 @@ from exporter.collectors import (
     inventory,
     lun,
     path,
+    smart,
     ssh,
     vm,
     vsphere,
@@ -36,4 +37,5 @@ COLLECTORS = {
     "esxtop": (esxtop.collect, True),
     "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
+    "smart": (smart.collect, True),  # local disks' SMART pages and NVMe health logs (exporter.smart)
 }

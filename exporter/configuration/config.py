@@ -172,6 +172,18 @@ OPTIONS += [
 ]
 
 
+# Local disks' health (exporter.smart): SMART pages and NVMe logs over SSH and the vSphere API.
+OPTIONS += [
+    Option(
+        "smart.interval",
+        duration_or_never,
+        3600.0,
+        "How often to read the local disks' SMART pages and NVMe health logs (SSH hosts; vSphere targets with "
+        "vsphere.esxcli); 0: never.",
+    ),
+]
+
+
 def default(key: str) -> Any:
     """An option's default, written once in OPTIONS (TargetConfig and the SSH defaults read it here)."""
     return _DEFAULTS[key]

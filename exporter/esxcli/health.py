@@ -10,9 +10,10 @@ from exporter.store import model as m
 
 
 class EsxcliHealth:
-    def __init__(self, store, origin: str = ""):
-        """origin: the vSphere target that runs esxcli ("" over SSH): its /probe shows this health."""
-        self.store, self.origin = store, origin
+    def __init__(self, store, origin: str = "", kind: str = "esxcli"):
+        """origin: the vSphere target that runs esxcli ("" over SSH): its /probe shows this health.
+        kind: the SourceHealth kind (esxcli; smart for the disk health rounds, exporter.smart)."""
+        self.store, self.origin, self.kind = store, origin, kind
         self.lock = threading.Lock()
         self.errors: dict[str, dict[str, int]] = {}  # host -> "command/reason" -> count
 
@@ -24,6 +25,6 @@ class EsxcliHealth:
             for command, reason, _ in problems:
                 key = f"{command}/{reason}"
                 counts[key] = counts.get(key, 0) + 1
-            record = m.SourceHealth(kind="esxcli", name=host, origin=self.origin, up=0 if failed else 1, errors=dict(counts))
+            record = m.SourceHealth(kind=self.kind, name=host, origin=self.origin, up=0 if failed else 1, errors=dict(counts))
         self.store.set_health(record)
         return failed

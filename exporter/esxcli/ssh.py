@@ -25,6 +25,8 @@ SHAPES = {
     "storage hpp device list": parse.blocks,
     "storage core adapter list": parse.table,
     "system module parameters list": parse.table,
+    "nvme device list": parse.table,
+    "storage core path list": parse.blocks,
 }
 
 
@@ -39,6 +41,10 @@ class EsxcliOverSsh:
     def fetch(self, words: list[str]):
         command = " ".join(w for w in words if not w.startswith("-"))
         shape = next((f for prefix, f in SHAPES.items() if command.startswith(prefix)), parse.blocks)
+        return shape(self.text(words))
+
+    def text(self, words: list[str]) -> str:
+        """What `esxcli <words>` prints; EsxcliError (its last line) when it exits non-zero."""
         try:
             done = process.run(self.target, "esxcli " + shlex.join(words), timeout=60, ssh=self.ssh)
         except subprocess.TimeoutExpired:
@@ -46,7 +52,7 @@ class EsxcliOverSsh:
         if done.returncode != 0:
             last = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[-1]
             raise EsxcliError(last[:200])
-        return shape(done.stdout)
+        return done.stdout
 
     def refresh(self, host: str) -> bool:
         inventory, problems = read(host, self.fetch)

@@ -1,5 +1,7 @@
 """The built-in simulated host as a live source: the simulator writes esxtop lines, the real
-esxtop reader reads them, one reader per simulated host, paced at the simulated interval."""
+esxtop reader reads them, one reader per simulated host, paced at the simulated interval. Hosts
+with local disks also answer SMART: their esxcli text, read by the real SMART reader
+(exporter.smart.parse) every DISK_READ_EVERY simulated seconds."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ import time
 from exporter.configuration.sharding import shard_of
 from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
+from exporter.smart import disks, parse
+from exporter.store import model as m
 
 log = logging.getLogger(__name__)
+DISK_READ_EVERY = 10.0  # simulated seconds between SMART rounds (an hour on a real host: a demo wants it sooner)
 
 
 def open_simulation(settings):
@@ -35,10 +40,42 @@ def run_simulation(settings, store, stop) -> None:
     for host, reader in readers.items():
         pump([sim.header(host)], reader, store.ingest, store.count_parse_error)
     log.info("simulating %s: %d host(s), one sample every %gs", settings["simulate.scenario"], len(readers), interval)
-    deadline = time.monotonic()
+    deadline, step, last_disks, reports = time.monotonic(), 0, None, {}
     while not stop.is_set():
         for host, line in sim.step().items():
             if host in readers:
                 pump([line], readers[host], store.ingest, store.count_parse_error)
+        now = sim.start + step * interval
+        if last_disks is None or now - last_disks >= DISK_READ_EVERY:
+            for host in readers:
+                answers = sim.disk_answers(host)
+                if answers:
+                    reports[host] = read_disks(host, answers, now, reports.get(host))
+                    store.set_disk_health(reports[host])
+                    store.set_health(m.SourceHealth(kind="smart", name=host, up=1))
+            last_disks = now
+        step += 1
         deadline += interval
         stop.wait(max(0.0, deadline - time.monotonic()))
+
+
+def read_disks(host: str, answers, now: float, previous: m.DiskHealthReport | None = None) -> m.DiskHealthReport:
+    """A simulated host's esxcli answers (Simulation.disk_answers) read as a real host's are."""
+    report = m.DiskHealthReport(host=host, timestamp=now)
+    for device, (page, smart_text, adapter, log_text) in answers.items():
+        if smart_text is None:  # what esxcli says of a device without SMART, a state (exporter.smart.reader)
+            smart = disks.Reading("unsupported", message="Error getting Smart Parameters: CANNOT open device")
+        else:
+            smart = _reading(parse.smart_page_text, smart_text, device)
+        nvme = _reading(parse.nvme_log_text, log_text, adapter) if log_text is not None else None
+        old = previous.disks.get(device) if previous else None
+        report.disks[device] = disks.disk_health(page, smart, now, adapter=adapter, nvme=nvme, previous=old)
+    return report
+
+
+def _reading(read, text: str, name: str) -> disks.Reading:
+    try:
+        return disks.Reading("ok", read(text, name))
+    except parse.SmartFormatError as err:  # the writer and the reader disagree: shown, not hidden
+        log.warning("simulated SMART: %s", err)
+        return disks.Reading("unreadable", message=str(err))

@@ -16,9 +16,11 @@ from .spec import (
     CONTROLLER_BUS,
     DEFAULT_LINK_EFFICIENCY,
     DEFAULT_SELF_RESERVATION_COST,
+    DISK_KINDS,
     PATH_STATES,
     PROVISIONING,
     AdapterSpec,
+    DiskSpec,
     HostLunSpec,
     HostSpec,
     LunSpec,
@@ -235,6 +237,8 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
             raise ScenarioError(f"{node.file}: {where}.device: duplicate device {hl.device!r}")
         host_luns[hl.device] = hl
     raw_vms = node.items("vms", [])
+    disks = tuple(_disk(_Node(raw, where, node.file), host_luns, adapters) for where, raw in node.items("disks", []))
+    _check_unique(node.file, f"{node._at('disks')} devices", [d.device for d in disks])
     node.done()
     hosts = []
     for i in range(1, count + 1):
@@ -250,9 +254,36 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
                 luns=tuple(host_luns.values()),
                 vms=vms,
                 cluster=cluster,
+                disks=disks,
             )
         )
     return hosts
+
+
+def _disk(node: _Node, host_luns: dict[str, HostLunSpec], adapters: dict[str, AdapterSpec]) -> DiskSpec:
+    """A local disk with SMART: one of the host's LUNs, its kind and how its health evolves."""
+    kind = node.take("kind", _text, check=DISK_KINDS.__contains__, check_msg=f"must be one of {', '.join(DISK_KINDS)}")
+    disk = DiskSpec(
+        device=node.take("device", _text, check=lambda d: d in host_luns, check_msg="not one of this host's luns"),
+        kind=kind,
+        adapter=node.take(
+            "adapter",
+            _text,
+            "" if kind != "nvme" else ...,
+            check=lambda a: a in adapters,
+            check_msg="not one of this host's adapters",
+        ),
+        temperature=node.take("temperature", _number, 35.0, check=lambda v: 0 < v < 100, check_msg="must be in 1..99 °C"),
+        power_on_hours=node.take("power_on_hours", _number, 10_000.0, check=lambda v: v >= 0, check_msg="must not be negative"),
+        wear=node.take("wear", _number, 0.0, check=lambda v: 0 <= v <= 2, check_msg="must be in 0..2"),
+        reallocating_from=node.take("reallocating_from", units.duration, None),
+        reallocations_per_hour=node.take(
+            "reallocations_per_hour", _number, 0.0, check=lambda v: v >= 0, check_msg="must not be negative"
+        ),
+        pending_per_hour=node.take("pending_per_hour", _number, 0.0, check=lambda v: v >= 0, check_msg="must not be negative"),
+    )
+    node.done()
+    return disk
 
 
 def _format_name(node: _Node, key: str, pattern: str, i: int) -> str:

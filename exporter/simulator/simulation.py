@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from ..store.model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig, VirtualDiskConfig
-from . import queueing
+from . import queueing, smart_writer
 from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout, VmDisks
 from .spec import HostSpec, Phase, Scenario, VmSpec
 
@@ -92,6 +92,10 @@ class Simulation:
                     configured_queue_depth=float(hl.queue_depth),
                     dsnro=float(min(h.dsnro, hl.queue_depth)),
                 )
+                disk = next((d for d in h.disks if d.device == hl.device), None)
+                if disk is not None:  # a local disk with SMART (exporter.smart reads only local devices)
+                    inv.luns[hl.device].is_local = True
+                    inv.luns[hl.device].is_ssd = disk.kind in ("ata_ssd", "nvme")
                 config = dict(hl.config)
                 reported = dict(config.pop("path_states", ()))
                 for field, value in config.items():  # what the host reports beyond the simulated I/O
@@ -105,6 +109,19 @@ class Simulation:
                 for disk in vm.disk_names:
                     inv.vdisks[vm.name, disk] = self._vdisk_config(vm)
             out.append(inv)
+        return out
+
+    def disk_answers(self, host: str) -> dict[str, tuple[str, str | None, str, str | None]]:
+        """What `host`'s esxcli answers about its local disks at the newest step's time: device ->
+        (page: ata | nvme, its SMART page or None for a device without SMART, its NVMe
+        controller or "", that controller's log or None)."""
+        t = max(0, self._steps - 1) * self.interval
+        out = {}
+        for disk in self._specs[host].disks:
+            page = "nvme" if disk.kind == "nvme" else "ata"
+            text = None if disk.kind == "no_smart" else smart_writer.smart_page(disk, t)
+            log = smart_writer.nvme_log(disk, t) if disk.kind == "nvme" else None
+            out[disk.device] = (page, text, disk.adapter, log)
         return out
 
     def _vdisk_config(self, vm: VmSpec) -> VirtualDiskConfig:

@@ -92,6 +92,26 @@ class VmSpec:
         return tuple(f"{bus}0:{u}" for u in units)
 
 
+# Local disks whose health the host reports (SMART pages, NVMe logs: exporter.smart); no_smart is
+# a local device that has none (a USB boot stick: "CANNOT open device").
+DISK_KINDS = ("ata_hdd", "ata_ssd", "nvme", "no_smart")
+
+
+@dataclass(frozen=True, slots=True)
+class DiskSpec:
+    """A local disk of a host (one of its LUNs) and how its health evolves over simulated time."""
+
+    device: str
+    kind: str  # one of DISK_KINDS
+    adapter: str = ""  # nvme: its controller (vmhbaN), one of the host's adapters
+    temperature: float = 35.0  # °C
+    power_on_hours: float = 10_000.0  # at the start of the run
+    wear: float = 0.0  # endurance used, 0..1 (SSD Media Wearout Indicator, NVMe Percentage Used)
+    reallocating_from: float | None = None  # seconds into the run when sectors start failing
+    reallocations_per_hour: float = 0.0  # sectors remapped per hour from then
+    pending_per_hour: float = 0.0  # sectors waiting to be remapped, growing per hour from then
+
+
 @dataclass(frozen=True, slots=True)
 class HostSpec:
     name: str
@@ -103,6 +123,7 @@ class HostSpec:
     luns: tuple[HostLunSpec, ...]
     vms: tuple[VmSpec, ...]
     cluster: str = ""  # vSphere cluster (esxi_host_info)
+    disks: tuple[DiskSpec, ...] = ()  # local disks with SMART (exporter.smart)
 
 
 @dataclass(frozen=True, slots=True)

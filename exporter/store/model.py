@@ -202,3 +202,85 @@ class SourceHealth:
     objects: dict[str, int] = field(default_factory=dict)  # kind -> objects found by the last discovery
     samples: dict[str, int] = field(default_factory=dict)  # host -> samples ingested
     last_timestamp: dict[str, float] = field(default_factory=dict)  # host -> newest sample time
+
+
+# --- physical disk health (exporter.smart): SMART pages and NVMe health logs ------------------
+# What the SMART page's Value column holds: `ata`, the vendor's normalised figure (1-253, higher is
+# better; failing at or below a non-zero Threshold); `nvme`, ESXi's SCSI translation of an NVMe
+# device's health log, where Value is the raw figure and Threshold its limit.
+SMART_PAGES = ("ata", "nvme")
+# How reading a device's SMART page (or an NVMe controller's health log) went: `unsupported` is a
+# device that has none (USB media, RAID volumes: "CANNOT open device", "not supported"), a state
+# and not an error; `failed` esxcli gave no answer; `unreadable` its answer was refused.
+DISK_READ_STATES = ("ok", "unsupported", "failed", "unreadable")
+# The NVMe critical-warning flags, in the order of the log's first five lines.
+NVME_WARNINGS = ("available_spare", "temperature", "reliability_degraded", "read_only", "volatile_backup_failed")
+# The NVMe log's counters, in base units (bytes, seconds, counts).
+NVME_COUNTERS = (
+    "media_errors",
+    "error_log_entries",
+    "unsafe_shutdowns",
+    "power_cycles",
+    "power_on_seconds",
+    "read_bytes",
+    "written_bytes",
+    "host_read_commands",
+    "host_write_commands",
+    "controller_busy_seconds",
+    "warning_temperature_seconds",
+    "critical_temperature_seconds",
+)
+
+
+@dataclass(slots=True)
+class SmartAttribute:
+    """One row of `esxcli storage core device smart get`, each cell None where esxcli prints N/A."""
+
+    value: float | None = None  # as printed: normalised (ata page) or the raw figure (nvme page)
+    threshold: float | None = None
+    worst: float | None = None
+    raw: float | None = None  # ESXi 8.0.3's fifth column; None on older builds
+
+
+@dataclass(slots=True)
+class SmartPage:
+    health: str = ""  # the Health Status row as printed ("OK", ...); "" if the page has none
+    attributes: dict[str, SmartAttribute] = field(default_factory=dict)  # snake_case parameter -> row
+
+
+@dataclass(slots=True)
+class NvmeHealthLog:
+    """`esxcli nvme device log smart get -A vmhbaN`, in base units (°C, ratios 0-1, bytes, seconds)."""
+
+    warnings: dict[str, bool] = field(default_factory=dict)  # NVME_WARNINGS -> set
+    temperature_celsius: float | None = None  # the composite temperature
+    sensors_celsius: dict[str, float] = field(default_factory=dict)  # "1".."8" -> °C (0 K: absent)
+    available_spare_ratio: float | None = None
+    available_spare_threshold_ratio: float | None = None
+    percentage_used_ratio: float | None = None  # endurance used (may pass 1)
+    counters: dict[str, float] = field(default_factory=dict)  # NVME_COUNTERS -> value
+
+
+@dataclass(slots=True)
+class DiskHealth:
+    """One local device's health: its SMART page and, for an NVMe namespace, its controller's log.
+    A reading that failed keeps the last good one (its *_read_at says how old it is)."""
+
+    page: str = "ata"  # one of SMART_PAGES
+    adapter: str = ""  # NVMe: the controller (vmhbaN) whose health log this is
+    smart_status: str = ""  # one of DISK_READ_STATES; "" not asked
+    smart: SmartPage | None = None
+    smart_read_at: float | None = None  # unix time of the last good SMART page
+    nvme_status: str = ""  # one of DISK_READ_STATES; "" not an NVMe namespace
+    nvme: NvmeHealthLog | None = None
+    nvme_read_at: float | None = None
+    temperatures_celsius: dict[str, float] = field(default_factory=dict)  # reliable readings: where -> °C
+
+
+@dataclass(slots=True)
+class DiskHealthReport:
+    """One host's local disks, replaced whole after each SMART round."""
+
+    host: str
+    timestamp: float  # unix time the round ended
+    disks: dict[str, DiskHealth] = field(default_factory=dict)  # device (as the LUN families name it) -> health

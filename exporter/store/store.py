@@ -11,7 +11,7 @@ the exposition can be rendered once per change.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from exporter.store import model as m
 
@@ -116,6 +116,7 @@ class Store:
         self.parse_errors: dict[tuple[str, str], int] = {}  # (stream, reason) -> lines rejected
         # (kind, name, origin) -> newest record: two targets may both run esxcli on one host
         self.source_health: dict[tuple[str, str, str], m.SourceHealth] = {}
+        self.host_disk_health: dict[tuple[str, str], m.DiskHealthReport] = {}  # (origin, host) -> local disks
         self.version = 0
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
@@ -189,6 +190,7 @@ class Store:
         with self.lock:
             for host in hosts:
                 self.host_inventories.pop((origin, host), None)
+                self.host_disk_health.pop((origin, host), None)
             self.version += 1
 
     def count_parse_error(self, stream: str, reason: str) -> None:
@@ -211,6 +213,20 @@ class Store:
         """Mark the state changed (a source's own health metrics moved)."""
         with self.lock:
             self.version += 1
+
+    # --- local disks' health (exporter.smart) ---------------------------------------------
+    def set_disk_health(self, report: m.DiskHealthReport, origin: str = "") -> None:
+        """A host's local disks after a SMART round, replaced whole; LUNs the filter leaves out
+        leave their disks out too. Dropped with the host's inventory (drop_inventories)."""
+        if self.lun_filter is not None:
+            report = replace(report, disks={d: h for d, h in report.disks.items() if self.lun_filter.keeps(d)})
+        with self.lock:
+            self.host_disk_health[(origin, report.host)] = report
+            self.version += 1
+
+    @property
+    def disk_health(self) -> dict[str, m.DiskHealthReport]:
+        return _first_per_host(self.host_disk_health)
 
 
 class StoreView:
@@ -237,6 +253,10 @@ class StoreView:
     @property
     def health(self) -> dict[tuple[str, str], m.SourceHealth]:
         return {(kind, name): r for (kind, name, _), r in self.store.source_health.items() if self.origin in (r.name, r.origin)}
+
+    @property
+    def disk_health(self) -> dict[str, m.DiskHealthReport]:
+        return {name: r for (origin, name), r in self.store.host_disk_health.items() if origin == self.origin}
 
 
 def _first_per_host(by_origin: dict) -> dict:

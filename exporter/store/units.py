@@ -67,3 +67,12 @@ def _split_number(text: str) -> tuple[float, str]:
         return float(s[:end]), s[end:].strip()
     except ValueError:
         raise ValueError(f"not a number with a unit: {text!r}") from None
+
+
+# Disk health (exporter.smart): NVMe reports temperatures in Kelvin, which NVMe tools (nvme-cli,
+# smartctl) turn into the drive's own whole °C with 273, not 273.15; a data unit is 1,000 blocks
+# of 512 bytes; ESXi prints NVMe time counters in hours and minutes.
+KELVIN_AT_ZERO_CELSIUS = 273
+NVME_DATA_UNIT_BYTES = 512_000
+HOUR = 3600.0
+MINUTE = 60.0

@@ -1,0 +1,94 @@
+"""One SMART round on one host, whichever way esxcli is asked (over SSH, through the vSphere API):
+the plan (exporter.smart.plan), then each local device's page and each NVMe controller's log.
+
+A device without SMART ("CANNOT open device", "not supported") is a state of that device, not
+an error; a device that fails or answers garbage is counted and keeps its last good reading; none
+of it stops the other devices. Only a host whose device list cannot be read fails the round.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from exporter.esxcli.inventory import EsxcliError
+from exporter.smart import disks, plan
+from exporter.smart.parse import SmartFormatError
+from exporter.store import model as m
+
+# How ESXi says a device has no SMART to give (USB media, CD-ROMs, RAID volumes).
+UNSUPPORTED = re.compile(r"cannot open device|not supported|unsupported", re.IGNORECASE)
+# How a host without an esxcli namespace answers (no `nvme` on ESXi 6.0): nothing to read.
+NO_NAMESPACE = re.compile(r"unknown (command|namespace)", re.IGNORECASE)
+
+Problem = tuple[str, str, str]  # (command, reason, message): failed | error | unreadable | bad_line | bad_value
+
+
+class Esxcli(Protocol):
+    """esxcli on one host: each call raises EsxcliError when esxcli fails, SmartFormatError when
+    its answer does not read."""
+
+    def records(self, words: list[str]) -> tuple[list[dict[str, str]], list]: ...
+
+    def smart_page(self, device: str) -> m.SmartPage: ...
+
+    def nvme_log(self, adapter: str) -> m.NvmeHealthLog: ...
+
+
+def _ask(call, arg, command: str, problems: list[Problem]) -> disks.Reading:
+    try:
+        return disks.Reading("ok", call(arg))
+    except SmartFormatError as err:
+        problems.append((command, "unreadable", str(err)))
+        return disks.Reading("unreadable", message=str(err))
+    except EsxcliError as err:
+        if UNSUPPORTED.search(str(err)):
+            return disks.Reading("unsupported", message=str(err))
+        problems.append((command, "error", f"{arg}: {err}"))
+        return disks.Reading("failed", message=f"{arg}: {err}")
+
+
+def _listed(esxcli: Esxcli, words: list[str], problems: list[Problem], reason: str) -> list[dict[str, str]] | None:
+    command = " ".join(words)
+    try:
+        records, bad = esxcli.records(words)
+    except EsxcliError as err:
+        if reason != "failed" and NO_NAMESPACE.search(str(err)):
+            return []
+        problems.append((command, reason, str(err)))
+        return None
+    problems.extend((command, _bad(b), str(b)) for b in bad)
+    return records
+
+
+def _bad(problem) -> str:
+    """A list's line that does not read (bad_line) or a field of it (bad_value), as esxcli's inventory counts them."""
+    return "bad_line" if str(problem).startswith("line ") else "bad_value"
+
+
+def read(host: str, esxcli: Esxcli, now: float, previous: m.DiskHealthReport | None = None):
+    """(the host's DiskHealthReport, or None when its devices could not be listed; the problems)."""
+    problems: list[Problem] = []
+    records = _listed(esxcli, plan.DEVICES, problems, "failed")
+    if records is None:
+        return None, problems
+    local, bad = plan.local_devices(records)
+    problems.extend((" ".join(plan.DEVICES), _bad(b), b) for b in bad)
+    controllers = plan.online_controllers(_listed(esxcli, plan.NVME_CONTROLLERS, problems, "error") or [])
+    paths = (_listed(esxcli, plan.PATHS, problems, "error") or []) if controllers else []
+    steps = plan.make_plan(local, controllers, paths)
+    logs = {adapter: _ask(esxcli.nvme_log, adapter, " ".join(plan.NVME_LOG), problems) for adapter in steps.controllers}
+    adapter_of = {device: adapter for adapter, devices in steps.controllers.items() for device in devices}
+    report = m.DiskHealthReport(host=host, timestamp=now)
+    command = " ".join(plan.SMART_GET)
+    for device in steps.devices:
+        adapter = adapter_of.get(device, "")
+        report.disks[device] = disks.disk_health(
+            steps.pages[device],
+            _ask(esxcli.smart_page, device, command, problems),
+            now,
+            adapter=adapter,
+            nvme=logs.get(adapter),
+            previous=previous.disks.get(device) if previous else None,
+        )
+    return report, problems

@@ -1,0 +1,51 @@
+"""SMART over SSH, for the esxtop-over-SSH hosts: esxcli through the same transport and target as
+the host's esxtop stream and its storage configuration (exporter.esxcli.ssh), on its own interval
+(default 1 h), named by the host as its esxtop stream reports it so the disks join the LUNs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from exporter.esxcli.ssh import EsxcliOverSsh
+from exporter.smart import parse, plan
+from exporter.smart.rounds import SmartRounds
+from exporter.ssh.target import SshTarget
+
+log = logging.getLogger(__name__)
+
+
+class SshEsxcli:
+    """exporter.smart.reader.Esxcli over SSH: esxcli's default text, read by exporter.smart.parse."""
+
+    def __init__(self, runner: EsxcliOverSsh):
+        self.runner = runner
+
+    def records(self, words: list[str]):
+        return self.runner.fetch(words)
+
+    def smart_page(self, device: str):
+        return parse.smart_page_text(self.runner.text(plan.smart_get(device)), device)
+
+    def nvme_log(self, adapter: str):
+        return parse.nvme_log_text(self.runner.text(plan.nvme_log(adapter)), adapter)
+
+
+class SmartOverSsh:
+    def __init__(self, target: SshTarget, store, stop: threading.Event, host_name, interval: float = 3600.0, ssh: str = "ssh"):
+        self.target, self.stop, self.host_name, self.interval = target, stop, host_name, interval
+        self.esxcli = SshEsxcli(EsxcliOverSsh(target, store, stop, host_name, interval, ssh))
+        self.rounds = SmartRounds(store)
+
+    def run(self) -> None:
+        host = None
+        while not self.stop.is_set() and host is None:
+            host = self.host_name()
+            if host is None:
+                self.stop.wait(1.0)
+        while not self.stop.is_set():
+            try:
+                self.rounds.refresh(host, self.esxcli, self.target.label)
+            except Exception:  # noqa: BLE001 - the loop must survive anything one round does
+                log.exception("SMART on %s: round failed", self.target.label)
+            self.stop.wait(self.interval)

@@ -1,0 +1,87 @@
+"""SMART through the vSphere API, for sites without SSH: the same esxcli commands through each
+host's managed method executer on the target's logged-in session (exporter.vsphere.esxcli), on
+their own interval (default 1 h), after the target's discovery has found its hosts. Runs where
+the target reads esxcli (`vsphere.esxcli`, on by default)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from exporter.esxcli.inventory import EsxcliError
+from exporter.smart import parse, plan
+from exporter.smart.rounds import SmartRounds
+from exporter.vsphere import esxcli
+from exporter.vsphere.client import VsphereError
+
+log = logging.getLogger(__name__)
+
+
+class ApiEsxcli:
+    """exporter.smart.reader.Esxcli through a host's managed method executer: records, read by
+    exporter.smart.parse. The API names each argument by esxcli's long option without its dashes:
+    `smart get -d` is `--device-name` there (devicename), `log smart get -A` is `--adapter`."""
+
+    def __init__(self, stub, executer: str):
+        self.stub, self.executer = stub, executer
+
+    def records(self, words: list[str]):
+        return esxcli.run(self.stub, self.executer, words)
+
+    def smart_page(self, device: str):
+        records, _ = esxcli.run(self.stub, self.executer, [*plan.SMART_GET, "--devicename", device])
+        return parse.smart_page_records(records, device)
+
+    def nvme_log(self, adapter: str):
+        records, _ = esxcli.run(self.stub, self.executer, [*plan.NVME_LOG, "--adapter", adapter])
+        return parse.nvme_log_records(records, adapter)
+
+
+class SmartOverVsphere:
+    def __init__(self, target, store, stop: threading.Event, interval: float = 3600.0):
+        """target: an exporter.vsphere.VsphereTarget that is started (its discovery finds the hosts)."""
+        self.target, self.stop, self.interval = target, stop, interval
+        self.rounds = SmartRounds(store, origin=target.name)
+
+    def run(self) -> None:
+        target = self.target
+        while not self.stop.is_set() and not target.discovered.wait(1.0):
+            pass
+        # The first collection goes first: a SMART round is many small esxcli answers per host.
+        target.collected.wait(target.config.interval)
+        while not self.stop.is_set():
+            try:
+                self.round()
+            except Exception:  # noqa: BLE001 - the loop must survive anything one round does
+                log.exception("SMART on vsphere target %s: round failed", target.name)
+            self.stop.wait(self.interval)
+
+    def round(self) -> None:
+        target, topology = self.target, self.target.topology
+        if topology is None:
+            return
+        try:
+            stub = target.client.content().propertyCollector._stub
+        except VsphereError as err:  # the server is away: the next round tries again
+            log.warning("SMART on vsphere target %s: skipped: %s", target.name, err)
+            return
+
+        def one(topo) -> None:
+            label = f"{target.name}/{topo.name}"
+            try:
+                executer = target.client.call(lambda _content: esxcli.executer(stub, topo.ref._moId))
+            except (EsxcliError, VsphereError) as err:
+                self.rounds.health.report(topo.name, [("RetrieveManagedMethodExecuter", "failed", str(err))])
+                log.warning("SMART on %s: %s", label, err)
+                return
+            api = ApiEsxcli(stub, executer)
+            try:
+                target.client.call(lambda _content: self.rounds.refresh(topo.name, api, label))
+            except VsphereError as err:
+                self.rounds.health.report(topo.name, [("esxcli", "failed", str(err))])
+                log.warning("SMART on %s: %s", label, err)
+
+        with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
+            list(pool.map(one, topology.hosts))
+        self.rounds.forget(set(self.rounds.last) - {topo.name for topo in topology.hosts})

@@ -1,0 +1,80 @@
+"""Disk health with no SSH: the same esxcli commands through each host's managed method executer on
+the vSphere storage simulator (tests/vcsim/smart.go answers them as a real host does), through
+vCenter: exact values per host on /metrics and on the target's /probe, the USB device a state,
+the healthy host raising nothing that the failing one does (tests/support/smart_sim.py)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from tests.support import smart_sim
+from tests.support.fake_esxcli import HDD, NVME, SSD, USB
+from tests.support.promtext import eventually, value
+from tests.support.servers import Exporter
+from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
+
+pytestmark = pytest.mark.integration
+HEALTHY, FAILING = "esx01.lab.local", "esx02.lab.local"
+SAN = "naa.600a098038303053453f463045727a61"
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode()
+
+
+def test_disk_health_through_the_vsphere_api(tmp_path):
+    fixture, answers = smart_sim.write(json.loads(FIXTURE.read_text()), tmp_path / "sim")
+    sim = StorageSim(tmp_path / "vcsim", "-smart", str(answers), fixture=fixture)
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    config = tmp_path / "exporter.yml"
+    config.write_text(f"""
+vsphere:
+  user: {USER}
+  password_file: {password}
+  interval: 1s
+  targets:
+    vc: {{url: "{sim.url}", ca_file: "{sim.cert}"}}
+smart:
+  interval: 2s
+""")
+    exporter = Exporter("--config.file", str(config), log_path=tmp_path / "exporter.log")
+    try:
+        text = eventually(
+            lambda: (lambda t: t if t.count("esxi_disk_nvme_percentage_used_ratio{") == 2 else None)(exporter.metrics()),
+            timeout=60,
+            what="both hosts' disk health",
+        )
+        hdd = dict(host=HEALTHY, device=HDD)
+        assert value(text, "esxi_disk_smart_value", **hdd, parameter="read_error_count", page="ata") == 81
+        assert value(text, "esxi_disk_smart_raw", **hdd, parameter="power_on_hours", page="ata") == 8811
+        assert value(text, "esxi_disk_temperature_celsius", **hdd, source="ata_raw") == 33
+        nvme = dict(host=HEALTHY, device=NVME, adapter="vmhba1")
+        assert value(text, "esxi_disk_nvme_percentage_used_ratio", **nvme) == 0.03
+        assert value(text, "esxi_disk_nvme_read_bytes_total", **nvme) == 0x1A2B3C * 512_000
+        assert value(text, "esxi_disk_smart_value", host=HEALTHY, device=NVME, parameter="drive_temperature", page="nvme") == 41
+        assert value(text, "esxi_disk_smart_status", host=HEALTHY, device=USB, status="unsupported") == 1
+        assert value(text, "esxi_disk_smart_up", host=HEALTHY) == 1
+        assert f'device="{SAN}"' not in "".join(line for line in text.splitlines() if line.startswith("esxi_disk_"))
+        # the failing host, through the same API
+        assert value(text, "esxi_disk_smart_health_status", host=FAILING, device=SSD, status="IMPENDING FAILURE") == 1
+        assert (
+            value(text, "esxi_disk_smart_value", host=FAILING, device=HDD, parameter="reallocated_sector_count", page="ata") == 9
+        )
+        failing = dict(host=FAILING, device=NVME, adapter="vmhba1")
+        assert value(text, "esxi_disk_nvme_critical_warning", **failing, warning="available_spare") == 1
+        assert value(text, "esxi_disk_temperature_celsius", host=FAILING, device=NVME, source="nvme_log") == 84
+        assert "esxi_disk_smart_errors_total{" not in text
+        # the disks show on the probe of the target whose hosts they are, as the LUNs do
+        probe = get(exporter.url + "/probe?target=vc")
+        assert value(probe, "esxi_disk_smart_value", **hdd, parameter="read_error_count", page="ata") == 81
+        assert value(probe, "esxi_lun_local", **hdd) == 1  # the same device label as the LUN families
+    finally:
+        exporter.stop()
+        sim.stop()
+    assert "Traceback" not in (tmp_path / "exporter.log").read_text()
