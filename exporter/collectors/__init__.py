@@ -18,6 +18,7 @@ from exporter.collectors import (
     path,
     ssh,
     vm,
+    vsan,
     vsphere,
     world,
 )
@@ -36,4 +37,5 @@ COLLECTORS = {
     "esxtop": (esxtop.collect, True),
     "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
+    "vsan": (vsan.collect, True),  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
 }
