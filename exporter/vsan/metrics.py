@@ -25,7 +25,9 @@ class Metric:
     per_interval: bool = False  # a count over the sample's interval: divided by it (-> per second)
 
     def convert(self, value: float, interval: float) -> float:
-        value *= self.scale
+        # Divided by the unit's reciprocal (1e6, 100), which floats hold exactly: 400 µs is 0.0004 s,
+        # not 0.00039999999999999996.
+        value = value / (1.0 / self.scale) if self.scale != 1.0 else value
         return value / interval if self.per_interval else value
 
 

@@ -94,12 +94,14 @@ def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int])
 
 def newest_complete(rows: list[EntityRow], after: float, now: float) -> float | None:
     """The newest sample time after `after` (and not after `now`) that every entity which answered
-    with a time in that range carries; None if there is none yet."""
+    for the window (a time at or after `after`: the query starts there) carries; None if there is
+    none yet. An entity with no time in the window (a VM gone since) blocks no one."""
     common: set[float] | None = None
     for row in rows:
-        times = {t for t in row.times if t is not None and after < t <= now}
-        if not times:
-            continue  # no sample in the window (a VM just powered on): it blocks no one
+        seen = [t for t in row.times if t is not None and after <= t <= now]
+        if not seen:
+            continue
+        times = {t for t in seen if t > after}
         common = times if common is None else common & times
     return max(common) if common else None
 
