@@ -25,7 +25,21 @@ STATE_ALERTS = {
     "EsxiLunDeviceNotOk",
     "EsxiVsanHealthRed",
 }  # value is a 0/1 state; labels say it all
-IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector", "vm", "disk", "cluster", "disk_group", "layer")
+IDENTITY_LABELS = (
+    "host",
+    "device",
+    "datastore",
+    "adapter",
+    "target",
+    "stream",
+    "reason",
+    "collector",
+    "vm",
+    "disk",
+    "cluster",
+    "disk_group",
+    "layer",
+)
 
 
 def promtool(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
