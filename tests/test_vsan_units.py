@@ -292,3 +292,24 @@ def test_a_view_shows_its_own_clusters_and_dropping_removes_series():
     assert store.view("other").vsan == {}
     store.drop_vsan({"vsan-a"}, origin="vc")
     assert render(vsan_collector.collect(store)) == b""
+
+
+def test_the_vsan_api_version_is_the_newest_both_sides_know():
+    """vsanServiceVersions.xml lists the server's vSAN API versions; pyVmomi's ids are no order of
+    their own ("6.8.7", "vSAN 7.0U1", "8.0.0.4"), their lineage is."""
+    from exporter.vsan.service import choose_version, known_versions
+
+    def offering(*versions):
+        prior = "".join(f"<version>{v}</version>" for v in versions[1:])
+        return (
+            f"<namespaces version='1.0'><namespace><name>urn:vsan</name><version>{versions[0]}</version>"
+            f"<priorVersions>{prior}</priorVersions></namespace></namespaces>"
+        ).encode()
+
+    assert choose_version(offering("6.5", "6.7", "6.6")) == "vsan.version.version7"  # 6.7
+    assert choose_version(offering("8.0.0.4", "8.0.0.3", "vSAN 7.0U1")) == "vsan.version.version23"
+    assert choose_version(offering("99.0", "8.0.0.3")) == "vsan.version.version22"  # newer than pyVmomi: its newest shared
+    newest = known_versions()[0]
+    assert choose_version(None) == newest  # no file (vsanapiutils does the same)
+    assert choose_version(b"<!DOCTYPE a [<!ENTITY b 'c'>]><a>&b;</a>") == newest  # never parsed
+    assert choose_version(b"not xml") == newest

@@ -45,7 +45,7 @@ def query_specs(kinds, supported: dict[str, set[str]] | None, start: float, end:
 def rows(root, dropped: dict[str, int]) -> list[EntityRow]:
     """VsanPerfEntityMetricCSV answers (parsed XML) as entity rows; bad cells counted in dropped."""
     out = []
-    for entity in root.iter("{*}returnval"):
+    for entity in root.iterfind(".//{*}returnval"):
         values = []
         for series in entity.iterfind("{*}value"):
             metric = series.find("{*}metricId")

@@ -25,19 +25,15 @@ PERFORMANCE_MANAGER = "vsan-performance-manager"
 HEALTH_SYSTEM = "vsan-cluster-health-system"
 SPACE_SYSTEM = "vsan-cluster-space-report-system"
 OBJECT_SYSTEM = "vsan-cluster-object-system"
-_QUERY_PERF = vim.cluster.VsanPerformanceManager._GetMethodInfo("VsanPerfQueryPerf")
-_SUPPORTED = vim.cluster.VsanPerformanceManager._GetMethodInfo("VsanPerfGetSupportedEntityTypes")
+_QUERY_PERF = vim.cluster.VsanPerformanceManager._GetMethodInfo("QueryVsanPerf")
+_SUPPORTED = vim.cluster.VsanPerformanceManager._GetMethodInfo("GetSupportedEntityTypes")
 
 
 def known_versions() -> list[str]:
-    """pyVmomi's vSAN API versions, newest first (by the version's dotted id)."""
-    versions = [v for v in VmomiSupport.versionMap.values() if isinstance(v, str) and v.startswith("vsan.version.")]
-    return sorted(set(versions), key=lambda v: _numeric(VmomiSupport.versionIdMap.get(v, "")), reverse=True)
-
-
-def _numeric(version_id: str) -> tuple[int, ...]:
-    tail = version_id.rsplit("/", 1)[-1]
-    return tuple(int(part) for part in tail.split(".") if part.isdigit())
+    """pyVmomi's vSAN API versions, newest first: a newer version descends from more versions
+    (the ids themselves are no order: "6.8.7", "vSAN 7.0U1", "8.0.0.4", "9.1.1.0")."""
+    versions = {v for v in VmomiSupport.versionIdMap if str(v).startswith("vsan.version.")}
+    return sorted(versions, key=lambda v: len(VmomiSupport.GetVersionParents(v)), reverse=True)
 
 
 def choose_version(description: bytes | None) -> str:
@@ -52,7 +48,7 @@ def choose_version(description: bytes | None) -> str:
         return VmomiSupport.newestVersions.GetName("vsan")
     offered = {(v.text or "").strip() for v in root.iter() if v.tag.rsplit("}", 1)[-1] == "version"}
     for version in known:
-        if VmomiSupport.versionIdMap.get(version, "").rsplit("/", 1)[-1] in offered:
+        if VmomiSupport.versionIdMap.get(version) in offered:
             return version
     return VmomiSupport.newestVersions.GetName("vsan")
 
@@ -176,7 +172,7 @@ def _refuse_doctype(body: bytes) -> bytes:
 
 def _iter(element, name: str):
     """Descendants named `name` in any namespace (vSAN answers use urn:vsan and urn:vim25)."""
-    return element.iter("{*}" + name)
+    return element.iterfind(".//{*}" + name)
 
 
 def _child_text(element, name: str) -> str:
