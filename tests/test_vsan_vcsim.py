@@ -329,3 +329,45 @@ def _alert_names() -> set[str]:
 
     groups = yaml.safe_load((ROOT / "alerts" / "esxi-storage.rules.yml").read_text())["groups"]
     return {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
+
+
+def test_one_clusters_faults_hide_nothing_else(tmp_path):
+    """vsan-osa's health, space and resync calls fault, vsan-esa's performance service is off: every
+    other call of both clusters is read, and so is every host's LUN data; each failure is counted
+    against its cluster and call, once, in one log line each, without a traceback."""
+    doc = fixture()
+    clusters = {c["name"]: c for c in doc["vsan"]["clusters"]}
+    clusters["vsan-osa"]["faults"] = {"health": "VsanFault", "space": "NotSupported", "resync": "Timedout"}
+    clusters["vsan-esa"]["faults"] = {"perf": "NotFound"}
+    path = tmp_path / "faulty.json"
+    path.write_text(json.dumps(doc))
+    sim = StorageSim(tmp_path / "sim", fixture=path)
+    try:
+        result = dump(sim, tmp_path)
+    finally:
+        sim.stop()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    text = result.stdout
+    # vsan-osa: performance read, health, space and resync absent (not zero), each call counted
+    assert value(text, "esxi_vsan_host_write_latency_mean_seconds", cluster="vsan-osa", host="esx22.lab.local") is not None
+    for family in ("esxi_vsan_cluster_health", "esxi_vsan_objects", "esxi_vsan_capacity_bytes", "esxi_vsan_resync_bytes"):
+        assert not [labels for n, labels, _ in samples(text) if n == family and labels["cluster"] == "vsan-osa"], family
+    assert {
+        call: value(text, "esxi_vsan_errors_total", cluster="vsan-osa", call=call) for call in ("health", "space", "resync")
+    } == {
+        "health": 1.0,
+        "space": 1.0,
+        "resync": 1.0,
+    }
+    # vsan-esa: no performance, the rest read
+    assert value(text, "esxi_vsan_sample_timestamp_seconds", cluster="vsan-esa") is None
+    assert value(text, "esxi_vsan_errors_total", cluster="vsan-esa", call="perf") == 1.0
+    assert value(text, "esxi_vsan_cluster_health", cluster="vsan-esa", state="green") == 1.0
+    assert value(text, "esxi_vsan_capacity_bytes", cluster="vsan-esa") is not None
+    assert {value(text, "esxi_vsan_up", cluster=c) for c in ("vsan-osa", "vsan-esa")} == {0.0}
+    # the hosts' LUN collection is untouched
+    lun_hosts = {labels["host"] for n, labels, _ in samples(text) if n == "esxi_lun_queue_depth"}
+    assert {h["name"] for h in doc["hosts"]} <= lun_hosts
+    warnings = [line for line in result.stderr.splitlines() if "vSAN" in line and "failed" in line]
+    assert len(warnings) == 4 and all("vsan-osa" in w or "vsan-esa" in w for w in warnings)
