@@ -20,7 +20,10 @@ The Python calls that work (the exporter's vSAN client uses the same ones):
         # -> vim.vsan.host.VsanSyncingObjectQueryResult {totalObjectsToSync, totalBytesToSync, totalRecoveryETA}
 
 `cluster` is the vim.ClusterComputeResource from /sdk (a stub of either endpoint serialises it
-the same). Times may be naive (taken as UTC) or aware. Optional numbers of the answers that are
+the same). Times may be naive (taken as UTC) or aware. SmartConnect agrees on vim API 6.5 with this
+simulator (its ServiceContent's), with a real vCenter 8 on 8.x; under 6.5 pyVmomi refuses a data
+type newer than 6.5 (the simulator sends none) but reads newer properties of older types, such as
+vsanEsaEnabled. Optional numbers of the answers that are
 zero arrive unset (None): read them as 0. With pyVmomi 9.1.1 the version name is
 vsan.version.v9_1_1_0; pyVmomi's VmomiSupport.newestVersions.GetName("vsan") picks the newest it
 knows, whatever its release.
@@ -463,6 +466,11 @@ def test_without_the_vcenter_session_a_call_is_not_authenticated(vc):
         with pytest.raises(vim.fault.NotAuthenticated):
             space.QuerySpaceUsage(cluster=vc.clusters["vsan-osa"])
     assert vc.space("vsan-osa").totalCapacityB == 23040000000000  # the session's cookie does
+    other = Session(vc.sim)  # a second vCenter session, then its logout: its cookie stops working here too
+    assert other.space("vsan-osa").totalCapacityB == 23040000000000
+    other.close()
+    with pytest.raises(vim.fault.NotAuthenticated):
+        other.space("vsan-osa")
 
 
 # --- bad fixtures and the generated inventory ---

@@ -32,8 +32,9 @@
 //     Entity types: cluster-domclient (the vSAN cluster uuid), host-domclient (node uuid),
 //     disk-group (its cache disk's vsanUuid), cache-disk and capacity-disk (vsanUuid),
 //     virtual-machine (config.instanceUuid). "type:*" is every entity of that type in the
-//     cluster (ESA: no disk-group, cache-disk or capacity-disk entities, and no error); an unknown
-//     uuid matches nothing. Samples are at multiples of the sample spacing since the epoch, each
+//     cluster (VMs: all those registered on its hosts; ESA: no disk-group, cache-disk or
+//     capacity-disk entities, and no error); an unknown uuid matches nothing; an entity the fixture
+//     gives no values answers its sample times and no series. Samples are at multiples of the sample spacing since the epoch, each
 //     stamped with the end of its interval, served once that end has passed: startTime <= t <=
 //     min(endTime, now) (missing endTime: now; missing startTime: an hour before the end; more
 //     than 10,000 samples in one spec: InvalidArgument, a guard of this simulator). labels: only
@@ -93,7 +94,7 @@
 // and per fixture host "vsan": {"node_uuid": "...", "disk_groups": [{"cache": DISK, "capacity":
 // [DISK, ...]}]}, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
 // disk uuids are derived from the names when left out). Every disk must be one of the host's
-// "luns" with "local": true. A fault is one of NotFound, InvalidArgument, NotSupported, Timedout,
+// "luns" with "local": true, a cache disk also "ssd": true. A fault is one of NotFound, InvalidArgument, NotSupported, Timedout,
 // VsanFault, SystemError. A VM may set "instance_uuid".
 //
 // A perf value is a number, null (a blank cell) or a non-empty list of them, cycled by the
@@ -108,7 +109,7 @@
 // two disk groups of one cache and three capacity local SSDs (extra LUNs with disk.* counters),
 // moves the generated VMs' disks onto their cluster's vsanDatastore and serves deterministic
 // pseudo-random values in sensible ranges for every entity, computed per request (no memory per
-// sample).
+// sample). Every tenth cluster is yellow, with two objects resyncing.
 package main
 
 import (
@@ -220,7 +221,7 @@ func (c *vsanCells) UnmarshalJSON(data []byte) error {
 		if text == "null" {
 			return "", nil
 		}
-		if _, err := strconv.ParseFloat(text, 64); err != nil || strings.ContainsAny(text, `"tf[{`) {
+		if _, err := strconv.ParseFloat(text, 64); err != nil { // the text is valid JSON: a number parses
 			return "", fmt.Errorf("%s: a value is a number, null or a list of them", text)
 		}
 		return text, nil
@@ -279,11 +280,9 @@ var vsanFaults = map[string]func() types.BaseMethodFault{
 	"SystemError":     func() types.BaseMethodFault { return &types.SystemError{Reason: "simulated by the fixture"} },
 }
 
-// vsanFaultMethods are the fault keys: the method each one makes fail.
-var vsanFaultMethods = map[string]string{
-	"perf": "VsanPerfQueryPerf", "health": "VsanQueryVcClusterHealthSummary",
-	"space": "VsanQuerySpaceUsage", "resync": "QuerySyncingVsanObjectsSummary",
-}
+// vsanFaultKeys name the method a fixture fault makes fail: VsanPerfQueryPerf,
+// VsanQueryVcClusterHealthSummary, VsanQuerySpaceUsage, QuerySyncingVsanObjectsSummary.
+var vsanFaultKeys = map[string]bool{"perf": true, "health": true, "space": true, "resync": true}
 
 const (
 	tib             = int64(1) << 40
@@ -327,17 +326,16 @@ type vsanClusterPlan struct {
 }
 
 type diskUse struct {
-	host, uuid string
-	cache      bool
+	host  string
+	cache bool
 }
 
-// vsanPlan is the whole vSAN configuration: clusters and, by fixture host name, the host's
-// cluster and disk uuids.
+// vsanPlan is the whole vSAN configuration: its clusters, by fixture host name and (once placed)
+// by inventory reference, and the sample spacing.
 type vsanPlan struct {
 	sample   int64 // seconds between samples
 	clusters []*vsanClusterPlan
 	byHost   map[string]*vsanClusterPlan
-	nodes    map[string]string // host name -> node uuid
 	byRef    map[string]*vsanClusterPlan
 	all      map[string]string // every inventory cluster: moref value -> name
 	now      func() time.Time
@@ -346,176 +344,179 @@ type vsanPlan struct {
 // planVsan validates the fixture's vSAN section against its hosts and fills the defaults
 // (uuids, datastore names, space, local disks' multipathing).
 func planVsan(fx *Fixture, sampleFlag int64) (*vsanPlan, error) {
-	p := &vsanPlan{sample: defaultSample, byHost: map[string]*vsanClusterPlan{}, nodes: map[string]string{},
+	p := &vsanPlan{sample: defaultSample, byHost: map[string]*vsanClusterPlan{},
 		byRef: map[string]*vsanClusterPlan{}, all: map[string]string{}, now: time.Now}
-	hostIdx := map[string]int{}
-	for i, h := range fx.Hosts {
-		hostIdx[h.Name] = i
-	}
-	if fx.Vsan == nil {
-		for _, h := range fx.Hosts {
-			if h.Vsan != nil {
-				return nil, fmt.Errorf("hosts[%s].vsan: the host is in no cluster of the vsan section", h.Name)
+	if fx.Vsan != nil {
+		if fx.Vsan.SampleSeconds < 0 {
+			return nil, fmt.Errorf("vsan.sample_seconds: %d is not a positive number of seconds", fx.Vsan.SampleSeconds)
+		}
+		if fx.Vsan.SampleSeconds > 0 {
+			p.sample = fx.Vsan.SampleSeconds
+		}
+		hostIdx := map[string]int{}
+		for i, h := range fx.Hosts {
+			hostIdx[h.Name] = i
+		}
+		names := map[string]bool{}
+		for ci := range fx.Vsan.Clusters {
+			c := &fx.Vsan.Clusters[ci]
+			if c.Name == "" {
+				return nil, fmt.Errorf("vsan.clusters[%d].name: missing", ci)
 			}
+			if names[c.Name] {
+				return nil, fmt.Errorf("vsan.clusters[%s].name: a second cluster of this name", c.Name)
+			}
+			names[c.Name] = true
+			cp, err := p.planCluster(fx, ci, hostIdx)
+			if err != nil {
+				return nil, err
+			}
+			p.clusters = append(p.clusters, cp)
 		}
-		if sampleFlag > 0 {
-			p.sample = sampleFlag
-		}
-		return p, nil
-	}
-	if fx.Vsan.SampleSeconds < 0 {
-		return nil, fmt.Errorf("vsan.sample_seconds: %d is not a positive number of seconds", fx.Vsan.SampleSeconds)
-	}
-	if fx.Vsan.SampleSeconds > 0 {
-		p.sample = fx.Vsan.SampleSeconds
 	}
 	if sampleFlag > 0 {
 		p.sample = sampleFlag
 	}
-	names := map[string]bool{}
-	for ci := range fx.Vsan.Clusters {
-		c := &fx.Vsan.Clusters[ci]
-		where := fmt.Sprintf("vsan.clusters[%d]", ci)
-		if c.Name == "" {
-			return nil, fmt.Errorf("%s.name: missing", where)
-		}
-		where = fmt.Sprintf("vsan.clusters[%s]", c.Name)
-		if names[c.Name] {
-			return nil, fmt.Errorf("%s.name: a second cluster of this name", where)
-		}
-		names[c.Name] = true
-		if c.Uuid == "" {
-			c.Uuid = vsanUUID("52", "vsan-cluster:"+c.Name)
-		}
-		if c.Datastore == "" {
-			c.Datastore = "vsanDatastore"
-			if ci > 0 {
-				c.Datastore = fmt.Sprintf("vsanDatastore (%d)", ci)
-			}
-		}
-		if c.Health == "" {
-			c.Health = "green"
-		}
-		descriptions := map[string]string{"green": "The vSAN cluster is healthy",
-			"yellow": "Some vSAN health checks report warnings", "red": "Some vSAN health checks report errors"}
-		if _, ok := descriptions[c.Health]; !ok {
-			return nil, fmt.Errorf("%s.health: %q is not green, yellow or red", where, c.Health)
-		}
-		if c.HealthDescription == "" {
-			c.HealthDescription = descriptions[c.Health]
-		}
-		known := map[string]bool{}
-		for _, s := range vsanHealthStates {
-			known[s] = true
-		}
-		for state := range c.Objects {
-			if !known[state] {
-				return nil, fmt.Errorf("%s.objects.%s: not a vSAN object health state (%s)", where, state, strings.Join(vsanHealthStates, ", "))
-			}
-		}
-		for key, fault := range c.Faults {
-			if _, ok := vsanFaultMethods[key]; !ok {
-				return nil, fmt.Errorf("%s.faults.%s: not perf, health, space or resync", where, key)
-			}
-			if _, ok := vsanFaults[fault]; !ok {
-				return nil, fmt.Errorf("%s.faults.%s: %q is not one of %s", where, key, fault, strings.Join(sortedKeys(vsanFaults), ", "))
-			}
-		}
-		cp := &vsanClusterPlan{fx: c, perfOn: c.PerfService == nil || *c.PerfService, disks: map[string]*diskUse{}, vmNames: map[string]bool{}}
-		if len(c.Hosts) == 0 {
-			return nil, fmt.Errorf("%s.hosts: a vSAN cluster needs hosts", where)
-		}
-		capacityDisks := 0
-		for _, name := range c.Hosts {
-			i, ok := hostIdx[name]
-			if !ok {
-				return nil, fmt.Errorf("%s.hosts: %s is not a fixture host", where, name)
-			}
-			if other := p.byHost[name]; other != nil {
-				return nil, fmt.Errorf("%s.hosts: %s is already in vSAN cluster %s", where, name, other.fx.Name)
-			}
-			p.byHost[name] = cp
-			cp.hosts = append(cp.hosts, i)
-			fh := &fx.Hosts[i]
-			if fh.Vsan == nil {
-				fh.Vsan = &VsanHost{}
-			}
-			if fh.Vsan.NodeUuid == "" {
-				fh.Vsan.NodeUuid = vsanUUID("", "vsan-node:"+name)
-			}
-			p.nodes[name] = fh.Vsan.NodeUuid
-			if c.Esa && len(fh.Vsan.DiskGroups) > 0 {
-				return nil, fmt.Errorf("hosts[%s].vsan.disk_groups: cluster %s is ESA, which has no disk groups", name, c.Name)
-			}
-			luns := map[string]*Lun{}
-			for l := range fh.Luns {
-				luns[fh.Luns[l].Name] = &fh.Luns[l]
-			}
-			for g := range fh.Vsan.DiskGroups {
-				dg := &fh.Vsan.DiskGroups[g]
-				if len(dg.Capacity) == 0 {
-					return nil, fmt.Errorf("hosts[%s].vsan.disk_groups[%d].capacity: a disk group needs capacity disks", name, g)
-				}
-				disks := []*VsanDisk{&dg.Cache}
-				for d := range dg.Capacity {
-					disks = append(disks, &dg.Capacity[d])
-				}
-				for d, disk := range disks {
-					lun, ok := luns[disk.Device]
-					switch {
-					case disk.Device == "":
-						return nil, fmt.Errorf("hosts[%s].vsan.disk_groups[%d]: a disk without a device", name, g)
-					case !ok:
-						return nil, fmt.Errorf("hosts[%s].vsan.disk_groups[%d]: %s is not one of the host's luns", name, g, disk.Device)
-					case !lun.Local:
-						return nil, fmt.Errorf("hosts[%s].vsan.disk_groups[%d]: %s is not a local disk (\"local\": true)", name, g, disk.Device)
-					case d == 0 && !lun.Ssd:
-						return nil, fmt.Errorf("hosts[%s].vsan.disk_groups[%d].cache: %s is not an SSD (\"ssd\": true)", name, g, disk.Device)
-					}
-					if other := cp.disks[disk.Device]; other != nil {
-						return nil, fmt.Errorf("hosts[%s].vsan.disk_groups[%d]: %s is already a vSAN disk of %s", name, g, disk.Device, other.host)
-					}
-					if disk.VsanUuid == "" {
-						disk.VsanUuid = vsanUUID("52", "vsan-disk:"+name+"/"+disk.Device)
-					}
-					cp.disks[disk.Device] = &diskUse{host: name, uuid: disk.VsanUuid, cache: d == 0}
-					if d > 0 {
-						capacityDisks++
-					}
-				}
-			}
-			for _, vm := range fh.Vms {
-				if cp.vmNames[vm.Name] {
-					return nil, fmt.Errorf("%s: two VMs named %s on its hosts", where, vm.Name)
-				}
-				cp.vmNames[vm.Name] = true
-			}
-		}
-		if c.Space.TotalBytes == 0 && c.Space.FreeBytes == 0 {
-			c.Space.TotalBytes = int64(capacityDisks) * lunBytes
-			c.Space.FreeBytes = c.Space.TotalBytes / 2
-		}
-		if c.Space.FreeBytes > c.Space.TotalBytes || c.Space.FreeBytes < 0 {
-			return nil, fmt.Errorf("%s.space: free_bytes %d is not between 0 and total_bytes %d", where, c.Space.FreeBytes, c.Space.TotalBytes)
-		}
-		if err := cp.parsePerf(where, p.nodes); err != nil {
-			return nil, err
-		}
-		p.clusters = append(p.clusters, cp)
-	}
-	for _, h := range fx.Hosts {
-		if h.Vsan != nil && p.byHost[h.Name] == nil {
-			return nil, fmt.Errorf("hosts[%s].vsan: the host is in no cluster of the vsan section", h.Name)
-		}
-	}
 	for i := range fx.Hosts {
+		if fx.Hosts[i].Vsan != nil && p.byHost[fx.Hosts[i].Name] == nil {
+			return nil, fmt.Errorf("hosts[%s].vsan: the host is in no cluster of the vsan section", fx.Hosts[i].Name)
+		}
 		localDiskPolicy(&fx.Hosts[i])
 	}
 	return p, nil
 }
 
+// planCluster checks one cluster of the section and fills its defaults.
+func (p *vsanPlan) planCluster(fx *Fixture, ci int, hostIdx map[string]int) (*vsanClusterPlan, error) {
+	c := &fx.Vsan.Clusters[ci]
+	where := fmt.Sprintf("vsan.clusters[%s]", c.Name)
+	if c.Uuid == "" {
+		c.Uuid = vsanUUID("52", "vsan-cluster:"+c.Name)
+	}
+	if c.Datastore == "" {
+		c.Datastore = "vsanDatastore"
+		if ci > 0 {
+			c.Datastore = fmt.Sprintf("vsanDatastore (%d)", ci)
+		}
+	}
+	descriptions := map[string]string{"green": "The vSAN cluster is healthy",
+		"yellow": "Some vSAN health checks report warnings", "red": "Some vSAN health checks report errors"}
+	c.Health = orDefault(c.Health, "green")
+	if _, ok := descriptions[c.Health]; !ok {
+		return nil, fmt.Errorf("%s.health: %q is not green, yellow or red", where, c.Health)
+	}
+	c.HealthDescription = orDefault(c.HealthDescription, descriptions[c.Health])
+	for state := range c.Objects {
+		if !contains(vsanHealthStates, state) {
+			return nil, fmt.Errorf("%s.objects.%s: not a vSAN object health state (%s)", where, state, strings.Join(vsanHealthStates, ", "))
+		}
+	}
+	for key, fault := range c.Faults {
+		if !vsanFaultKeys[key] {
+			return nil, fmt.Errorf("%s.faults.%s: not perf, health, space or resync", where, key)
+		}
+		if _, ok := vsanFaults[fault]; !ok {
+			return nil, fmt.Errorf("%s.faults.%s: %q is not one of %s", where, key, fault, strings.Join(sortedKeys(vsanFaults), ", "))
+		}
+	}
+	if len(c.Hosts) == 0 {
+		return nil, fmt.Errorf("%s.hosts: a vSAN cluster needs hosts", where)
+	}
+	cp := &vsanClusterPlan{fx: c, perfOn: c.PerfService == nil || *c.PerfService, disks: map[string]*diskUse{}, vmNames: map[string]bool{}}
+	for _, name := range c.Hosts {
+		i, ok := hostIdx[name]
+		if !ok {
+			return nil, fmt.Errorf("%s.hosts: %s is not a fixture host", where, name)
+		}
+		if other := p.byHost[name]; other != nil {
+			return nil, fmt.Errorf("%s.hosts: %s is already in vSAN cluster %s", where, name, other.fx.Name)
+		}
+		p.byHost[name] = cp
+		cp.hosts = append(cp.hosts, i)
+		if err := cp.addHost(&fx.Hosts[i]); err != nil {
+			return nil, err
+		}
+		for _, vm := range fx.Hosts[i].Vms {
+			if cp.vmNames[vm.Name] {
+				return nil, fmt.Errorf("%s: two VMs named %s on its hosts", where, vm.Name)
+			}
+			cp.vmNames[vm.Name] = true
+		}
+	}
+	if c.Space.TotalBytes == 0 && c.Space.FreeBytes == 0 {
+		for _, d := range cp.disks {
+			if !d.cache {
+				c.Space.TotalBytes += lunBytes
+			}
+		}
+		c.Space.FreeBytes = c.Space.TotalBytes / 2
+	}
+	if c.Space.FreeBytes > c.Space.TotalBytes || c.Space.FreeBytes < 0 {
+		return nil, fmt.Errorf("%s.space: free_bytes %d is not between 0 and total_bytes %d", where, c.Space.FreeBytes, c.Space.TotalBytes)
+	}
+	return cp, cp.parsePerf(where)
+}
+
+// addHost checks a host's vSAN section (each disk one of its local LUNs, a cache disk an SSD,
+// no disk twice in the cluster) and derives the uuids it leaves out.
+func (cp *vsanClusterPlan) addHost(fh *Host) error {
+	if fh.Vsan == nil {
+		fh.Vsan = &VsanHost{}
+	}
+	if fh.Vsan.NodeUuid == "" {
+		fh.Vsan.NodeUuid = vsanUUID("", "vsan-node:"+fh.Name)
+	}
+	if cp.fx.Esa && len(fh.Vsan.DiskGroups) > 0 {
+		return fmt.Errorf("hosts[%s].vsan.disk_groups: cluster %s is ESA, which has no disk groups", fh.Name, cp.fx.Name)
+	}
+	luns := map[string]*Lun{}
+	for l := range fh.Luns {
+		luns[fh.Luns[l].Name] = &fh.Luns[l]
+	}
+	for g := range fh.Vsan.DiskGroups {
+		dg := &fh.Vsan.DiskGroups[g]
+		where := fmt.Sprintf("hosts[%s].vsan.disk_groups[%d]", fh.Name, g)
+		if len(dg.Capacity) == 0 {
+			return fmt.Errorf("%s.capacity: a disk group needs capacity disks", where)
+		}
+		disks := []*VsanDisk{&dg.Cache}
+		for d := range dg.Capacity {
+			disks = append(disks, &dg.Capacity[d])
+		}
+		for d, disk := range disks {
+			lun, ok := luns[disk.Device]
+			switch {
+			case disk.Device == "":
+				return fmt.Errorf("%s: a disk without a device", where)
+			case !ok:
+				return fmt.Errorf("%s: %s is not one of the host's luns", where, disk.Device)
+			case !lun.Local:
+				return fmt.Errorf("%s: %s is not a local disk (\"local\": true)", where, disk.Device)
+			case d == 0 && !lun.Ssd:
+				return fmt.Errorf("%s.cache: %s is not an SSD (\"ssd\": true)", where, disk.Device)
+			case cp.disks[disk.Device] != nil:
+				return fmt.Errorf("%s: %s is already a vSAN disk of %s", where, disk.Device, cp.disks[disk.Device].host)
+			}
+			if disk.VsanUuid == "" {
+				disk.VsanUuid = vsanUUID("52", "vsan-disk:"+fh.Name+"/"+disk.Device)
+			}
+			cp.disks[disk.Device] = &diskUse{host: fh.Name, cache: d == 0}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 // parsePerf reads the cluster's perf section, checking each key names an entity of the cluster.
-func (cp *vsanClusterPlan) parsePerf(where string, nodes map[string]string) error {
+func (cp *vsanClusterPlan) parsePerf(where string) error {
 	cp.perf = map[string]map[string]map[string]vsanCells{}
 	inCluster := map[string]bool{}
 	for _, name := range cp.fx.Hosts {
@@ -946,7 +947,7 @@ func (m *VsanPerformanceManager) VsanPerfQueryPerf(ctx *simulator.Context, req *
 	res := &vsantypes.VsanPerfQueryPerfResponse{}
 	for _, spec := range req.QuerySpecs {
 		typ, id, ok := strings.Cut(spec.EntityRefId, ":")
-		if !ok || id == "" || !knownEntityType(typ) {
+		if !ok || id == "" || !contains(vsanEntityTypes, typ) {
 			body.Fault_ = simulator.Fault("A specified parameter was not correct: entityRefId", &types.InvalidArgument{InvalidProperty: "entityRefId"})
 			return body
 		}
@@ -968,15 +969,6 @@ func (m *VsanPerformanceManager) VsanPerfQueryPerf(ctx *simulator.Context, req *
 	}
 	body.Res = res
 	return body
-}
-
-func knownEntityType(typ string) bool {
-	for _, t := range vsanEntityTypes {
-		if t == typ {
-			return true
-		}
-	}
-	return false
 }
 
 // samples are the sample indexes (t / sample seconds) with start <= t <= min(end, now).
