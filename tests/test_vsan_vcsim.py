@@ -177,17 +177,26 @@ def test_health_space_resync_and_esa_without_disk_groups(dumped):
 
 
 def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
-    """The stock storage simulator's fixture has no vSAN cluster: the exporter reads its inventory
-    and never calls /vsanHealth (the simulator logs every request path)."""
-    sim = StorageSim(tmp_path / "sim", fixture=FIXTURE, log_requests=True)
-    try:
-        result = dump(sim, tmp_path)
-        paths = sim.request_paths()
-    finally:
-        sim.stop()
-    assert result.returncode == 0, result.stderr
-    assert "esxi_vsan_" not in result.stdout
-    assert "/sdk" in paths and "/vsanHealth" not in paths
+    """The storage simulator logs every vSAN call it serves ("vsan: METHOD ..."). With the stock
+    fixture (no vSAN cluster) the exporter reads the inventory and makes none; with vsan.json, the
+    same run makes them (so the check can fail)."""
+    calls = {}
+    for name, path in (("plain", FIXTURE), ("vsan", VSAN_FIXTURE)):
+        sim = StorageSim(tmp_path / name, fixture=path)
+        try:
+            result = dump(sim, tmp_path)
+        finally:
+            sim.stop()
+        assert result.returncode == 0, result.stderr
+        calls[name] = [line for line in (tmp_path / name / "storagesim.log").read_text().splitlines() if "vsan: " in line]
+    assert calls["plain"] == []
+    methods = {line.split("vsan: ", 1)[1].split()[0] for line in calls["vsan"]}
+    assert {
+        "VsanPerfQueryPerf",
+        "VsanQueryVcClusterHealthSummary",
+        "VsanQuerySpaceUsage",
+        "QuerySyncingVsanObjectsSummary",
+    } <= methods
 
 
 # Production windows shortened for a live run (as tests/test_alerts_integration.py does): samples
@@ -208,7 +217,7 @@ def alert_fixture(path: Path) -> Path:
     doc["vsan"]["sample_seconds"] = 2
     esa = next(c for c in doc["vsan"]["clusters"] if c["name"] == "vsan-esa")
     esa.setdefault("faults", {})["perf"] = "NotFound"
-    esa["space"]["free_bytes"] = esa["space"]["total_bytes"] * 0.05
+    esa["space"]["free_bytes"] = esa["space"]["total_bytes"] // 20
     path.write_text(json.dumps(doc))
     return path
 
@@ -217,7 +226,7 @@ def expected_alerts(doc: dict) -> set[tuple]:
     """Where the fixture's values cross the thresholds file's lines: (alertname, cluster, host,
     disk_group or device, direction or layer)."""
     out = set()
-    interval = 300.0  # the fixture's congestion counts are per 5-minute sample, whatever the spacing
+    interval = float(doc["vsan"].get("sample_seconds", 300))  # a congestion count is over the sample's interval
     for c in doc["vsan"]["clusters"]:
         name, perf = c["name"], c["perf"]
         if "perf" not in (c.get("faults") or {}):

@@ -120,6 +120,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -902,6 +903,57 @@ func (p *vsanPlan) register(s *simulator.Service, r *simulator.Registry) {
 	reg.Put(&VsanSpaceReportSystem{ManagedObjectReference: types.ManagedObjectReference{Type: "VsanSpaceReportSystem", Value: "vsan-cluster-space-report-system"}, plan: p})
 	reg.Put(&VsanObjectSystem{ManagedObjectReference: vsan.VsanQueryObjectIdentitiesInstance, plan: p})
 	s.RegisterSDK(reg)
+	// A vCenter 8's vSAN API versions (govmomi's own handler offers 6.5-6.7, too old for the resync
+	// summary). A method-qualified pattern is more specific than NewServer's, so it wins for GET.
+	s.ServeMux.HandleFunc("GET "+r.Path+"/vsanServiceVersions.xml", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, vsanServiceVersions)
+	})
+}
+
+const vsanServiceVersions = `<?xml version="1.0" encoding="UTF-8"?>
+<namespaces version="1.0">
+ <namespace>
+  <name>urn:vsan</name>
+  <version>8.0.0.4</version>
+  <priorVersions>
+   <version>8.0.0.3</version>
+   <version>8.0.0.2</version>
+   <version>8.0.0.1</version>
+   <version>7.4</version>
+   <version>vSAN 7.0U3</version>
+   <version>6.7</version>
+   <version>6.6</version>
+  </priorVersions>
+ </namespace>
+</namespaces>
+`
+
+// VsanPerfGetSupportedEntityTypes lists each entity type with the labels this simulator serves
+// for it (the fixture's, or the generated inventory's), one graph per entity type.
+func (m *VsanPerformanceManager) VsanPerfGetSupportedEntityTypes(ctx *simulator.Context, req *vsantypes.VsanPerfGetSupportedEntityTypes) soap.HasFault {
+	log.Printf("vsan: VsanPerfGetSupportedEntityTypes")
+	res := &vsantypes.VsanPerfGetSupportedEntityTypesResponse{}
+	for _, typ := range vsanEntityTypes {
+		seen := map[string]bool{}
+		var metrics []vsantypes.VsanPerfMetricId
+		for _, cp := range m.plan.clusters {
+			for _, e := range cp.entities[typ] {
+				for _, label := range e.labels {
+					if !seen[label] {
+						seen[label] = true
+						metrics = append(metrics, vsantypes.VsanPerfMetricId{Label: label, MetricsCollectInterval: int32(m.plan.sample)})
+					}
+				}
+			}
+		}
+		sort.Slice(metrics, func(i, j int) bool { return metrics[i].Label < metrics[j].Label })
+		res.Returnval = append(res.Returnval, vsantypes.VsanPerfEntityType{
+			Name:   typ,
+			Id:     typ,
+			Graphs: []vsantypes.VsanPerfGraph{{Id: typ, Metrics: metrics, Unit: "number"}},
+		})
+	}
+	return &vsanmethods.VsanPerfGetSupportedEntityTypesBody{Res: res}
 }
 
 // cluster is the vSAN cluster a call names, or the fault vSAN answers: the fixture's fault for
