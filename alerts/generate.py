@@ -51,6 +51,8 @@ SELECTOR_LABELS = {  # placeholder -> (label, operator) pairs of the alert's own
     # the other VMs on the alert's LUN and host (vm="": esxtop's system worlds, not a VM)
     "sel_hd_other_vm": (("host", "="), ("device", "="), ("vm", "!="), ("vm", "!=", "")),
     "sel_hdp": (("host", "="), ("device", "="), ("parameter", "=")),  # a disk's SMART parameter
+    "sel_c": (("cluster", "="),),  # a vSAN cluster
+    "sel_ch": (("cluster", "="), ("host", "=")),  # a host of a vSAN cluster
 }
 
 
@@ -82,7 +84,8 @@ def _format_value(value) -> str:
 
 def selector_template(pairs, scope) -> str:
     """A Go-template expression that prints the PromQL selector of the alert's own labels."""
-    labels = [(label, "=") for label in scope] + list(pairs)
+    own = {p[0] for p in pairs}
+    labels = [(label, "=") for label in scope if label not in own] + list(pairs)
     # (label, op) takes the alert's own value of the label; (label, op, text) a fixed value
     fmt = ",".join(f"{p[0]}{p[1]}%q" if len(p) == 2 else f'{p[0]}{p[1]}\\"{p[2]}\\"' for p in labels)
     args = " ".join(f"$labels.{p[0]}" for p in labels if len(p) == 2)

@@ -52,6 +52,7 @@ class App:
         # Every section's bad entries at once, named as the options' are (FILE: section.key: reason).
         problems: list[str] = []
         self.vsphere = _collecting(self._vsphere_targets, problems, [])
+        self.vsan = self._vsan_sources()
         self.ssh = _collecting(self._ssh_streams, problems, None)
         _collecting(self._load_inventory, problems, None)
         if problems:
@@ -65,6 +66,14 @@ class App:
         from exporter.vsphere import VsphereTarget, targets
 
         return [VsphereTarget(config, self.store) for config in targets(self.settings)]
+
+    def _vsan_sources(self) -> list:
+        """The vSAN clusters of each vSphere target that reads them, over the target's own session."""
+        if not any(target.config.vsan for target in self.vsphere):
+            return []
+        from exporter.vsan.source import VsanSource
+
+        return [VsanSource(t.name, t.client, self.store, t.config) for t in self.vsphere if t.config.vsan]
 
     def _ssh_streams(self):
         from exporter.esxtop.ssh import SshStreams
@@ -131,6 +140,7 @@ class App:
         """Start every live source in its own thread(s)."""
         store, stop = self.store, self.stop
         threads = [thread for target in self.vsphere for thread in target.start(stop)]
+        threads += [thread for source in self.vsan for thread in source.start(stop)]
         if self.settings["esxtop.stdin"]:
             reader = EsxtopReader("stdin", per_world=self.per_world)
             threads.append(start_thread("esxtop-stdin", pump, stdin_lines(), reader, store.ingest, store.count_parse_error, stop))
@@ -153,6 +163,8 @@ class App:
     def collect_vsphere_once(self) -> list:
         """One discovery and one collection of every vSphere target (dump); the targets that failed."""
         failed = [t for t in self.vsphere if not t.run_once()]  # each failure is logged with its reason
+        for source in self.vsan:
+            source.run_once()
         for target in self.vsphere:
             target.client.close()
         return failed

@@ -25,8 +25,23 @@ STATE_ALERTS = {
     "EsxiLunDeviceNotOk",
     "EsxiDiskHealthNotOk",
     "EsxiDiskNvmeCriticalWarning",
+    "EsxiVsanHealthRed",
 }  # value is a 0/1 state; labels say it all
-IDENTITY_LABELS = ("host", "device", "datastore", "adapter", "target", "stream", "reason", "collector", "vm", "disk")
+IDENTITY_LABELS = (
+    "host",
+    "device",
+    "datastore",
+    "adapter",
+    "target",
+    "stream",
+    "reason",
+    "collector",
+    "vm",
+    "disk",
+    "cluster",
+    "disk_group",
+    "layer",
+)
 
 
 def promtool(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

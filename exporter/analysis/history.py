@@ -28,7 +28,7 @@ import pandas as pd
 
 from exporter.analysis.capture import Capture, CaptureError
 from exporter.analysis.progress import Progress
-from exporter.collectors import adapter, cpu, datastore, io, lun, vm, world
+from exporter.collectors import adapter, cpu, datastore, io, lun, vm, vsan, world
 from exporter.store import model as m
 from exporter.store.units import parse_duration
 
@@ -52,6 +52,10 @@ class FamilySpec:
     family: str
     labels: tuple[str, ...]  # the object's labels after host, in key order
     metrics: dict[str, tuple[str, str, str]]
+    # The capture the series go to: the value of this label, with this suffix ("esx01 vSAN"). vSAN's
+    # series are the performance service's 5-minute samples, a capture of their own (one row per sample).
+    scope: str = "host"
+    suffix: str = ""
 
 
 def _io_metrics(prefix: str) -> dict[str, tuple[str, str, str]]:
@@ -81,7 +85,11 @@ FAMILIES = (
     FamilySpec("worlds", ("device", "world"), _gauges("esxi_lun_world", world.GAUGES)),
     FamilySpec("vdisks", ("vm", "disk"), _vm_metrics("esxi_vm_disk")),
     FamilySpec("cpus", ("cpu",), _gauges("esxi_cpu", cpu.GAUGES)),
+    FamilySpec("vsan_hosts", ("cluster",), _gauges("esxi_vsan_host", vsan.DOM_CLIENT), suffix=" vSAN"),
+    FamilySpec("vsan_vms", ("vm",), _gauges("esxi_vsan_vm", vsan.IO), scope="cluster", suffix=" vSAN VMs"),
 )
+VSAN_SAMPLE_TIME = "esxi_vsan_sample_timestamp_seconds"
+VSAN_LAG = 900.0  # seconds a vSAN sample may be scraped after its own time (service 300 + exporter 300, and slack)
 
 
 # --- time ranges ---------------------------------------------------------------------------------
@@ -276,14 +284,22 @@ def captures(
 ) -> dict[str, Capture]:
     """One Capture per host with samples in (start, end]: the model's rate, latency and level
     fields per sample, from the exporter's counters and gauges."""
-    names = sorted({name for spec in FAMILIES for name in spec.metrics})
+    names = sorted({name for spec in FAMILIES for name in spec.metrics if not spec.family.startswith("vsan_")})
+    vsan_names = sorted({name for spec in FAMILIES for name in spec.metrics if spec.family.startswith("vsan_")})
     selector = f'host=~"{_matcher(hosts)}"' if hosts else ""
     progress = Progress(f"{what} from {prom.url}", int(end - start), enabled=show_progress)
     try:
         raw = raw_samples(prom, [*names, "esxi_path_info"], selector, start, end, progress)
+        # A vSAN sample is scraped after its own time (up to an interval of the service and one of
+        # the exporter later): read past the end, keep the samples whose own time is in the range.
+        vsan_raw = raw_samples(prom, vsan_names, selector, start, end + VSAN_LAG)
+        if vsan_raw:
+            vsan_raw.update(raw_samples(prom, [VSAN_SAMPLE_TIME], "", start, end + VSAN_LAG))
+        raw.update(vsan_raw)
     finally:
         progress.close()
     by_name = {name: (spec, metric) for spec in FAMILIES for name, metric in spec.metrics.items()}
+    sample_times = {dict(items).get("cluster", ""): series for (name, items), series in raw.items() if name == VSAN_SAMPLE_TIME}
     per_host: dict[str, dict] = {}
     path_devices: dict[str, dict[str, str]] = {}
     for (name, label_items), (times, values) in raw.items():
@@ -292,8 +308,14 @@ def captures(
         if name == "esxi_path_info":
             path_devices.setdefault(host, {})[labels.get("path", "")] = labels.get("device", "")
             continue
+        if name == VSAN_SAMPLE_TIME:
+            continue
         spec, _ = by_name[name]
-        series = per_host.setdefault(host, {})
+        if spec.family.startswith("vsan_"):
+            times, values = per_sample(times, values, sample_times.get(labels.get("cluster", "")))
+            inside = (times > start) & (times <= end)
+            times, values = times[inside], values[inside]
+        series = per_host.setdefault(labels.get(spec.scope, "") + spec.suffix, {})
         key = (spec.family, _object(spec, labels), name)
         # Two series for one object (two exporters scraping one host): the one with more samples.
         if key not in series or len(series[key][0]) < len(times):
@@ -304,6 +326,21 @@ def captures(
         if capture is not None:
             out[host] = capture
     return out
+
+
+def per_sample(times: np.ndarray, values: np.ndarray, stamps) -> tuple[np.ndarray, np.ndarray]:
+    """A vSAN gauge, scraped many times per performance-service sample, as one value per sample at
+    the sample's own time (esxi_vsan_sample_timestamp_seconds at each scrape). Without the sample
+    times: one value per change of value, at its first scrape."""
+    if stamps is None or not len(stamps[0]):
+        keep = np.concatenate(([True], np.diff(values) != 0)) if len(values) else np.array([], dtype=bool)
+        return times[keep], values[keep]
+    stamp_times, stamp_values = stamps
+    at = np.searchsorted(stamp_times, times, side="right") - 1
+    known = at >= 0
+    sample = np.where(known, stamp_values[np.clip(at, 0, None)], np.nan)
+    first = known & np.concatenate(([True], sample[1:] != sample[:-1]))
+    return sample[first], values[first]
 
 
 def _capture(host: str, series: dict, by_name: dict, path_devices: dict, start: float, end: float) -> Capture | None:
@@ -333,6 +370,9 @@ def _capture(host: str, series: dict, by_name: dict, path_devices: dict, start: 
                 columns[(family, obj, field)] = _latency(full, weights)
     if not columns:
         return None
+    for (family, obj, field), reads in list(columns.items()):
+        if family.startswith("vsan_") and field == m.READS and (family, obj, m.WRITES) in columns:
+            columns[(family, obj, m.COMMANDS)] = reads + columns[(family, obj, m.WRITES)]  # vSAN gives no total
     frame = pd.DataFrame(columns)
     frame.columns = pd.MultiIndex.from_tuples(list(columns), names=["family", "object", "field"])
     return Capture(

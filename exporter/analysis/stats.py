@@ -57,6 +57,10 @@ READ_LATENCY = Metric("read_latency", "LAT/rd", "latency", "lower", 1 / MS, "ms"
 WRITE_LATENCY = Metric("write_latency", "LAT/wr", "latency", "lower", 1 / MS, "ms", 1.0)
 LITTLE = Metric("little", "outstanding (Little)", "level", None, 1.0, "cmds", 0.5)
 CPU = Metric("cpu", "CPU util", "level", "lower", 100.0, "%", 2.0, 0.0)
+# vSAN (from the Prometheus history, one value per performance-service sample): what a host's VMs
+# keep outstanding in vSAN, and the congestion vSAN raised (its back-pressure).
+VSAN_OIO = Metric("oio", "outstanding I/O", "level", None, 1.0, "I/Os", 0.5)
+VSAN_CONGESTION = Metric("congestion", "congestion", "level", "lower", 1.0, "/s", 0.01, 0.0)
 
 FAMILY_METRICS = {
     "luns": (GAVG, DAVG, KAVG, QAVG, ACTV, QUED, QUED_SHARE, DQLEN, IOPS, MBPS, RESV, CONS),
@@ -66,6 +70,8 @@ FAMILY_METRICS = {
     "worlds": (OUTSTANDING,),
     "vdisks": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS, LITTLE),
     "cpus": (CPU,),
+    "vsan_hosts": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS, VSAN_OIO, VSAN_CONGESTION),
+    "vsan_vms": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS),
 }
 FAMILY_LABEL = {
     "luns": "LUN",
@@ -75,6 +81,8 @@ FAMILY_LABEL = {
     "cpus": "CPU",
     "datastores": "datastore",
     "vdisks": "virtual disk",
+    "vsan_hosts": "vSAN host",
+    "vsan_vms": "vSAN VM",
 }
 _LATENCY_FIELD = {
     "gavg": m.GAVG,
@@ -160,6 +168,8 @@ def _series(capture: Capture, family: str, obj, metric: Metric) -> Series | None
         RESV.key: m.RESERVATIONS,
         CONS.key: m.CONFLICTS,
         CPU.key: m.CPU_UTIL,
+        VSAN_OIO.key: m.VSAN_OUTSTANDING_IO,
+        VSAN_CONGESTION.key: m.VSAN_CONGESTION,
     }.get(metric.key)
     if metric is OUTSTANDING:
         active, queued = _col(capture, family, obj, m.ACTIVE), _col(capture, family, obj, m.QUEUED)

@@ -19,6 +19,7 @@ from exporter.collectors import (
     smart,
     ssh,
     vm,
+    vsan,
     vsphere,
     world,
 )
@@ -38,4 +39,5 @@ COLLECTORS = {
     "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
     "smart": (smart.collect, True),  # local disks' SMART pages and NVMe health logs (exporter.smart)
+    "vsan": (vsan.collect, True),  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
 }

@@ -140,6 +140,13 @@ OPTIONS: list[Option] = [
         "Only VMs whose inventory path matches one of these globs (/DC1/vm/prod/**, /**/db*; repeatable).",
     ),
     Option("vsphere.vm_exclude", str_list, [], "Leave out VMs whose inventory path matches one of these globs (repeatable)."),
+    Option(
+        "vsphere.vsan",
+        boolean,
+        True,
+        "Read the vSAN clusters: performance service, health, space and resync (a target without vSAN costs no vSAN call).",
+    ),
+    Option("vsphere.vsan_interval", duration, 300.0, "How often to read vSAN (its performance service keeps 5-minute samples)."),
     Option("log.level", lambda v: choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

@@ -64,6 +64,10 @@ class Thresholds:
     vm_noisy_neighbour_share: float  # a VM's share of a queueing LUN's outstanding commands
     vm_iops_limit_ratio: float  # share of a disk's IOPS limit at which it is held at the limit
     vm_emulated_controller_iops: float  # IOPS through an emulated controller worth a PVSCSI one
+    vsan_congestion_per_second: float  # sustained vSAN congestion worth a look
+    vsan_write_buffer_free_min_ratio: float  # a disk group's write buffer this free or less is behind
+    vsan_space_used_warning_ratio: float
+    vsan_space_used_critical_ratio: float
 
     @property
     def link_saturated_share_of_speed(self) -> float:
@@ -93,4 +97,8 @@ def read(source: str | Path | None = None) -> Thresholds:
         vm_noisy_neighbour_share=number("values", "vm_noisy_neighbour_share"),
         vm_iops_limit_ratio=number("values", "vm_iops_limit_ratio"),
         vm_emulated_controller_iops=number("values", "vm_emulated_controller_iops"),
+        vsan_congestion_per_second=number("values", "vsan_congestion_per_second"),
+        vsan_write_buffer_free_min_ratio=number("values", "vsan_write_buffer_free_min_ratio"),
+        vsan_space_used_warning_ratio=number("values", "vsan_space_used_warning_ratio"),
+        vsan_space_used_critical_ratio=number("values", "vsan_space_used_critical_ratio"),
     )

@@ -26,6 +26,12 @@ def open_simulation(settings):
 
 
 def run_simulation(settings, store, stop) -> None:
+    from exporter.simulator.scenario import load_vsan_scenario
+
+    vsan_scenario = load_vsan_scenario(settings["simulate.scenario"])
+    if vsan_scenario is not None:
+        run_vsan_simulation(vsan_scenario, settings["simulate.interval"], store, stop)
+        return
     sim = open_simulation(settings)
     interval = settings["simulate.interval"]
     per_world = settings["collector.world"]
@@ -79,3 +85,39 @@ def _reading(read, text: str, name: str) -> disks.Reading:
     except parse.SmartFormatError as err:  # the writer and the reader disagree: shown, not hidden
         log.warning("simulated SMART: %s", err)
         return disks.Reading("unreadable", message=str(err))
+
+
+def run_vsan_simulation(scenario, interval: float, store, stop) -> None:
+    """A simulated vSAN cluster: each step is one performance-service sample, written as the service
+    answers and read by the real vSAN reader, with the cluster's health, space and collection health."""
+    from exporter.simulator.vsan import VsanSimulation
+    from exporter.store import model as m
+    from exporter.vsan import perfcsv
+
+    sim = VsanSimulation(scenario, start=time.time())
+    for inventory in sim.inventories():
+        store.set_inventory(inventory)
+    names = sim.names()
+    samples = 0
+    log.info("simulating vSAN cluster %s: %d host(s), one sample every %gs", scenario.cluster, len(sim.hosts), interval)
+    deadline = time.monotonic()
+    while not stop.is_set():
+        dropped: dict[str, int] = {}
+        rows = [row for row in (perfcsv.parse_entity(*answer, dropped) for answer in sim.step(interval)) if row is not None]
+        record = sim.cluster()
+        record.sample = perfcsv.sample_at(rows, max(t for row in rows for t in row.times if t is not None), names, dropped)
+        sim.summary(record)
+        samples += 1
+        store.set_vsan(record)
+        store.set_health(
+            m.SourceHealth(
+                kind="vsan",
+                name=scenario.cluster,
+                up=1,
+                durations={"collection": 0.0},
+                dropped=dropped,
+                samples={scenario.cluster: samples},
+            )
+        )
+        deadline += interval
+        stop.wait(max(0.0, deadline - time.monotonic()))

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from . import vsan
 from .schema import parse
 from .spec import Scenario, ScenarioError
 
@@ -32,9 +33,25 @@ def list_scenarios() -> list[tuple[str, str]]:
 def load_scenario(name_or_path: str) -> Scenario:
     """A built-in scenario by name (`shared-lun-12-hosts` fills the `N` of `shared-lun-N-hosts`),
     or a YAML file by path."""
+    text, name, file, n = _find(name_or_path)
+    if vsan.is_vsan(text):
+        raise ScenarioError(
+            f"{name_or_path} is a vSAN scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
+        )
+    return parse(text, name, file) if n is None else parse(text, name, file, n)
+
+
+def load_vsan_scenario(name_or_path: str) -> vsan.VsanScenario | None:
+    """The scenario if it is a vSAN one (`kind: vsan`), else None."""
+    text, name, file, _ = _find(name_or_path)
+    return vsan.parse(text, name, file) if vsan.is_vsan(text) else None
+
+
+def _find(name_or_path: str) -> tuple[str, str, str, int | None]:
+    """(text, name, file, N) of a built-in scenario or a YAML file; N fills a template's `N`."""
     builtin = _builtin_files()
     if name_or_path in builtin:
-        return parse(builtin[name_or_path].read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.yaml")
+        return builtin[name_or_path].read_text(encoding="utf-8"), name_or_path, f"{name_or_path}.yaml", None
     for template, path in builtin.items():
         if f"-{_TEMPLATE_PARAM}-" not in template:
             continue
@@ -42,14 +59,14 @@ def load_scenario(name_or_path: str) -> Scenario:
         pattern = f"^{re.escape(head)}-([0-9]+)-{re.escape(tail)}$"
         m = re.match(pattern, name_or_path)
         if m:
-            return parse(path.read_text(encoding="utf-8"), name_or_path, f"{template}.yaml", int(m.group(1)))
+            return path.read_text(encoding="utf-8"), name_or_path, f"{template}.yaml", int(m.group(1))
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
             raise ScenarioError(f"{name_or_path}: cannot read scenario file: {e.strerror}") from None
-        return parse(text, p.stem, str(p))
+        return text, p.stem, str(p), None
     raise ScenarioError(f"unknown scenario {name_or_path!r}: not a built-in scenario (see `simulate --list`) nor a YAML file")
 
 

@@ -284,3 +284,68 @@ class DiskHealthReport:
     host: str
     timestamp: float  # unix time the round ended
     disks: dict[str, DiskHealth] = field(default_factory=dict)  # device (as the LUN families name it) -> health
+
+
+# --- vSAN (exporter.vsan): the performance service's 5-minute samples and the cluster's health ---
+# Fields of the vSAN stats dicts, beside the shared ones above (READS, WRITES, READ_BYTES,
+# WRITTEN_BYTES, GAVG_READ, GAVG_WRITE, DAVG, GAVG, OUTSTANDING_WRITES). Every value is the
+# service's mean over the sample's interval, already in base units.
+VSAN_OUTSTANDING_IO = "outstanding_io"  # DOM client outstanding I/O (oio)
+VSAN_CONGESTION = "congestion_per_second"  # congestion raised per second of the interval
+VSAN_CLIENT_CACHE_HIT = "client_cache_hit_ratio"  # reads served by the host's client cache, 0..1
+VSAN_WRITE_BUFFER_FREE = "write_buffer_free_ratio"  # disk group write buffer free, 0..1
+VSAN_READ_CACHE_HIT = "read_cache_hit_ratio"  # disk group read cache hits, 0..1
+VSAN_SCHEDULER_LATENCY = "scheduler_latency_seconds"  # mean latency of I/O delayed in vSAN's scheduler queues
+VSAN_SCHEDULER_OPS = "scheduler_operations_per_second"  # I/O per second delayed in vSAN's scheduler queues
+VSAN_SCHEDULER_DELAYED = "scheduler_delayed_ratio"  # share of I/O that went through the scheduler queues, 0..1
+VSAN_DEVICE_READ_LATENCY = "device_read_latency_seconds"  # a disk's physical-layer read latency
+VSAN_DEVICE_WRITE_LATENCY = "device_write_latency_seconds"  # a disk's physical-layer write latency
+# Congestion of each disk group layer, as f"{layer}_{VSAN_CONGESTION}".
+VSAN_CONGESTION_LAYERS = ("ssd", "log", "mem", "slab", "comp", "iops")
+
+
+def vsan_layer_congestion(layer: str) -> str:
+    return f"{layer}_{VSAN_CONGESTION}"
+
+
+@dataclass(slots=True)
+class VsanSample:
+    """One sample of a vSAN cluster's performance service (every entity at one sample time)."""
+
+    timestamp: float  # unix seconds: the service's own sample time
+    interval: float  # seconds the sample averages over (the service's collect interval, 300)
+    cluster: dict[str, float] = field(default_factory=dict)  # cluster-domclient
+    hosts: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> host-domclient
+    disk_groups: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, cache device) -> stats
+    disks: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, device) -> stats
+    vms: dict[str, dict[str, float]] = field(default_factory=dict)  # VM name -> stats
+
+
+@dataclass(frozen=True, slots=True)
+class VsanDisk:
+    host: str
+    device: str  # canonical name, the `device` label of the LUN families
+    disk_group: str  # the disk group's cache device ("" on vSAN ESA: no disk groups)
+    tier: str  # cache | capacity | storage_pool (ESA)
+    uuid: str  # vsanDiskInfo.vsanUuid: the perf service's entity id
+
+
+@dataclass(slots=True)
+class VsanCluster:
+    """One vSAN cluster as its collector last read it: membership, performance, health, space."""
+
+    name: str
+    uuid: str = ""
+    esa: bool = False  # vSAN Express Storage Architecture: no disk groups
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> node uuid
+    disks: dict[tuple[str, str], VsanDisk] = field(default_factory=dict)  # (host, device) -> disk
+    vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # VM name -> (instance uuid, host)
+    sample: VsanSample | None = None  # the newest complete performance sample; None before the first
+    health: str = ""  # overall health: green | yellow | red | what vSAN says; "" not read
+    health_timestamp: float | None = None  # when vSAN's health service computed the summary
+    objects: dict[str, int] = field(default_factory=dict)  # object health state -> objects
+    capacity_bytes: float | None = None
+    free_bytes: float | None = None
+    resync_bytes: float | None = None  # bytes left to resynchronise
+    resync_objects: float | None = None  # objects resynchronising
+    resync_eta_seconds: float | None = None

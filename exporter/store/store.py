@@ -117,6 +117,7 @@ class Store:
         # (kind, name, origin) -> newest record: two targets may both run esxcli on one host
         self.source_health: dict[tuple[str, str, str], m.SourceHealth] = {}
         self.host_disk_health: dict[tuple[str, str], m.DiskHealthReport] = {}  # (origin, host) -> local disks
+        self.vsan_clusters: dict[tuple[str, str], m.VsanCluster] = {}  # (origin, cluster) -> newest read
         self.version = 0
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
@@ -184,6 +185,24 @@ class Store:
 
     def view(self, origin: str) -> StoreView:
         return StoreView(self, origin)
+
+    def set_vsan(self, cluster: m.VsanCluster, origin: str = "") -> None:
+        """A vSAN cluster as its collector last read it, replaced whole (never changed after)."""
+        with self.lock:
+            self.vsan_clusters[(origin, cluster.name)] = cluster
+            self.version += 1
+
+    def drop_vsan(self, clusters, origin: str = "") -> None:
+        """vSAN clusters that left a target (vSAN turned off, cluster removed) lose their series."""
+        with self.lock:
+            for name in clusters:
+                self.vsan_clusters.pop((origin, name), None)
+                self.source_health.pop(("vsan", name, origin), None)
+            self.version += 1
+
+    @property
+    def vsan(self) -> dict[str, m.VsanCluster]:
+        return _first_per_host(self.vsan_clusters)
 
     def drop_inventories(self, hosts, origin: str = "") -> None:
         """Hosts that left a source's inventory lose their configuration series."""
@@ -257,6 +276,10 @@ class StoreView:
     @property
     def disk_health(self) -> dict[str, m.DiskHealthReport]:
         return {name: r for (origin, name), r in self.store.host_disk_health.items() if origin == self.origin}
+
+    @property
+    def vsan(self) -> dict[str, m.VsanCluster]:
+        return {name: c for (origin, name), c in self.store.vsan_clusters.items() if origin == self.origin}
 
 
 def _first_per_host(by_origin: dict) -> dict:

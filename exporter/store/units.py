@@ -3,6 +3,7 @@
 MIB = 1024 * 1024  # esxtop's "MBytes" are MiB
 KIB = 1024  # vSphere's "KBps" are KiB/s
 MILLISECOND = 1e-3
+MICROSECOND = 1e-6  # the vSAN performance service's latencies are microseconds
 PERCENT = 1e-2
 VSPHERE_PERCENT = 1e-4  # vSphere percent counters are hundredths of a percent
 MEGAHERTZ = 1e6

@@ -92,6 +92,10 @@ class Client:
         except (OSError, ssl.SSLError) as err:
             raise VsphereError(f"CA file {self.config.ca_file}: {getattr(err, 'strerror', None) or err}") from None
 
+    def ssl_context(self) -> ssl.SSLContext:
+        """The TLS settings of this target, for another endpoint of the same server (vSAN's)."""
+        return self._ssl_context()
+
     def _login(self):
         cfg = self.config
         try:

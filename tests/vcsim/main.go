@@ -177,10 +177,12 @@ type Host struct {
 	Perf          map[string]int64            `json:"perf"`
 	DatastorePerf map[string]map[string]int64 `json:"datastore_perf"`
 	Vms           []Vm                        `json:"vms"`
+	Vsan          *VsanHost                   `json:"vsan"` // vsan.go
 }
 
 type Fixture struct {
-	Hosts []Host `json:"hosts"`
+	Hosts []Host       `json:"hosts"`
+	Vsan  *VsanFixture `json:"vsan"` // vsan.go
 }
 
 // Vm is a virtual machine running on its host (PoweredOff: registered there, not running), in a
@@ -190,6 +192,8 @@ type Vm struct {
 	Folder     string  `json:"folder"`
 	PoweredOff bool    `json:"powered_off"`
 	Disks      []Vdisk `json:"disks"`
+	// InstanceUuid replaces the simulator's config.instanceUuid (vSAN names VMs by it).
+	InstanceUuid string `json:"instance_uuid"`
 }
 
 // Vdisk is one virtual disk: its controller (pvscsi, lsilogic, lsilogic-sas, buslogic, ahci, nvme)
@@ -652,6 +656,8 @@ func main() {
 	maxQueryMetrics := flag.Int("max-query-metrics", 0, "vCenter's config.vpxd.stats.maxQueryMetrics advanced setting (0: not set)")
 	datacenters := flag.Int("datacenters", 1, "vCenter mode: datacenters the hosts are spread over (hosts must divide evenly)")
 	clusterSize := flag.Int("cluster-size", 50, "vCenter mode: most hosts per cluster")
+	vsanClusters := flag.Int("vsan-clusters", 0, "generated inventory: vSAN clusters the hosts are split into (they must divide evenly; replaces -cluster-size)")
+	vsanSample := flag.Int64("vsan-sample-seconds", 0, "vSAN performance service: seconds between samples (default: the fixture's, else 300)")
 	flag.Parse()
 
 	var fx *Fixture
@@ -666,6 +672,19 @@ func main() {
 		}
 	} else {
 		fx = generate(*hosts, *luns, *vmsPerHost)
+		if *vsanClusters > 0 {
+			if *hosts%*vsanClusters != 0 || *vsanClusters%*datacenters != 0 {
+				log.Fatalf("-vsan-clusters %d must divide -hosts %d and be a multiple of -datacenters %d", *vsanClusters, *hosts, *datacenters)
+			}
+			generateVsan(fx, *vsanClusters)
+		}
+	}
+	if *vsanClusters > 0 && *fixture != "" {
+		log.Fatalf("-vsan-clusters is for the generated inventory: %s has its own vsan section", *fixture)
+	}
+	vs, err := planVsan(fx, *vsanSample)
+	if err != nil {
+		log.Fatalf("%s: %v", orDefault(*fixture, "generated inventory"), err)
 	}
 	var model *simulator.Model
 	if *esx {
@@ -685,6 +704,9 @@ func main() {
 		model.Cluster = 1
 		for perDC/model.Cluster > *clusterSize || perDC%model.Cluster != 0 {
 			model.Cluster++
+		}
+		if *vsanClusters > 0 { // one simulator cluster per vSAN cluster
+			model.Cluster = *vsanClusters / *datacenters
 		}
 		model.ClusterHost = perDC / model.Cluster
 	}
@@ -710,6 +732,7 @@ func main() {
 		placed[i] = h
 		fh := &fx.Hosts[i]
 		info, mounts, hs := buildHost(i, fh)
+		mounts = vs.configureHost(h, fh, info, hs, mounts)
 		h.Name = fh.Name
 		h.Summary.Config.Name = fh.Name
 		if fh.CpuHz > 0 && h.Hardware != nil {
@@ -748,6 +771,12 @@ func main() {
 	if err := datastoreObjects(reg, placed, dsRoot); err != nil {
 		log.Fatal(err)
 	}
+	if !*esx {
+		if err := vs.placeClusters(reg, placed); err != nil {
+			log.Fatal(err)
+		}
+		vs.register(model.Service, reg) // /vsanHealth, before NewServer builds the mux
+	}
 	if *maxQueryMetrics > 0 && !*esx {
 		reg.OptionManager().Setting = append(reg.OptionManager().Setting,
 			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
@@ -760,6 +789,7 @@ func main() {
 	if err := createVMs(server.URL, reg, perf, placed, fx, *esx); err != nil {
 		log.Fatalf("creating the fixture's VMs: %v", err)
 	}
+	vs.indexVMs(reg, placed, fx)
 	if *certOut != "" {
 		block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
 		if err := os.WriteFile(*certOut, block, 0o644); err != nil {

@@ -34,10 +34,20 @@ def _go() -> str:
     return go
 
 
+def _sources() -> list[Path]:
+    """What the build reads: go.mod, go.sum and every Go file of the directory, in a fixed order."""
+    return [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go"))]
+
+
+def _source_bytes(path: Path) -> bytes:
+    """A source's name and contents: a file renamed or moved between two others changes the hash."""
+    data = path.read_bytes()
+    return path.name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data
+
+
 def storagesim_binary() -> Path:
     """The compiled simulator, built if its sources changed (same path as .ci/install builds)."""
-    sources = [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go"))]  # every Go file of the program
-    digest = hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sources)).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(_source_bytes(p) for p in _sources())).hexdigest()[:16]
     binary = _cache_dir() / f"storagesim-{digest}"
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)

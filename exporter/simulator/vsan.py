@@ -1,0 +1,367 @@
+"""A simulated vSAN cluster (scenario files with `kind: vsan`): what its performance service would
+answer, written in the service's own form (entity rows of CSV values in vSAN's units) and read by
+the real vSAN reader (exporter.vsan.perfcsv), as the esxtop simulator writes esxtop for the esxtop
+reader.
+
+The model, per disk group and step: VMs' writes land in the cache tier's write buffer and are
+destaged to the capacity disks at most at their rate. During the scenario's incident one host's
+VMs write a burst faster than its disk groups destage, so the buffer fills; under 30% free vSAN
+raises congestion (its back-pressure) in proportion to how full it is, and the host's write
+latency grows with the congestion, past 50 ms near a full buffer. After the burst the buffer
+drains and congestion and latency fall back. Reads stay fast: they are served by the read cache.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import yaml
+
+from exporter.store import model as m
+from exporter.vsan import health, perfcsv
+from exporter.vsan import metrics as vm
+
+from .spec import ScenarioError
+from .units import duration
+
+KIB = 1024
+CONGESTION_STARTS_FREE = 0.30  # vSAN starts throttling writes when the buffer has less free
+CONGESTION_MAX_PER_SECOND = 2.0  # at a full buffer
+BASE_WRITE_LATENCY_US = 2000.0
+BASE_READ_LATENCY_US = 1200.0
+WRITE_LATENCY_PER_CONGESTION_US = 40000.0  # per unit of congestion per second: 2/s -> +80 ms
+
+
+@dataclass(frozen=True)
+class Incident:
+    host: int  # 1-based index of the host whose VMs write the burst
+    after: float  # seconds of healthy running before it
+    burst: float  # seconds the burst lasts
+    calm: float  # seconds after it before the cycle starts again
+
+
+@dataclass(frozen=True)
+class VsanScenario:
+    name: str
+    description: str
+    cluster: str
+    hosts: int
+    disk_groups: int  # per host
+    capacity_disks: int  # per disk group
+    vms: int  # per host
+    vm_reads: float  # per VM, per second
+    vm_writes: float
+    block: float  # bytes per I/O
+    burst_factor: float  # the incident host's VMs write this many times more
+    buffer_bytes: float  # write buffer per disk group
+    destage_bytes: float  # per disk group and second, at most
+    capacity_bytes: float  # raw, per capacity disk
+    used_ratio: float
+    incident: Incident
+
+    @property
+    def cycle(self) -> float:
+        return self.incident.after + self.incident.burst + self.incident.calm
+
+
+_KEYS = {"kind", "description", "cluster", "hosts", "disk_groups", "capacity_disks", "vms", "workload", "incident", "capacity"}
+
+
+def is_vsan(text: str) -> bool:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "vsan"
+
+
+def parse(text: str, name: str, file: str) -> VsanScenario:
+    """A `kind: vsan` scenario; ScenarioError naming the file and key for anything wrong."""
+    doc = yaml.safe_load(text) or {}
+    unknown = sorted(set(doc) - _KEYS)
+    if unknown:
+        raise ScenarioError(f"{file}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+
+    def get(section: dict, key: str, where: str, convert, default):
+        value = section.get(key, default)
+        try:
+            return convert(value)
+        except (TypeError, ValueError) as err:
+            raise ScenarioError(f"{file}: {where}{key}: {err}") from None
+
+    workload, incident, capacity = doc.get("workload") or {}, doc.get("incident") or {}, doc.get("capacity") or {}
+    hosts = get(doc, "hosts", "", _positive_int, 4)
+    scenario = VsanScenario(
+        name=name,
+        description=str(doc.get("description", "")),
+        cluster=str(doc.get("cluster", "vsan-sim")),
+        hosts=hosts,
+        disk_groups=get(doc, "disk_groups", "", _positive_int, 2),
+        capacity_disks=get(doc, "capacity_disks", "", _positive_int, 3),
+        vms=get(doc, "vms", "", _positive_int, 5),
+        vm_reads=get(workload, "reads", "workload.", _positive, 200),
+        vm_writes=get(workload, "writes", "workload.", _positive, 100),
+        block=get(workload, "block_kib", "workload.", _positive, 32) * KIB,
+        burst_factor=get(workload, "burst_factor", "workload.", _positive, 8),
+        buffer_bytes=get(capacity, "write_buffer_gib", "capacity.", _positive, 4) * KIB**3,
+        destage_bytes=get(capacity, "destage_mib_per_second", "capacity.", _positive, 48) * KIB**2,
+        capacity_bytes=get(capacity, "disk_tib", "capacity.", _positive, 1.92) * KIB**4,
+        used_ratio=get(capacity, "used_ratio", "capacity.", _ratio, 0.6),
+        incident=Incident(
+            host=get(incident, "host", "incident.", _positive_int, 2),
+            after=get(incident, "after", "incident.", duration, "60s"),
+            burst=get(incident, "burst", "incident.", duration, "240s"),
+            calm=get(incident, "calm", "incident.", duration, "300s"),
+        ),
+    )
+    if scenario.incident.host > hosts:
+        raise ScenarioError(f"{file}: incident.host: {scenario.incident.host} is not one of the {hosts} hosts")
+    return scenario
+
+
+def _positive_int(value) -> int:
+    number = int(value)
+    if number < 1 or number != value:
+        raise ValueError(f"must be a whole number of 1 or more, not {value!r}")
+    return number
+
+
+def _positive(value) -> float:
+    number = float(value)
+    if not number > 0 or math.isinf(number):
+        raise ValueError(f"must be a number above 0, not {value!r}")
+    return number
+
+
+def _ratio(value) -> float:
+    number = float(value)
+    if not 0 <= number < 1:
+        raise ValueError(f"must be at least 0 and under 1, not {value!r}")
+    return number
+
+
+@dataclass
+class _Group:
+    host: str
+    cache: str  # device
+    capacity: list[str]
+    used: float = 0.2  # write buffer used, 0..1
+
+
+@dataclass
+class VsanSimulation:
+    """The cluster in simulated time: step(dt) advances it and returns the service's answer."""
+
+    scenario: VsanScenario
+    start: float
+    now: float = 0.0  # simulated seconds since start
+    groups: list[_Group] = field(default_factory=list)
+
+    def __post_init__(self):
+        s = self.scenario
+        for h in range(1, s.hosts + 1):
+            for g in range(1, s.disk_groups + 1):
+                cache = f"naa.5000c50{h:02d}{g:02d}00000"
+                capacity = [f"naa.5000c50{h:02d}{g:02d}{d:05d}" for d in range(1, s.capacity_disks + 1)]
+                self.groups.append(_Group(host=self.host(h), cache=cache, capacity=capacity))
+
+    # --- the cluster's configuration --------------------------------------------------------
+    def host(self, index: int) -> str:
+        return f"esx-vsan{index:02d}.lab.local"
+
+    @property
+    def hosts(self) -> list[str]:
+        return [self.host(h) for h in range(1, self.scenario.hosts + 1)]
+
+    def vms(self, host: str) -> list[str]:
+        index = self.hosts.index(host) + 1
+        return [f"vsan-vm{index:02d}{v:02d}" for v in range(1, self.scenario.vms + 1)]
+
+    def names(self) -> perfcsv.Names:
+        names = perfcsv.Names()
+        for host in self.hosts:
+            names.hosts[_uuid("node", host)] = host
+            for vm_name in self.vms(host):
+                names.vms[_uuid("vm", vm_name)] = vm_name
+        for group in self.groups:
+            names.disk_groups[_uuid("disk", group.cache)] = (group.host, group.cache)
+            for device in [group.cache, *group.capacity]:
+                names.disks[_uuid("disk", device)] = (group.host, device)
+        return names
+
+    def cluster(self) -> m.VsanCluster:
+        record = m.VsanCluster(name=self.scenario.cluster, uuid=_uuid("cluster", self.scenario.cluster))
+        record.hosts = {host: _uuid("node", host) for host in self.hosts}
+        for group in self.groups:
+            for device, tier in [(group.cache, "cache"), *((d, "capacity") for d in group.capacity)]:
+                record.disks[(group.host, device)] = m.VsanDisk(group.host, device, group.cache, tier, _uuid("disk", device))
+        record.vms = {vm_name: (_uuid("vm", vm_name), host) for host in self.hosts for vm_name in self.vms(host)}
+        return record
+
+    def inventories(self) -> list[m.Inventory]:
+        """Each host's local disks as LUNs (the `device` the vSAN disks share with the LUN families)."""
+        out = []
+        for host in self.hosts:
+            inventory = m.Inventory(host=host, cluster=self.scenario.cluster)
+            for group in (g for g in self.groups if g.host == host):
+                for device, ssd in [(group.cache, True), *((d, True) for d in group.capacity)]:
+                    inventory.luns[device] = m.LunConfig(
+                        display_name=f"Local NVMe Disk ({device})", vendor="NVMe", model="vSAN sim", is_ssd=ssd, is_local=True
+                    )
+            out.append(inventory)
+        return out
+
+    # --- the performance service --------------------------------------------------------------
+    def _burst(self, host: str) -> bool:
+        s, t = self.scenario, self.now % self.scenario.cycle
+        return host == self.host(s.incident.host) and s.incident.after <= t < s.incident.after + s.incident.burst
+
+    def step(self, dt: float) -> list[tuple[str, str, list[tuple[str, str, float]]]]:
+        """Advance dt seconds; the performance service's answer for the sample that ends now:
+        (entityRefId, sampleInfo, [(label, CSV values, collect interval)])."""
+        s = self.scenario
+        self.now += dt
+        stamp = math.floor(self.start + self.now)
+        info = perfcsv.format_time(stamp)
+        rows = []
+        host_stats: dict[str, dict[str, float]] = {}
+        for host in self.hosts:
+            factor = s.burst_factor if self._burst(host) else 1.0
+            writes = s.vm_writes * s.vms * factor
+            reads = s.vm_reads * s.vms
+            groups = [g for g in self.groups if g.host == host]
+            congestions = []
+            for group in groups:
+                written = writes * s.block / len(groups)
+                # Destaging runs harder the fuller the buffer (vSAN's elevator), never above the capacity tier's rate.
+                destaged = s.destage_bytes * min(1.0, 0.2 + group.used)
+                group.used = min(0.995, max(0.05, group.used + (written - destaged) * dt / s.buffer_bytes))
+                free = 1.0 - group.used
+                congestion = CONGESTION_MAX_PER_SECOND * max(0.0, (CONGESTION_STARTS_FREE - free) / CONGESTION_STARTS_FREE)
+                congestions.append(congestion)
+                rows += self._group_rows(group, info, dt, written, destaged, reads * s.block / len(groups), congestion)
+            congestion = max(congestions)
+            write_latency = BASE_WRITE_LATENCY_US + WRITE_LATENCY_PER_CONGESTION_US * congestion
+            stats = {
+                "iopsRead": reads,
+                "iopsWrite": writes,
+                "throughputRead": reads * s.block,
+                "throughputWrite": writes * s.block,
+                "latencyAvgRead": BASE_READ_LATENCY_US,
+                "latencyAvgWrite": write_latency,
+                "congestion": congestion * dt,  # the service's count over the sample
+                "clientCacheHitRate": 12.0,
+            }
+            stats["oio"] = reads * BASE_READ_LATENCY_US / 1e6 + writes * write_latency / 1e6  # Little's law
+            host_stats[host] = stats
+            rows.append((f"{vm.HOST}:{_uuid('node', host)}", info, _series(stats, dt)))
+            for vm_name in self.vms(host):
+                per_vm = {
+                    "iopsRead": reads / s.vms,
+                    "iopsWrite": writes / s.vms,
+                    "throughputRead": reads * s.block / s.vms,
+                    "throughputWrite": writes * s.block / s.vms,
+                    "latencyRead": BASE_READ_LATENCY_US,
+                    "latencyWrite": write_latency,
+                }
+                rows.append((f"{vm.VM}:{_uuid('vm', vm_name)}", info, _series(per_vm, dt)))
+        rows.append((f"{vm.CLUSTER}:{_uuid('cluster', s.cluster)}", info, _series(_cluster_stats(host_stats), dt)))
+        return rows
+
+    def _group_rows(self, group: _Group, info: str, dt: float, written: float, destaged: float, read: float, congestion: float):
+        s = self.scenario
+        free = 1.0 - group.used
+        writes, reads = written / s.block, read / s.block
+        stats = {
+            "iopsRead": reads,
+            "iopsWrite": writes,
+            "throughputRead": read,
+            "throughputWrite": written,
+            "latencyAvgRead": 400.0,
+            "latencyAvgWrite": 600.0 + WRITE_LATENCY_PER_CONGESTION_US * congestion,
+            "wbFreePct": 100.0 * free,
+            "rcHitRate": 95.0,
+            "oioWrite": writes * 0.0006,
+            "latencyDelaySched": 300.0 + 20000.0 * congestion,
+            "iopsSched": writes * min(1.0, congestion),
+            "iopsDelayPctSched": 100.0 * min(1.0, congestion / CONGESTION_MAX_PER_SECOND),
+            "ssdCongestion": congestion * dt,
+            "logCongestion": 0.1 * congestion * dt,
+            "memCongestion": 0.0,
+            "slabCongestion": 0.0,
+            "compCongestion": 0.0,
+            "iopsCongestion": 0.0,
+        }
+        rows = [(f"{vm.DISK_GROUP}:{_uuid('disk', group.cache)}", info, _series(stats, dt))]
+        cache = {
+            "iopsDevRead": reads * 0.95,
+            "iopsDevWrite": writes + destaged / s.block,
+            "throughputDevRead": read * 0.95,
+            "throughputDevWrite": written + destaged,
+            "latencyDevRead": 150.0,
+            "latencyDevWrite": 300.0,
+            "latencyDevDAvg": 250.0,
+            "latencyDevGAvg": 260.0,
+        }
+        rows.append((f"{vm.CACHE_DISK}:{_uuid('disk', group.cache)}", info, _series(cache, dt)))
+        for device in group.capacity:
+            share = destaged / len(group.capacity)
+            busy = min(1.0, destaged / s.destage_bytes)  # the capacity disks queue as destaging nears their rate
+            capacity = {
+                "iopsDevRead": reads * 0.05 / len(group.capacity),
+                "iopsDevWrite": share / (256 * KIB),
+                "throughputDevRead": read * 0.05 / len(group.capacity),
+                "throughputDevWrite": share,
+                "latencyDevRead": 2000.0,
+                "latencyDevWrite": 3000.0 + 12000.0 * busy,
+                "latencyDevDAvg": 2500.0 + 10000.0 * busy,
+                "latencyDevGAvg": 2600.0 + 10000.0 * busy,
+            }
+            rows.append((f"{vm.CAPACITY_DISK}:{_uuid('disk', device)}", info, _series(capacity, dt)))
+        return rows
+
+    def summary(self, record: m.VsanCluster) -> None:
+        """The health, space and resync answers (vSAN's objects, as the health module reads them)."""
+        s = self.scenario
+        objects = s.hosts * s.vms * 3  # home, disk, swap per VM
+        health.apply_summary(
+            record,
+            _Obj(
+                overallHealth="green",
+                timestamp=None,
+                objectHealth=_Obj(objectHealthDetail=[_Obj(health="healthy", numObjects=objects)]),
+            ),
+        )
+        raw = s.hosts * s.disk_groups * s.capacity_disks * s.capacity_bytes
+        health.apply_space(record, _Obj(totalCapacityB=raw, freeCapacityB=raw * (1 - s.used_ratio)))
+        health.apply_resync(record, _Obj(totalBytesToSync=0, totalObjectsToSync=0, totalRecoveryETA=0))
+
+
+class _Obj:
+    """A stand-in for the pyVmomi answer objects health.apply_* read (attributes only)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def _cluster_stats(hosts: dict[str, dict[str, float]]) -> dict[str, float]:
+    total = {
+        key: sum(stats[key] for stats in hosts.values())
+        for key in ("iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "oio", "congestion")
+    }
+    for latency, weight in (("latencyAvgRead", "iopsRead"), ("latencyAvgWrite", "iopsWrite")):
+        total[latency] = sum(s[latency] * s[weight] for s in hosts.values()) / max(total[weight], 1e-9)
+    return total
+
+
+def _series(stats: dict[str, float], dt: float) -> list[tuple[str, str, float]]:
+    return [(label, f"{value:.3f}", dt) for label, value in stats.items()]
+
+
+def _uuid(kind: str, name: str) -> str:
+    """A stable uuid-looking id for a simulated object."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{kind}:{name}".encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"

@@ -1,0 +1,169 @@
+"""Which clusters of a target run vSAN, and what the performance service's uuids stand for.
+
+Three property-collector reads, answers parsed with ElementTree (exporter.vsphere.soap):
+1. the inventory tree with each cluster's `configurationEx` (vSAN on: `vsanConfigInfo.enabled`;
+   its uuid and ESA flag), which also places every host (its cluster and inventory path);
+2. the hosts of the chosen vSAN clusters: `config.vsanHostConfig` (node uuid; the disk groups of
+   `storageInfo.diskMapping`, each disk's canonical name and `vsanDiskInfo.vsanUuid`) and `vm`;
+3. those VMs' name and `config.instanceUuid` (the id of the `virtual-machine` entity).
+A target without a vSAN cluster costs only the first read, and no vSAN call.
+
+Which clusters: each is kept whole by one exporter. With --vsphere.shard K/N a cluster belongs
+to the shard of its *name* (its hosts may sit in other shards); with host include/exclude
+patterns, a cluster is kept when any of its hosts is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from pyVmomi import vim, vmodl
+
+from exporter.configuration.sharding import shard_of
+from exporter.store import model as m
+from exporter.vsan.perfcsv import Names
+from exporter.vsphere import soap
+from exporter.vsphere.discovery import host_places
+from exporter.vsphere.selection import HostSelection
+
+_TREE_TYPES = (vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem)
+HOST_PROPERTIES = ["name", "runtime.connectionState", "config.vsanHostConfig", "vm"]
+VM_PROPERTIES = ["name", "config.instanceUuid", "runtime.host"]
+_text, _all = soap.text, soap.children
+
+
+@dataclass(slots=True)
+class ClusterTopology:
+    moid: str
+    name: str
+    uuid: str = ""
+    esa: bool = False
+    hosts: dict[str, str] = field(default_factory=dict)  # host name -> node uuid
+    host_moids: list[str] = field(default_factory=list)
+    disks: dict[tuple[str, str], m.VsanDisk] = field(default_factory=dict)  # (host, device) -> disk
+    vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # VM name -> (instance uuid, host)
+    names: Names = field(default_factory=Names)
+
+
+def discover(client, selection: HostSelection | None = None) -> list[ClusterTopology]:
+    """The target's vSAN clusters this exporter takes, with their hosts, disks and VMs."""
+    tree = client.call(_tree)
+    clusters = choose(tree, selection or HostSelection())
+    if not clusters:
+        return []
+    hosts = client.call(
+        lambda content: _retrieve(content, vim.HostSystem, [h for c in clusters for h in c.host_moids], HOST_PROPERTIES)
+    )
+    by_host = {moid: cluster for cluster in clusters for moid in cluster.host_moids}
+    host_names: dict[str, str] = {}  # moid -> name
+    vm_cluster: dict[str, ClusterTopology] = {}  # VM moid -> its host's cluster
+    for moid, props in hosts:
+        cluster = by_host.get(moid)
+        if cluster is None or _value(props.get("runtime.connectionState")) != "connected":
+            continue
+        host_names[moid] = name = _value(props.get("name"))
+        _add_host(cluster, name, props.get("config.vsanHostConfig"))
+        for ref in _all(props.get("vm"), "ManagedObjectReference"):
+            vm_cluster[_value(ref)] = cluster
+    if vm_cluster:
+        found = client.call(lambda content: _retrieve(content, vim.VirtualMachine, list(vm_cluster), VM_PROPERTIES))
+        for moid, props in found:
+            cluster, uuid = vm_cluster.get(moid), _value(props.get("config.instanceUuid"))
+            if cluster is None or not uuid:
+                continue
+            name = _value(props.get("name"))
+            cluster.vms[name] = (uuid, host_names.get(_value(props.get("runtime.host")), ""))
+            cluster.names.vms[uuid] = name
+    return [c for c in clusters if c.hosts]
+
+
+def _tree(content) -> list[tuple[str, str, dict]]:
+    view = content.viewManager.CreateContainerView(content.rootFolder, list(_TREE_TYPES), True)
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[
+            vmodl.query.PropertyCollector.ObjectSpec(
+                obj=view,
+                skip=True,
+                selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)],
+            )
+        ],
+        propSet=[
+            vmodl.query.PropertyCollector.PropertySpec(
+                type=t, pathSet=["name", "parent", "configurationEx"] if t is vim.ClusterComputeResource else ["name", "parent"]
+            )
+            for t in _TREE_TYPES
+        ],
+    )
+    try:
+        return list(soap.retrieve_typed(content.propertyCollector, spec))
+    finally:
+        view.DestroyView()
+
+
+def choose(tree: list[tuple[str, str, dict]], selection: HostSelection) -> list[ClusterTopology]:
+    """The vSAN clusters of the tree this exporter takes (see the module's docstring)."""
+    places = host_places(tree)
+    paths_only = dataclasses.replace(selection, shard=None)
+    clusters: dict[str, ClusterTopology] = {}
+    for kind, moid, props in tree:
+        if kind != "ClusterComputeResource":
+            continue
+        config = props.get("configurationEx")
+        if _text(config, "vsanConfigInfo/enabled").lower() != "true":
+            continue
+        name = _value(props.get("name"))
+        if selection.shard is not None and shard_of(name, selection.shard[1]) != selection.shard[0]:
+            continue
+        clusters[moid] = ClusterTopology(
+            moid=moid,
+            name=name,
+            uuid=_text(config, "vsanConfigInfo/defaultConfig/uuid"),
+            esa=_text(config, "vsanConfigInfo/vsanEsaEnabled").lower() == "true",
+        )
+    for kind, moid, props in tree:
+        if kind != "HostSystem":
+            continue
+        cluster = clusters.get(_value(props.get("parent")))
+        place = places.get(moid)
+        if cluster is not None and place is not None and (paths_only.everything or paths_only.keeps(place.path, place.name)):
+            cluster.host_moids.append(moid)
+    return sorted((c for c in clusters.values() if c.host_moids), key=lambda c: c.name)
+
+
+def _add_host(cluster: ClusterTopology, host: str, config) -> None:
+    """A host's node uuid and disk groups (config.vsanHostConfig) into its cluster."""
+    if config is None or _text(config, "enabled").lower() != "true":
+        return
+    node_uuid = _text(config, "clusterInfo/nodeUuid")
+    cluster.hosts[host] = node_uuid
+    cluster.names.hosts[node_uuid] = host
+    cluster.esa = cluster.esa or _text(config, "vsanEsaEnabled").lower() == "true"
+    for mapping in _all(config, "storageInfo/diskMapping"):
+        caches = _all(mapping, "ssd")
+        cache = caches[0] if caches else None
+        group = _text(cache, "canonicalName")
+        for disk, tier in [(cache, "cache"), *((d, "capacity") for d in _all(mapping, "nonSsd"))]:
+            device, uuid = _text(disk, "canonicalName"), _text(disk, "vsanDiskInfo/vsanUuid")
+            if not device:
+                continue
+            cluster.disks[(host, device)] = m.VsanDisk(host=host, device=device, disk_group=group, tier=tier, uuid=uuid)
+            if uuid:
+                cluster.names.disks[uuid] = (host, device)
+                if tier == "cache":
+                    cluster.names.disk_groups[uuid] = (host, device)
+
+
+def _retrieve(content, kind, moids: list[str], properties: list[str]) -> list[tuple[str, dict]]:
+    if not moids:
+        return []
+    stub = content.propertyCollector._stub
+    spec = vmodl.query.PropertyCollector.FilterSpec(
+        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=kind(moid, stub), skip=False) for moid in moids],
+        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=kind, pathSet=properties)],
+    )
+    return list(soap.retrieve(content.propertyCollector, spec))
+
+
+def _value(element) -> str:
+    return "" if element is None or element.text is None else element.text.strip()

@@ -1,0 +1,165 @@
+"""The vSAN performance service's answer (VsanPerfEntityMetricCSV) read into one VsanSample.
+
+Each entity of the answer is `entityRefId` ("host-domclient:<node uuid>"), `sampleInfo` (its
+sample times, "2026-11-25 15:20:00,2026-11-25 15:25:00", UTC) and one CSV string of values per
+metric label, aligned with those times. A blank cell is no value, never zero. Every value that
+cannot be placed is counted by reason, none is dropped silently.
+
+Only the newest *complete* sample time is taken: the newest time that every entity which
+answered for the window carries (the service writes each host's statistics in its own time, so
+the newest time can be there for some entities and not yet for others), and never one at or
+before the time already taken, so a sample is never emitted twice.
+
+No vSphere import here: the simulator writes this same form for the same reader.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import time
+from dataclasses import dataclass, field
+
+from exporter.store import model as m
+from exporter.vsan import metrics as vm
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+DEFAULT_INTERVAL = 300.0  # the performance service's sample spacing
+
+
+@dataclass(slots=True)
+class EntityRow:
+    kind: str  # entity type: host-domclient, disk-group, ...
+    uuid: str
+    times: list[float | None]  # unix seconds; None for a time that could not be read
+    series: dict[str, list[float | None]] = field(default_factory=dict)  # label -> values, aligned with times
+    intervals: dict[str, float] = field(default_factory=dict)  # label -> metricsCollectInterval
+
+
+def parse_time(text: str) -> float | None:
+    try:
+        return float(calendar.timegm(time.strptime(text.strip(), TIME_FORMAT)))
+    except ValueError:
+        return None
+
+
+def format_time(stamp: float) -> str:
+    return time.strftime(TIME_FORMAT, time.gmtime(stamp))
+
+
+def _cell(text: str) -> float | None | str:
+    """A CSV cell: a float, None for a blank one, or the reason it is refused."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return "bad_value"
+    if not math.isfinite(value):
+        return "bad_value"
+    return "negative" if value < 0 else value
+
+
+def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int]) -> EntityRow | None:
+    """One entity of the answer; values: (label, CSV text, collect interval or None) per metric.
+    Returns None for an entity id that is not `type:uuid` (counted)."""
+    kind, sep, uuid = ref_id.partition(":")
+    if not sep or not kind or not uuid:
+        _count(dropped, "bad_entity", 1)
+        return None
+    times = [parse_time(t) for t in sample_info.split(",")] if sample_info.strip() else []
+    _count(dropped, "bad_timestamp", sum(t is None for t in times))
+    row = EntityRow(kind=kind, uuid=uuid, times=times)
+    known = vm.BY_LABEL.get(kind, {})
+    for label, text, interval in values:
+        if label not in known:
+            continue  # sent unasked: not ours
+        cells = text.split(",") if text else []
+        if len(cells) != len(times):
+            _count(dropped, "length_mismatch", 1)
+            continue
+        parsed: list[float | None] = []
+        for cell in cells:
+            value = _cell(cell)
+            if isinstance(value, str):
+                _count(dropped, value, 1)
+                value = None
+            parsed.append(value)
+        row.series[label] = parsed
+        if interval:
+            row.intervals[label] = float(interval)
+    return row
+
+
+def newest_complete(rows: list[EntityRow], after: float, now: float) -> float | None:
+    """The newest sample time after `after` (and not after `now`) that every entity which answered
+    for the window (a time at or after `after`: the query starts there) carries; None if there is
+    none yet. An entity with no time in the window (a VM gone since) blocks no one."""
+    common: set[float] | None = None
+    for row in rows:
+        seen = [t for t in row.times if t is not None and after <= t <= now]
+        if not seen:
+            continue
+        times = {t for t in seen if t > after}
+        common = times if common is None else common & times
+    return max(common) if common else None
+
+
+@dataclass(slots=True)
+class Names:
+    """What the service's uuids stand for (from the cluster's configuration)."""
+
+    hosts: dict[str, str] = field(default_factory=dict)  # node uuid -> host name
+    disk_groups: dict[str, tuple[str, str]] = field(default_factory=dict)  # cache disk uuid -> (host, device)
+    disks: dict[str, tuple[str, str]] = field(default_factory=dict)  # disk uuid -> (host, device)
+    vms: dict[str, str] = field(default_factory=dict)  # instance uuid -> VM name
+
+
+def sample_at(rows: list[EntityRow], stamp: float, names: Names, dropped: dict[str, int]) -> m.VsanSample:
+    """Every entity's values at one sample time, converted into model fields."""
+    sample = m.VsanSample(timestamp=stamp, interval=DEFAULT_INTERVAL)
+    intervals = [i for row in rows for i in row.intervals.values()]
+    if intervals:
+        sample.interval = max(intervals)
+    for row in rows:
+        try:
+            index = row.times.index(stamp)
+        except ValueError:
+            continue
+        target = _target(sample, row, names)
+        if target is None:
+            _count(dropped, "unknown_entity", 1)
+            continue
+        known = vm.BY_LABEL[row.kind]
+        for label, values in row.series.items():
+            value = values[index]
+            if value is not None:
+                metric = known[label]
+                target[metric.field] = metric.convert(value, row.intervals.get(label, sample.interval))
+    return sample
+
+
+def _target(sample: m.VsanSample, row: EntityRow, names: Names) -> dict | None:
+    """The stats dict an entity's values go into; None for a uuid the configuration does not name."""
+    kind, uuid = row.kind, row.uuid
+    if kind == vm.CLUSTER:
+        return sample.cluster
+    if kind == vm.HOST:
+        host = names.hosts.get(uuid)
+        return None if host is None else sample.hosts.setdefault(host, {})
+    if kind == vm.DISK_GROUP:
+        key = names.disk_groups.get(uuid)
+        return None if key is None else sample.disk_groups.setdefault(key, {})
+    if kind in (vm.CACHE_DISK, vm.CAPACITY_DISK):
+        key = names.disks.get(uuid)
+        return None if key is None else sample.disks.setdefault(key, {})
+    if kind == vm.VM:
+        name = names.vms.get(uuid)
+        return None if name is None else sample.vms.setdefault(name, {})
+    return None
+
+
+def _count(dropped: dict[str, int], reason: str, count: int) -> None:
+    if count:
+        dropped[reason] = dropped.get(reason, 0) + count

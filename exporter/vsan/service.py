@@ -1,0 +1,180 @@
+"""The vSAN management API of one vCenter target: its `/vsanHealth` endpoint, called with the
+target's own vCenter session (the session cookie of its /sdk login, no second login), through
+pyVmomi's vSAN bindings (pyVmomi >= 8.0.3 ships them).
+
+A session that expires is re-established by the target's Client (one login for both endpoints);
+this stub then takes the new cookie. The big answer, VsanPerfQueryPerf's, is read with
+ElementTree like QueryPerf's (exporter.vsphere.soap); the small ones through pyVmomi.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import threading
+import xml.etree.ElementTree as ET
+
+from pyVmomi import SoapStubAdapter, VmomiSupport, vim
+
+from exporter.vsphere import soap
+
+log = logging.getLogger(__name__)
+
+PATH = "/vsanHealth"
+PERFORMANCE_MANAGER = "vsan-performance-manager"
+HEALTH_SYSTEM = "vsan-cluster-health-system"
+SPACE_SYSTEM = "vsan-cluster-space-report-system"
+OBJECT_SYSTEM = "vsan-cluster-object-system"
+_QUERY_PERF = vim.cluster.VsanPerformanceManager._GetMethodInfo("QueryVsanPerf")
+_SUPPORTED = vim.cluster.VsanPerformanceManager._GetMethodInfo("GetSupportedEntityTypes")
+
+
+def known_versions() -> list[str]:
+    """pyVmomi's vSAN API versions, newest first: a newer version descends from more versions
+    (the ids themselves are no order: "6.8.7", "vSAN 7.0U1", "8.0.0.4", "9.1.1.0")."""
+    versions = {v for v in VmomiSupport.versionIdMap if str(v).startswith("vsan.version.")}
+    return sorted(versions, key=lambda v: len(VmomiSupport.GetVersionParents(v)), reverse=True)
+
+
+def choose_version(description: bytes | None) -> str:
+    """The newest vSAN API version both pyVmomi and the server (its vsanServiceVersions.xml) know;
+    without a description, pyVmomi's newest (what vsanapiutils does when the file is missing)."""
+    known = known_versions()
+    if not description:
+        return VmomiSupport.newestVersions.GetName("vsan")
+    try:
+        root = ET.fromstring(_refuse_doctype(description))
+    except (ET.ParseError, ValueError):
+        return VmomiSupport.newestVersions.GetName("vsan")
+    offered = {(v.text or "").strip() for v in root.iter() if v.tag.rsplit("}", 1)[-1] == "version"}
+    for version in known:
+        if VmomiSupport.versionIdMap.get(version) in offered:
+            return version
+    return VmomiSupport.newestVersions.GetName("vsan")
+
+
+class VsanService:
+    """One target's vSAN endpoint. Every call goes through the target's Client (its session,
+    timeout, re-login once on NotAuthenticated, errors as one-line VsphereError)."""
+
+    def __init__(self, client):
+        self.client = client
+        self._lock = threading.Lock()
+        self._stub = None
+        self._version: str | None = None
+
+    def _stub_for(self, content):
+        """The /vsanHealth stub, carrying the current session's cookie."""
+        session = content.propertyCollector._stub
+        with self._lock:
+            if self._stub is None:
+                cfg = self.client.config
+                if self._version is None:
+                    self._version = choose_version(self._service_versions())
+                self._stub = SoapStubAdapter(
+                    host=cfg.host,
+                    port=cfg.port,
+                    path=PATH,
+                    version=self._version,
+                    sslContext=self.client.ssl_context(),
+                    httpConnectionTimeout=cfg.timeout,
+                    connectionPoolTimeout=-1,
+                )
+            self._stub.cookie = session.cookie
+            return self._stub
+
+    def _service_versions(self) -> bytes | None:
+        """The server's vsanServiceVersions.xml (beside vimServiceVersions.xml), or None."""
+        cfg = self.client.config
+        conn = http.client.HTTPSConnection(cfg.host, cfg.port, context=self.client.ssl_context(), timeout=cfg.timeout)
+        try:
+            conn.request("GET", cfg.path.rstrip("/") + "/vsanServiceVersions.xml")
+            response = conn.getresponse()
+            body = response.read(1 << 20)
+            return body if response.status == 200 else None
+        except (OSError, http.client.HTTPException) as err:
+            log.debug("vsanServiceVersions.xml: %s", err)
+            return None
+        finally:
+            conn.close()
+
+    def call(self, fn):
+        """fn(stub) over the target's session (logging in if needed)."""
+        return self.client.call(lambda content: fn(self._stub_for(content)))
+
+    # --- the calls ---------------------------------------------------------------------------
+    def supported_labels(self) -> dict[str, set[str]]:
+        """entity type -> the metric labels this vSAN version has (VsanPerfGetSupportedEntityTypes)."""
+
+        def ask(stub):
+            manager = vim.cluster.VsanPerformanceManager(PERFORMANCE_MANAGER, stub)
+            return soap.invoke(manager, _SUPPORTED, [])
+
+        root = self.call(ask)
+        out: dict[str, set[str]] = {}
+        for entity in _iter(root, "returnval"):
+            name = _child_text(entity, "name")
+            labels = {(label.text or "").strip() for label in _iter(entity, "label")}
+            out[name] = {label for label in labels if label}
+        return out
+
+    def query_perf(self, cluster_moid: str, specs: list) -> ET.Element:
+        """One VsanPerfQueryPerf for a cluster; the answer's parsed XML (read by perf.rows)."""
+
+        def ask(stub):
+            manager = vim.cluster.VsanPerformanceManager(PERFORMANCE_MANAGER, stub)
+            return soap.invoke(manager, _QUERY_PERF, [specs, vim.ClusterComputeResource(cluster_moid)])
+
+        return self.call(ask)
+
+    def health_summary(self, cluster_moid: str):
+        def ask(stub):
+            system = vim.cluster.VsanVcClusterHealthSystem(HEALTH_SYSTEM, stub)
+            return system.VsanQueryVcClusterHealthSummary(
+                cluster=vim.ClusterComputeResource(cluster_moid),
+                includeObjUuids=False,
+                fields=["overallHealth", "objectHealth", "timestamp"],
+                fetchFromCache=True,
+            )
+
+        return self.call(ask)
+
+    def space_usage(self, cluster_moid: str):
+        def ask(stub):
+            system = vim.cluster.VsanSpaceReportSystem(SPACE_SYSTEM, stub)
+            return system.VsanQuerySpaceUsage(cluster=vim.ClusterComputeResource(cluster_moid))
+
+        return self.call(ask)
+
+    def resync_summary(self, cluster_moid: str):
+        def ask(stub):
+            system = vim.cluster.VsanObjectSystem(OBJECT_SYSTEM, stub)
+            return system.QuerySyncingVsanObjectsSummary(cluster=vim.ClusterComputeResource(cluster_moid))
+
+        return self.call(ask)
+
+    def close(self) -> None:
+        with self._lock:
+            stub, self._stub = self._stub, None
+        if stub is not None:
+            try:
+                stub.DropConnections()
+            except Exception:  # noqa: BLE001 - best effort on a dead connection
+                pass
+
+
+def _refuse_doctype(body: bytes) -> bytes:
+    """vCenter never sends a DTD: one in an answer is an attack (entity expansion)."""
+    if b"<!DOCTYPE" in body[:4096].upper() or b"<!ENTITY" in body.upper():
+        raise ValueError("answer carries a DOCTYPE")
+    return body
+
+
+def _iter(element, name: str):
+    """Descendants named `name` in any namespace (vSAN answers use urn:vsan and urn:vim25)."""
+    return element.iterfind(".//{*}" + name)
+
+
+def _child_text(element, name: str) -> str:
+    found = element.find("{*}" + name)
+    return "" if found is None or found.text is None else found.text.strip()

@@ -1,0 +1,191 @@
+"""The vSAN clusters of one vSphere target as a source, on their own interval (default 5 min: the
+performance service keeps 5-minute samples), over the target's session.
+
+Per cluster and interval: one VsanPerfQueryPerf (every entity type, its labels named), the
+health summary (from vSAN's cache), the space report and the resync summary. Each call fails on
+its own: a fault on one cluster, or one call, hides nothing else, and no vSAN call touches the
+LUN collection. Each cluster's record (a model.VsanCluster) and its health (a SourceHealth of
+kind "vsan": up, duration, errors per call, values dropped per reason, samples) go to the store
+whole; a cluster that leaves the target (vSAN off, removed) takes its series with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from exporter.store import model as m
+from exporter.vsan import discovery, health, perf, perfcsv
+from exporter.vsan.service import VsanService
+from exporter.vsphere.client import VsphereError
+
+log = logging.getLogger(__name__)
+
+CALLS = ("perf", "health", "space", "resync")
+# The first query of a cluster looks back this many intervals for its newest complete sample.
+_FIRST_LOOKBACK_SAMPLES = 3
+
+
+class VsanSource:
+    def __init__(self, name: str, client, store, config):
+        """name: the vSphere target's (the records' origin); client: its session; config: its TargetConfig."""
+        self.name = name
+        self.client = client
+        self.store = store
+        self.config = config
+        self.service = VsanService(client)
+        self.lock = threading.Lock()
+        self.clusters: list[discovery.ClusterTopology] = []
+        self.discovered_at = -1.0  # monotonic time of the last discovery
+        self.supported: dict[str, set[str]] | None = None  # entity type -> labels this vSAN version has
+        self.resync_supported = True  # False once the server says it has no QuerySyncingVsanObjectsSummary
+        self.taken: dict[str, float] = {}  # cluster -> newest sample time taken (never taken twice)
+        self.latest: dict[str, m.VsanSample] = {}  # cluster -> that sample
+        self.errors: dict[str, dict[str, int]] = {}  # cluster -> call -> failures so far
+        self.dropped: dict[str, dict[str, int]] = {}  # cluster -> reason -> values not placed so far
+        self.samples: dict[str, int] = {}  # cluster -> samples taken
+        self.last_error: dict[tuple[str, str], str] = {}  # (cluster, call) -> last message, logged on change
+
+    # --- discovery -------------------------------------------------------------------------
+    def discover(self) -> bool:
+        try:
+            clusters = discovery.discover(self.client, self.config.selection)
+        except VsphereError as err:
+            log.warning("vsphere target %s: vSAN discovery failed: %s", self.name, err)
+            return False
+        gone = {c.name for c in self.clusters} - {c.name for c in clusters}
+        if clusters and self.supported is None:
+            self.supported = self._supported_labels()
+        self.clusters = clusters
+        self.discovered_at = time.monotonic()
+        if gone:
+            self.store.drop_vsan(gone, origin=self.name)
+            with self.lock:
+                for name in gone:
+                    for state in (self.taken, self.latest, self.errors, self.dropped, self.samples):
+                        state.pop(name, None)
+            log.info("vsphere target %s: vSAN cluster(s) gone: %s", self.name, ", ".join(sorted(gone)))
+        return True
+
+    def _supported_labels(self) -> dict[str, set[str]] | None:
+        """The labels this vSAN version has per entity type; None (ask for all of ours) if it cannot say."""
+        try:
+            return self.service.supported_labels() or None
+        except VsphereError as err:
+            log.info("vsphere target %s: vSAN did not list its metrics (%s); asking for every label", self.name, err)
+            return None
+
+    # --- collection ------------------------------------------------------------------------
+    def collect(self, now: float | None = None) -> None:
+        """One round over every vSAN cluster, clusters in parallel."""
+        now = time.time() if now is None else now
+        clusters = self.clusters
+        if not clusters:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(len(clusters), self.config.max_parallel_queries))) as pool:
+            list(pool.map(lambda cluster: self.collect_cluster(cluster, now), clusters))
+
+    def collect_cluster(self, topo: discovery.ClusterTopology, now: float) -> None:
+        start = time.perf_counter()
+        record = m.VsanCluster(name=topo.name, uuid=topo.uuid, esa=topo.esa, hosts=dict(topo.hosts), disks=dict(topo.disks))
+        failed: set[str] = set()
+        dropped: dict[str, int] = {}
+        for call, read in (
+            ("perf", lambda: self._performance(topo, now, dropped)),
+            ("health", lambda: health.apply_summary(record, self.service.health_summary(topo.moid))),
+            ("space", lambda: health.apply_space(record, self.service.space_usage(topo.moid))),
+            ("resync", lambda: self._resync(record, topo)),
+        ):
+            try:
+                read()
+                self.last_error.pop((topo.name, call), None)
+            except VsphereError as err:
+                failed.add(call)
+                self._failed(topo.name, call, str(err))
+        record.sample = self.latest.get(topo.name)
+        if record.sample is not None:
+            record.vms = {vm: topo.vms[vm] for vm in record.sample.vms if vm in topo.vms}
+        self.store.set_vsan(record, origin=self.name)
+        self._publish(topo.name, not failed, dropped, time.perf_counter() - start)
+
+    def _performance(self, topo: discovery.ClusterTopology, now: float, dropped: dict[str, int]) -> None:
+        """The newest complete sample after the last one taken, if there is one yet."""
+        after = self.taken.get(topo.name)
+        start = after if after is not None else now - _FIRST_LOOKBACK_SAMPLES * perfcsv.DEFAULT_INTERVAL
+        specs = perf.query_specs(perf.entity_types(topo.esa), self.supported, start, now)
+        rows = perf.rows(self.service.query_perf(topo.moid, specs), dropped)
+        stamp = perfcsv.newest_complete(rows, after if after is not None else start, now)
+        if stamp is None:
+            return  # no new complete sample yet: the last one stays, with its own time
+        sample = perfcsv.sample_at(rows, stamp, topo.names, dropped)
+        with self.lock:
+            self.taken[topo.name] = stamp
+            self.latest[topo.name] = sample
+            self.samples[topo.name] = self.samples.get(topo.name, 0) + 1
+
+    def _resync(self, record: m.VsanCluster, topo: discovery.ClusterTopology) -> None:
+        if not self.resync_supported:
+            return
+        try:
+            health.apply_resync(record, self.service.resync_summary(topo.moid))
+        except VsphereError as err:
+            if "MethodNotFound" in str(err) or "not implemented" in str(err).lower():
+                self.resync_supported = False  # an older vSAN: no resync summary; not an error every interval
+                log.info("vsphere target %s: vSAN has no resync summary (%s)", self.name, err)
+                return
+            raise
+
+    def _failed(self, cluster: str, call: str, message: str) -> None:
+        with self.lock:
+            calls = self.errors.setdefault(cluster, {})
+            calls[call] = calls.get(call, 0) + 1
+            changed = self.last_error.get((cluster, call)) != message
+            self.last_error[(cluster, call)] = message
+        if changed:
+            log.warning("vsphere target %s: vSAN %s of cluster %s failed: %s", self.name, call, cluster, message)
+
+    def _publish(self, cluster: str, up: bool, dropped: dict[str, int], seconds: float) -> None:
+        with self.lock:
+            totals = self.dropped.setdefault(cluster, {})
+            for reason, count in dropped.items():
+                totals[reason] = totals.get(reason, 0) + count
+            record = m.SourceHealth(
+                kind="vsan",
+                name=cluster,
+                origin=self.name,
+                up=int(up),
+                durations={"collection": seconds},
+                errors=dict(self.errors.get(cluster, {})),
+                dropped=dict(totals),
+                samples={cluster: self.samples.get(cluster, 0)},
+            )
+        self.store.set_health(record)
+
+    # --- running ---------------------------------------------------------------------------
+    def run_once(self) -> bool:
+        """One discovery and one collection (dump)."""
+        ok = self.discover()
+        self.collect()
+        return ok
+
+    def start(self, stop: threading.Event) -> list[threading.Thread]:
+        thread = threading.Thread(target=self._loop, args=(stop,), name=f"vsan:{self.name}", daemon=True)
+        thread.start()
+        return [thread]
+
+    def _loop(self, stop: threading.Event) -> None:
+        interval, rediscover = self.config.vsan_interval, self.config.discovery_interval
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                if self.discovered_at < 0 or started - self.discovered_at >= rediscover:
+                    self.discover()
+                self.collect()
+            except Exception:  # noqa: BLE001 - the loop must survive anything one round does
+                log.exception("vsphere target %s: vSAN collection failed", self.name)
+            # A first discovery that failed is retried at the real-time pace, not after 5 minutes.
+            wait = interval if self.discovered_at >= 0 else self.config.interval
+            stop.wait(max(1.0, wait - (time.monotonic() - started)))
+        self.service.close()

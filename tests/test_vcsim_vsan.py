@@ -1,0 +1,537 @@
+"""The storage simulator's vSAN (tests/vcsim/vsan.go, fixture tests/vcsim/vsan.json) through pyVmomi's
+own vSAN bindings, over the real wire protocol, with the vCenter session's cookie.
+
+The Python calls that work (the exporter's vSAN client uses the same ones):
+
+    si = pyVim.connect.SmartConnect(host=HOST, port=PORT, user=USER, pwd=PASSWORD, sslContext=ctx)
+    stub = pyVmomi.SoapStubAdapter(host=HOST, port=PORT, path="/vsanHealth", sslContext=ctx,
+                                   version=pyVmomi.VmomiSupport.newestVersions.GetName("vsan"))
+    stub.cookie = si._stub.cookie  # the /sdk session: no second login
+    perf = vim.cluster.VsanPerformanceManager("vsan-performance-manager", stub)
+    perf.QueryVsanPerf(querySpecs=[vim.cluster.VsanPerfQuerySpec(entityRefId="host-domclient:*",
+                       startTime=t0, endTime=t1, labels=["latencyAvgRead", ...])], cluster=cluster)
+        # wire name VsanPerfQueryPerf -> [vim.cluster.VsanPerfEntityMetricCSV]
+    vim.cluster.VsanVcClusterHealthSystem("vsan-cluster-health-system", stub).QueryClusterHealthSummary(
+        cluster=cluster, fields=["overallHealth", "objectHealth"], fetchFromCache=True)
+        # wire name VsanQueryVcClusterHealthSummary -> vim.cluster.VsanClusterHealthSummary
+    vim.cluster.VsanSpaceReportSystem("vsan-cluster-space-report-system", stub).QuerySpaceUsage(cluster=cluster)
+        # wire name VsanQuerySpaceUsage -> vim.cluster.VsanSpaceUsage {totalCapacityB, freeCapacityB}
+    vim.cluster.VsanObjectSystem("vsan-cluster-object-system", stub).QuerySyncingVsanObjectsSummary(cluster=cluster)
+        # -> vim.vsan.host.VsanSyncingObjectQueryResult {totalObjectsToSync, totalBytesToSync, totalRecoveryETA}
+
+`cluster` is the vim.ClusterComputeResource from /sdk (a stub of either endpoint serialises it
+the same). Times may be naive (taken as UTC) or aware. SmartConnect agrees on vim API 6.5 with this
+simulator (its ServiceContent's), with a real vCenter 8 on 8.x; under 6.5 pyVmomi refuses a data
+type newer than 6.5 (the simulator sends none) but reads newer properties of older types, such as
+vsanEsaEnabled. Optional numbers of the answers that are
+zero arrive unset (None): read them as 0. With pyVmomi 9.1.1 the version name is
+vsan.version.v9_1_1_0; pyVmomi's VmomiSupport.newestVersions.GetName("vsan") picks the newest it
+knows, whatever its release.
+
+OSA cluster vsan-osa (esx21-23, two disk groups of one cache and two capacity disks each, two VMs
+a host), ESA cluster vsan-esa (esx31-32, no disk groups, one VM each), esx41 in the simulator's
+own cluster DC0_C0 without vSAN. A second simulator (`faulty`) serves the same fixture with 2 s
+samples, vsan-esa's performance service off and vsan-osa's health, space and resync faulting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import ssl
+import subprocess
+
+import pytest
+from pyVim.connect import Disconnect, SmartConnect
+from pyVmomi import SoapStubAdapter, VmomiSupport, vim, vmodl
+
+from tests.vcsim.sims import HERE, PASSWORD, USER, StorageSim, storagesim_binary
+
+pytestmark = pytest.mark.integration
+
+FIXTURE = HERE / "vsan.json"
+OSA_UUID = "52a1b2c3-d4e5-4f60-8123-456789abcd01"
+ESA_UUID = "52f0e1d2-c3b4-4a59-8687-0123456789e5"
+SAMPLE = 300
+UTC = dt.timezone.utc
+
+
+class Session:
+    """A vCenter session on one simulator and a /vsanHealth stub sharing its cookie."""
+
+    def __init__(self, sim: StorageSim):
+        self.sim = sim
+        self.ctx = ssl.create_default_context(cafile=str(sim.cert))
+        self.si = SmartConnect(host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=self.ctx)
+        self.content = self.si.RetrieveContent()
+        self.stub = self.vsan_stub(cookie=self.si._stub.cookie)
+        self.clusters = {c.name: c for c in self.view(vim.ClusterComputeResource)}
+
+    def vsan_stub(self, cookie: str | None):
+        stub = SoapStubAdapter(
+            host="127.0.0.1",
+            port=self.sim.port,
+            path="/vsanHealth",
+            version=VmomiSupport.newestVersions.GetName("vsan"),
+            sslContext=self.ctx,
+        )
+        if cookie is not None:
+            stub.cookie = cookie
+        return stub
+
+    def view(self, kind):
+        return self.content.viewManager.CreateContainerView(self.content.rootFolder, [kind], True).view
+
+    def retrieve(self, kind, paths: list[str], objects=None) -> dict[str, dict]:
+        """{name: {path: value}} for every object of a kind (or the objects given), in one
+        PropertyCollector call, as the exporter's discovery reads the inventory."""
+        pc = vmodl.query.PropertyCollector
+        if objects is None:
+            view = self.content.viewManager.CreateContainerView(self.content.rootFolder, [kind], True)
+            traverse = pc.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)
+            object_set = [pc.ObjectSpec(obj=view, skip=True, selectSet=[traverse])]
+        else:
+            object_set = [pc.ObjectSpec(obj=o) for o in objects]
+        spec = pc.FilterSpec(objectSet=object_set, propSet=[pc.PropertySpec(type=kind, pathSet=["name", *paths])])
+        out = {}
+        for content in self.content.propertyCollector.RetrieveContents([spec]):
+            props = {p.name: p.val for p in content.propSet}
+            out[props["name"]] = props
+        return out
+
+    def perf(self, cluster: str, *specs):
+        manager = vim.cluster.VsanPerformanceManager("vsan-performance-manager", self.stub)
+        return manager.QueryVsanPerf(querySpecs=list(specs), cluster=self.clusters[cluster])
+
+    def health(self, cluster: str, **kwargs):
+        system = vim.cluster.VsanVcClusterHealthSystem("vsan-cluster-health-system", self.stub)
+        return system.QueryClusterHealthSummary(cluster=self.clusters[cluster], **kwargs)
+
+    def space(self, cluster: str):
+        system = vim.cluster.VsanSpaceReportSystem("vsan-cluster-space-report-system", self.stub)
+        return system.QuerySpaceUsage(cluster=self.clusters[cluster])
+
+    def resync(self, cluster: str):
+        system = vim.cluster.VsanObjectSystem("vsan-cluster-object-system", self.stub)
+        return system.QuerySyncingVsanObjectsSummary(cluster=self.clusters[cluster])
+
+    def close(self):
+        Disconnect(self.si)
+
+
+@pytest.fixture(scope="module")
+def fixture():
+    return json.loads(FIXTURE.read_text())
+
+
+@pytest.fixture(scope="module")
+def vc(tmp_path_factory):
+    sim = StorageSim(tmp_path_factory.mktemp("vsan"), fixture=FIXTURE)
+    session = Session(sim)
+    yield session
+    session.close()
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory, fixture):
+    """vsan.json with vsan-esa's performance service off and vsan-osa's three other methods faulting, 2 s samples."""
+    tmp = tmp_path_factory.mktemp("vsan-faulty")
+    data = json.loads(json.dumps(fixture))
+    osa, esa = data["vsan"]["clusters"]
+    esa["perf_service"] = False
+    osa["faults"] = {"health": "VsanFault", "space": "NotSupported", "resync": "Timedout"}
+    path = tmp / "vsan-faulty.json"
+    path.write_text(json.dumps(data))
+    sim = StorageSim(tmp, "-vsan-sample-seconds", "2", fixture=path)
+    session = Session(sim)
+    yield session
+    session.close()
+    sim.stop()
+
+
+def spec(entity: str, start=None, end=None, labels=None):
+    return vim.cluster.VsanPerfQuerySpec(entityRefId=entity, startTime=start, endTime=end, labels=labels)
+
+
+def stamps(metric) -> list[dt.datetime]:
+    return [dt.datetime.strptime(t, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) for t in (metric.sampleInfo or "").split(",") if t]
+
+
+def series(metric) -> dict[str, list[str]]:
+    return {v.metricId.label: v.values.split(",") for v in metric.value}
+
+
+def cells(value, stamp: dt.datetime, sample: int = SAMPLE) -> str:
+    """The fixture's cell for a sample: a number's text, '' for null, a list cycled by t / sample."""
+    if isinstance(value, list):
+        value = value[int(stamp.timestamp()) // sample % len(value)]
+    return "" if value is None else json.dumps(value)
+
+
+# --- inventory (/sdk) ---
+
+
+def test_vsan_clusters_are_found_from_configuration_ex_and_hold_their_hosts(vc):
+    clusters = vc.retrieve(
+        vim.ClusterComputeResource,
+        [
+            "configurationEx.vsanConfigInfo.enabled",
+            "configurationEx.vsanConfigInfo.defaultConfig.uuid",
+            "configurationEx",
+            "host",
+        ],
+    )
+    assert set(clusters) == {"vsan-osa", "vsan-esa", "DC0_C0"}
+    osa, esa, plain = clusters["vsan-osa"], clusters["vsan-esa"], clusters["DC0_C0"]
+    assert osa["configurationEx.vsanConfigInfo.enabled"] is True
+    assert osa["configurationEx.vsanConfigInfo.defaultConfig.uuid"] == OSA_UUID
+    assert osa["configurationEx"].vsanConfigInfo.vsanEsaEnabled is False
+    assert esa["configurationEx.vsanConfigInfo.defaultConfig.uuid"] == ESA_UUID
+    assert esa["configurationEx"].vsanConfigInfo.vsanEsaEnabled is True
+    assert plain["configurationEx"].vsanConfigInfo is None  # the non-vSAN cluster: absent
+    names = {c: sorted(h.name for h in props["host"]) for c, props in clusters.items()}
+    assert names == {
+        "vsan-osa": ["esx21.lab.local", "esx22.lab.local", "esx23.lab.local"],
+        "vsan-esa": ["esx31.lab.local", "esx32.lab.local"],
+        "DC0_C0": ["esx41.lab.local"],
+    }
+    # vCenter also lists each host's vSAN configuration on the cluster
+    assert sorted(h.clusterInfo.nodeUuid for h in osa["configurationEx"].vsanHostConfig) == sorted(
+        h.config.vsanHostConfig.clusterInfo.nodeUuid for h in osa["host"]
+    )
+
+
+def test_vsan_hosts_show_node_uuid_and_disk_groups_of_their_own_local_luns(vc, fixture):
+    hosts = vc.retrieve(
+        vim.HostSystem,
+        [
+            "config.vsanHostConfig",
+            "config.storageDevice.scsiLun",
+            "config.storageDevice.multipathInfo",
+            "config.storageDevice.hostBusAdapter",
+        ],
+    )
+    by_name = {h["name"]: h for h in fixture["hosts"]}
+    esx21 = hosts["esx21.lab.local"]["config.vsanHostConfig"]
+    assert esx21.enabled is True and esx21.vsanEsaEnabled is False
+    assert esx21.clusterInfo.uuid == OSA_UUID
+    assert esx21.clusterInfo.nodeUuid == "5f0c1a2b-2121-4e21-a021-0050569a2121"  # the fixture's
+    for name in ("esx21.lab.local", "esx22.lab.local", "esx23.lab.local"):
+        config = hosts[name]["config.vsanHostConfig"]
+        luns = {lun.canonicalName: lun for lun in hosts[name]["config.storageDevice.scsiLun"]}
+        want = by_name[name]["vsan"]["disk_groups"]
+        mapping = config.storageInfo.diskMapping
+        assert [m.ssd.canonicalName for m in mapping] == [g["cache"] for g in want]
+        assert [[d.canonicalName for d in m.nonSsd] for m in mapping] == [
+            [d if isinstance(d, str) else d["device"] for d in g["capacity"]] for g in want
+        ]
+        for disk in [m.ssd for m in mapping] + [d for m in mapping for d in m.nonSsd]:
+            lun = luns[disk.canonicalName]  # the same device the LUN families label
+            assert lun.localDisk is True
+            assert disk.vsanDiskInfo.vsanUuid.startswith("52")
+            assert lun.vsanDiskInfo.vsanUuid == disk.vsanDiskInfo.vsanUuid
+        assert all(luns[m.ssd.canonicalName].ssd for m in mapping)
+        # a vSAN disk has one active path through the host's local SAS adapter
+        adapters = {a.key: a for a in hosts[name]["config.storageDevice.hostBusAdapter"]}
+        for unit in hosts[name]["config.storageDevice.multipathInfo"].lun:
+            assert [p.state for p in unit.path] == ["active"]
+            assert isinstance(adapters[unit.path[0].adapter], vim.host.SerialAttachedHba)
+            assert unit.policy.policy == "VMW_PSP_FIXED"
+    first = hosts["esx21.lab.local"]["config.vsanHostConfig"].storageInfo.diskMapping[0].nonSsd[0]
+    assert first.vsanDiskInfo.vsanUuid == "52e1f0aa-0021-4c00-8a01-00000000c001"  # the fixture's
+    for name in ("esx31.lab.local", "esx32.lab.local"):
+        config = hosts[name]["config.vsanHostConfig"]
+        assert config.enabled is True and config.vsanEsaEnabled is True and config.clusterInfo.uuid == ESA_UUID
+        assert list(config.storageInfo.diskMapping) == []  # ESA: a storage pool, no disk groups
+    assert hosts["esx41.lab.local"]["config.vsanHostConfig"].enabled is False
+
+
+def test_vsan_datastore_is_mounted_by_its_cluster_and_holds_its_vms(vc, fixture):
+    clusters = vc.retrieve(vim.ClusterComputeResource, ["datastore", "host"])
+    for cluster, name, space in (
+        ("vsan-osa", "vsanDatastore", fixture["vsan"]["clusters"][0]["space"]),
+        ("vsan-esa", "vsanDatastore (1)", fixture["vsan"]["clusters"][1]["space"]),
+    ):
+        (ds,) = [d for d in clusters[cluster]["datastore"] if d.summary.type == "vsan"]
+        assert ds.name == name
+        assert (ds.summary.capacity, ds.summary.freeSpace) == (space["total_bytes"], space["free_bytes"])
+        assert {m.key.name for m in ds.host} == {h.name for h in clusters[cluster]["host"]}
+        assert ds.info.freeSpace == space["free_bytes"]
+        vms = vc.retrieve(vim.VirtualMachine, ["datastore", "runtime.host"], objects=list(ds.vm))
+        on_hosts = {h.name for h in clusters[cluster]["host"]}
+        assert vms and all(v["runtime.host"].name in on_hosts for v in vms.values())
+        assert {v["runtime.host"].name for v in vms.values()} == on_hosts
+    mounts = vc.retrieve(vim.HostSystem, ["config.fileSystemVolume.mountInfo"])["esx22.lab.local"][
+        "config.fileSystemVolume.mountInfo"
+    ]
+    (mount,) = [m for m in mounts if m.volume.type == "vsan"]
+    assert mount.volume.name == "vsanDatastore"
+    assert mount.mountInfo.path == "/vmfs/volumes/vsan:52a1b2c3d4e54f60-8123456789abcd01"
+
+
+def test_vms_carry_instance_uuids(vc):
+    vms = vc.retrieve(vim.VirtualMachine, ["config.instanceUuid"])
+    assert vms["web21"]["config.instanceUuid"] == "5021aaaa-0000-4000-8000-000000000021"  # the fixture's
+    uuids = [v["config.instanceUuid"] for v in vms.values()]
+    assert len(set(uuids)) == len(uuids) == 9 and all(uuids)
+
+
+# --- the performance service ---
+
+
+def entity_uuids(vc, fixture) -> dict[str, dict[str, str]]:
+    """vsan-osa's perf entities as the fixture keys them -> the uuid vSAN names them by, read from the inventory."""
+    hosts = vc.retrieve(vim.HostSystem, ["config.vsanHostConfig"])
+    vms = vc.retrieve(vim.VirtualMachine, ["config.instanceUuid"])
+    out = {"cluster-domclient": {"": OSA_UUID}, "host-domclient": {}, "disk-group": {}, "cache-disk": {}, "capacity-disk": {}}
+    for name in fixture["vsan"]["clusters"][0]["hosts"]:
+        config = hosts[name]["config.vsanHostConfig"]
+        out["host-domclient"][name] = config.clusterInfo.nodeUuid
+        for m in config.storageInfo.diskMapping:
+            out["disk-group"][m.ssd.canonicalName] = m.ssd.vsanDiskInfo.vsanUuid
+            out["cache-disk"][m.ssd.canonicalName] = m.ssd.vsanDiskInfo.vsanUuid
+            for d in m.nonSsd:
+                out["capacity-disk"][d.canonicalName] = d.vsanDiskInfo.vsanUuid
+    out["virtual-machine"] = {
+        vm: vms[vm]["config.instanceUuid"] for vm in fixture["vsan"]["clusters"][0]["perf"]["virtual-machine"]
+    }
+    return out
+
+
+def window():
+    end = dt.datetime.now(UTC)
+    return end - dt.timedelta(hours=1), end
+
+
+def expected_stamps(start: dt.datetime, end: dt.datetime, sample: int = SAMPLE) -> list[dt.datetime]:
+    first = -(-int(start.timestamp() + (start.microsecond > 0)) // sample)
+    return [dt.datetime.fromtimestamp(k * sample, UTC) for k in range(first, int(end.timestamp()) // sample + 1)]
+
+
+def test_every_entity_type_answers_the_fixture_values_exactly(vc, fixture):
+    start, end = window()
+    types = ["cluster-domclient", "host-domclient", "disk-group", "cache-disk", "capacity-disk", "virtual-machine"]
+    answer = vc.perf("vsan-osa", *(spec(f"{t}:*", start, end) for t in types))
+    uuids = entity_uuids(vc, fixture)
+    perf = fixture["vsan"]["clusters"][0]["perf"]
+    want_stamps = expected_stamps(start, end)
+    assert len(want_stamps) == 12
+    got = {}
+    for metric in answer:
+        kind, uuid = metric.entityRefId.split(":", 1)
+        got[(kind, uuid)] = metric
+        assert stamps(metric) == want_stamps
+        assert metric.sampleInfo.split(",")[0] == want_stamps[0].strftime("%Y-%m-%d %H:%M:%S")
+        assert {v.metricId.metricsCollectInterval for v in metric.value} == {SAMPLE}
+    wanted = {(t, uuid) for t in types for uuid in uuids[t].values()}
+    assert set(got) == wanted  # 1 cluster, 3 hosts, 6 disk groups, 6 cache and 12 capacity disks, 6 VMs
+    assert len(wanted) == 1 + 3 + 6 + 6 + 12 + 6
+    for kind in types:
+        for key, uuid in uuids[kind].items():
+            values = perf[kind] if kind == "cluster-domclient" else perf[kind][key]
+            metric = got[(kind, uuid)]
+            assert [v.metricId.label for v in metric.value] == sorted(values)  # no labels asked: all, sorted
+            assert series(metric) == {label: [cells(v, t) for t in want_stamps] for label, v in values.items()}
+
+
+def test_values_are_passed_through_with_blank_cells_and_cycles(vc, fixture):
+    start, end = window()
+    uuids = entity_uuids(vc, fixture)
+    (esx22,) = vc.perf("vsan-osa", spec(f"host-domclient:{uuids['host-domclient']['esx22.lab.local']}", start, end))
+    (esx23,) = vc.perf("vsan-osa", spec(f"host-domclient:{uuids['host-domclient']['esx23.lab.local']}", start, end))
+    (cluster,) = vc.perf("vsan-osa", spec("cluster-domclient:*", start, end))
+    times = stamps(esx22)
+    # vSAN's units as written: µs, a list cycled by t / 300, a null as a blank cell
+    assert series(esx22)["latencyAvgWrite"] == [["58000", "62000", "66000"][int(t.timestamp()) // 300 % 3] for t in times]
+    assert series(esx23)["clientCacheHitRate"] == [""] * len(times)
+    assert series(esx23)["latencyAvgRead"] == [["1500", "", "1700"][int(t.timestamp()) // 300 % 3] for t in times]
+    assert "" in series(esx23)["latencyAvgRead"]
+    assert series(cluster)["clientCacheHitRate"] == ["37.5"] * len(times)
+    assert series(cluster)["throughputRead"] == ["221184000"] * len(times)
+
+
+def test_labels_filter_in_request_order_and_unknown_labels_are_left_out(vc, fixture):
+    start, end = window()
+    uuids = entity_uuids(vc, fixture)
+    answer = vc.perf("vsan-osa", spec("host-domclient:*", start, end, labels=["latencyAvgWrite", "portRxpkts", "iopsRead"]))
+    assert len(answer) == 3
+    for metric in answer:
+        assert [v.metricId.label for v in metric.value] == ["latencyAvgWrite", "iopsRead"]
+    vm = uuids["virtual-machine"]["db22"]
+    (one,) = vc.perf("vsan-osa", spec(f"virtual-machine:{vm}", start, end, labels=["latencyWrite"]))
+    assert one.entityRefId == f"virtual-machine:{vm}"
+    assert set(series(one)["latencyWrite"]) == {"64000"}
+    assert list(vc.perf("vsan-osa", spec("virtual-machine:00000000-0000-0000-0000-000000000000", start, end))) == []
+
+
+def test_esa_has_cluster_host_and_vm_entities_and_no_disk_groups(vc):
+    start, end = window()
+    answer = vc.perf(
+        "vsan-esa",
+        *(
+            spec(f"{t}:*", start, end)
+            for t in ("cluster-domclient", "host-domclient", "disk-group", "cache-disk", "capacity-disk", "virtual-machine")
+        ),
+    )
+    kinds = sorted(m.entityRefId.split(":")[0] for m in answer)
+    assert kinds == ["cluster-domclient", "host-domclient", "host-domclient", "virtual-machine", "virtual-machine"]
+    (cluster,) = [m for m in answer if m.entityRefId == f"cluster-domclient:{ESA_UUID}"]
+    assert set(series(cluster)["latencyAvgWrite"]) == {"610"}
+
+
+def test_no_sample_after_now_or_after_the_end_and_none_before_the_start(faulty):
+    before = dt.datetime.now(UTC)
+    (metric,) = faulty.perf(
+        "vsan-osa", spec("cluster-domclient:*", before - dt.timedelta(seconds=30), before + dt.timedelta(minutes=10))
+    )
+    after = dt.datetime.now(UTC)
+    times = stamps(metric)
+    assert times and times[-1] <= after  # an interval's sample is served once it has ended
+    assert times[-1] > before - dt.timedelta(seconds=4)  # and the newest ended one is served
+    assert times[0] >= before - dt.timedelta(seconds=30)
+    assert all(int(t.timestamp()) % 2 == 0 for t in times)
+    assert all(b - a == dt.timedelta(seconds=2) for a, b in zip(times, times[1:]))
+    assert {v.metricId.metricsCollectInterval for v in metric.value} == {2}
+    end = before - dt.timedelta(seconds=11)
+    (past,) = faulty.perf("vsan-osa", spec("cluster-domclient:*", end - dt.timedelta(seconds=20), end))
+    assert stamps(past) == expected_stamps(end - dt.timedelta(seconds=20), end, sample=2)
+    assert stamps(past)[-1] <= end
+    (future,) = faulty.perf(
+        "vsan-osa", spec("cluster-domclient:*", after + dt.timedelta(minutes=5), after + dt.timedelta(minutes=10))
+    )
+    assert stamps(future) == [] and all(v.values in (None, "") for v in future.value)
+
+
+# --- health, space, resync ---
+
+
+def test_health_summary_space_and_resync(vc):
+    summary = vc.health("vsan-osa", fetchFromCache=True)
+    assert summary.overallHealth == "red"
+    assert summary.overallHealthDescription == "vSAN object health: 1 inaccessible object"
+    assert [(o.health, o.numObjects) for o in summary.objectHealth.objectHealthDetail] == [
+        ("healthy", 412),
+        ("inaccessible", 1),
+        ("reducedavailabilitywithnorebuild", 3),
+        ("reducedavailabilitywithactiverebuild", 2),
+        ("datamove", 1),
+        ("nonavailabilityrelatedincompliance", 0),
+    ]
+    only = vc.health("vsan-esa", fields=["overallHealth"], fetchFromCache=True)
+    assert only.overallHealth == "green" and only.objectHealth is None
+    space = vc.space("vsan-osa")
+    assert (space.totalCapacityB, space.freeCapacityB) == (23040000000000, 3456000000000)
+    osa = vc.resync("vsan-osa")
+    assert (osa.totalObjectsToSync, osa.totalBytesToSync, osa.totalRecoveryETA) == (2, 53687091200, 1260)
+    esa = vc.resync("vsan-esa")  # nothing to resync: the optional numbers arrive unset
+    assert (esa.totalObjectsToSync or 0, esa.totalBytesToSync or 0) == (0, 0)
+
+
+# --- faults and authentication ---
+
+
+def test_performance_service_off_answers_not_found_and_hides_nothing_else(faulty):
+    with pytest.raises(vim.fault.NotFound) as off:
+        faulty.perf("vsan-esa", spec("cluster-domclient:*"))
+    assert off.value.msg == ""  # govmomi reads it as "ServerFaultCode: NotFound", like a real vCenter's
+    assert faulty.health("vsan-esa").overallHealth == "green"
+    assert faulty.space("vsan-esa").totalCapacityB == 15360000000000
+    # vsan-osa: its health, space and resync fault, its performance service still answers
+    assert faulty.perf("vsan-osa", spec("host-domclient:*"))
+    with pytest.raises(vim.fault.VsanFault):
+        faulty.health("vsan-osa")
+    with pytest.raises(vmodl.fault.NotSupported):
+        faulty.space("vsan-osa")
+    with pytest.raises(vim.fault.Timedout):
+        faulty.resync("vsan-osa")
+    with open(faulty.sim.log.name) as log:  # each vSAN call is logged with its cluster
+        assert "vsan: VsanQuerySpaceUsage cluster vsan-osa" in log.read()
+
+
+def test_an_unknown_entity_type_is_an_invalid_argument_and_a_cluster_without_vsan_not_found(vc):
+    for bad in ("disk-foo:*", "host-domclient"):
+        with pytest.raises(vmodl.fault.InvalidArgument) as error:
+            vc.perf("vsan-osa", spec(bad))
+        assert error.value.invalidProperty == "entityRefId"
+    with pytest.raises(vim.fault.NotFound):
+        vc.perf("DC0_C0", spec("cluster-domclient:*"))
+    with pytest.raises(vim.fault.NotFound):
+        vc.space("DC0_C0")
+
+
+def test_without_the_vcenter_session_a_call_is_not_authenticated(vc):
+    for cookie in (None, 'vmware_soap_session="00000000-0000-0000-0000-000000000000"'):
+        space = vim.cluster.VsanSpaceReportSystem("vsan-cluster-space-report-system", vc.vsan_stub(cookie))
+        with pytest.raises(vim.fault.NotAuthenticated):
+            space.QuerySpaceUsage(cluster=vc.clusters["vsan-osa"])
+    assert vc.space("vsan-osa").totalCapacityB == 23040000000000  # the session's cookie does
+    other = Session(vc.sim)  # a second vCenter session, then its logout: its cookie stops working here too
+    assert other.space("vsan-osa").totalCapacityB == 23040000000000
+    other.close()
+    with pytest.raises(vim.fault.NotAuthenticated):
+        other.space("vsan-osa")
+
+
+# --- bad fixtures and the generated inventory ---
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda fx: fx["hosts"][0]["vsan"]["disk_groups"][0].update(cache="naa.nothere"),
+            "naa.nothere is not one of the host's luns",
+        ),
+        (lambda fx: fx["vsan"]["clusters"][0].update(helth="red"), 'unknown field "helth"'),
+        (
+            lambda fx: fx["vsan"]["clusters"][0]["perf"]["host-domclient"].update({"esx31.lab.local": {}}),
+            "esx31.lab.local: not a host of the cluster",
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][0]["perf"]["cluster-domclient"].update(oio="8"),
+            "a value is a number, null or a list",
+        ),
+        (lambda fx: fx["vsan"]["clusters"][1].update(faults={"perf": "Boom"}), '"Boom" is not one of'),
+        (lambda fx: fx["hosts"][5].update(vsan={}), "hosts[esx41.lab.local].vsan: the host is in no cluster"),
+    ],
+)
+def test_a_bad_vsan_fixture_is_one_line_naming_the_field(tmp_path, fixture, change, message):
+    data = json.loads(json.dumps(fixture))
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    run = subprocess.run([str(storagesim_binary()), "-fixture", str(path)], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and str(path) in lines[0], run.stderr
+
+
+def test_generated_inventory_splits_hosts_into_vsan_clusters(tmp_path):
+    sim = StorageSim(tmp_path, "-hosts", "8", "-luns", "1", "-vms", "2", "-vsan-clusters", "2", fixture=None)
+    try:
+        session = Session(sim)
+        clusters = session.retrieve(vim.ClusterComputeResource, ["configurationEx", "host"])
+        assert sorted(clusters) == ["vsan000", "vsan001"]
+        for props in clusters.values():
+            assert props["configurationEx"].vsanConfigInfo.enabled is True and len(props["host"]) == 4
+        hosts = session.retrieve(
+            vim.HostSystem, ["config.vsanHostConfig.storageInfo.diskMapping", "config.storageDevice.scsiLun"]
+        )
+        for props in hosts.values():
+            mapping = props["config.vsanHostConfig.storageInfo.diskMapping"]
+            assert [len(m.nonSsd) for m in mapping] == [3, 3]
+            local = {lun.canonicalName for lun in props["config.storageDevice.scsiLun"] if lun.localDisk}
+            assert {m.ssd.canonicalName for m in mapping} | {d.canonicalName for m in mapping for d in m.nonSsd} == local
+        start, end = window()
+        first = session.perf("vsan000", spec("virtual-machine:*", start, end), spec("disk-group:*", start, end))
+        again = session.perf("vsan000", spec("virtual-machine:*", start, end), spec("disk-group:*", start, end))
+        assert [(m.entityRefId, m.value[0].values) for m in first] == [(m.entityRefId, m.value[0].values) for m in again]
+        vms = [m for m in first if m.entityRefId.startswith("virtual-machine:")]
+        assert len(vms) == 8 and len([m for m in first if m.entityRefId.startswith("disk-group:")]) == 8
+        latency = [int(c) for m in vms for c in series(m)["latencyRead"]]  # µs, in the generator's range
+        assert latency and all(300 <= v <= 5000 for v in latency)
+        assert len(set(latency)) > 1
+        session.close()
+    finally:
+        sim.stop()

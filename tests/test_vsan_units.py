@@ -1,0 +1,315 @@
+"""vSAN's units and answers, pinned: every conversion of exporter/vsan/metrics.py, the CSV answer
+(blank cells, bad cells, unknown labels, misaligned series), the newest complete sample, object
+health state names, and the collector's families (promtool-clean)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from exporter.collectors import vsan as vsan_collector
+from exporter.collectors.textformat import render
+from exporter.store import model as m
+from exporter.store.store import Store
+from exporter.vsan import health, perf, perfcsv
+from exporter.vsan import metrics as vm
+
+T0 = perfcsv.parse_time("2026-11-25 15:20:00")
+T1, T2 = T0 + 300, T0 + 600
+
+
+def _row(ref, times, **series):
+    info = ",".join(perfcsv.format_time(t) for t in times)
+    dropped: dict[str, int] = {}
+    return perfcsv.parse_entity(ref, info, [(label, text, 300) for label, text in series.items()], dropped), dropped
+
+
+def _convert(kind: str, label: str, value: float, interval: float = 300.0) -> tuple[str, float]:
+    metric = vm.BY_LABEL[kind][label]
+    return metric.field, metric.convert(value, interval)
+
+
+CONVERSIONS = [
+    # DOM client (cluster and host): IOPS per second, bytes per second, latency µs -> s.
+    (vm.HOST, "iopsRead", 1500, m.READS, 1500.0),
+    (vm.HOST, "iopsWrite", 700, m.WRITES, 700.0),
+    (vm.HOST, "throughputRead", 52428800, m.READ_BYTES, 52428800.0),
+    (vm.HOST, "throughputWrite", 1048576, m.WRITTEN_BYTES, 1048576.0),
+    (vm.HOST, "latencyAvgRead", 1200, m.GAVG_READ, 0.0012),
+    (vm.HOST, "latencyAvgWrite", 65000, m.GAVG_WRITE, 0.065),
+    (vm.HOST, "oio", 12, m.VSAN_OUTSTANDING_IO, 12.0),
+    (vm.HOST, "congestion", 60, m.VSAN_CONGESTION, 0.2),  # 60 over a 300 s sample: 0.2 per second
+    (vm.HOST, "clientCacheHitRate", 85, m.VSAN_CLIENT_CACHE_HIT, 0.85),
+    (vm.CLUSTER, "latencyAvgRead", 800, m.GAVG_READ, 0.0008),
+    (vm.CLUSTER, "congestion", 30, m.VSAN_CONGESTION, 0.1),
+    (vm.CLUSTER, "iopsRead", 900, m.READS, 900.0),
+    (vm.CLUSTER, "iopsWrite", 400, m.WRITES, 400.0),
+    (vm.CLUSTER, "throughputRead", 2048, m.READ_BYTES, 2048.0),
+    (vm.CLUSTER, "throughputWrite", 4096, m.WRITTEN_BYTES, 4096.0),
+    (vm.CLUSTER, "latencyAvgWrite", 2500, m.GAVG_WRITE, 0.0025),
+    (vm.CLUSTER, "oio", 40, m.VSAN_OUTSTANDING_IO, 40.0),
+    # Disk group: percentages 0-100 -> ratios, per-layer congestion per second, scheduler latency.
+    (vm.DISK_GROUP, "wbFreePct", 15, m.VSAN_WRITE_BUFFER_FREE, 0.15),
+    (vm.DISK_GROUP, "rcHitRate", 97, m.VSAN_READ_CACHE_HIT, 0.97),
+    (vm.DISK_GROUP, "ssdCongestion", 150, m.vsan_layer_congestion("ssd"), 0.5),
+    (vm.DISK_GROUP, "logCongestion", 3, m.vsan_layer_congestion("log"), 0.01),
+    (vm.DISK_GROUP, "memCongestion", 0, m.vsan_layer_congestion("mem"), 0.0),
+    (vm.DISK_GROUP, "slabCongestion", 6, m.vsan_layer_congestion("slab"), 0.02),
+    (vm.DISK_GROUP, "compCongestion", 9, m.vsan_layer_congestion("comp"), 0.03),
+    (vm.DISK_GROUP, "iopsCongestion", 12, m.vsan_layer_congestion("iops"), 0.04),
+    (vm.DISK_GROUP, "latencyDelaySched", 2500, m.VSAN_SCHEDULER_LATENCY, 0.0025),
+    (vm.DISK_GROUP, "iopsSched", 420, m.VSAN_SCHEDULER_OPS, 420.0),
+    (vm.DISK_GROUP, "iopsDelayPctSched", 40, m.VSAN_SCHEDULER_DELAYED, 0.4),
+    (vm.DISK_GROUP, "oioWrite", 5, m.OUTSTANDING_WRITES, 5.0),
+    (vm.DISK_GROUP, "latencyAvgWrite", 3000, m.GAVG_WRITE, 0.003),
+    (vm.DISK_GROUP, "latencyAvgRead", 700, m.GAVG_READ, 0.0007),
+    (vm.DISK_GROUP, "iopsRead", 800, m.READS, 800.0),
+    (vm.DISK_GROUP, "iopsWrite", 600, m.WRITES, 600.0),
+    (vm.DISK_GROUP, "throughputRead", 1000, m.READ_BYTES, 1000.0),
+    (vm.DISK_GROUP, "throughputWrite", 3000, m.WRITTEN_BYTES, 3000.0),
+    # Cache and capacity disks: the physical layer.
+    (vm.CACHE_DISK, "latencyDevRead", 400, m.VSAN_DEVICE_READ_LATENCY, 0.0004),
+    (vm.CACHE_DISK, "latencyDevWrite", 900, m.VSAN_DEVICE_WRITE_LATENCY, 0.0009),
+    (vm.CAPACITY_DISK, "latencyDevDAvg", 55000, m.DAVG, 0.055),
+    (vm.CAPACITY_DISK, "latencyDevGAvg", 56000, m.GAVG, 0.056),
+    (vm.CAPACITY_DISK, "throughputDevWrite", 4096, m.WRITTEN_BYTES, 4096.0),
+    (vm.CAPACITY_DISK, "throughputDevRead", 1024, m.READ_BYTES, 1024.0),
+    (vm.CAPACITY_DISK, "iopsDevRead", 50, m.READS, 50.0),
+    (vm.CAPACITY_DISK, "iopsDevWrite", 70, m.WRITES, 70.0),
+    (vm.CAPACITY_DISK, "latencyDevRead", 6000, m.VSAN_DEVICE_READ_LATENCY, 0.006),
+    (vm.CAPACITY_DISK, "latencyDevWrite", 8000, m.VSAN_DEVICE_WRITE_LATENCY, 0.008),
+    (vm.CACHE_DISK, "iopsDevRead", 500, m.READS, 500.0),
+    (vm.CACHE_DISK, "iopsDevWrite", 900, m.WRITES, 900.0),
+    (vm.CACHE_DISK, "throughputDevRead", 10, m.READ_BYTES, 10.0),
+    (vm.CACHE_DISK, "throughputDevWrite", 20, m.WRITTEN_BYTES, 20.0),
+    (vm.CACHE_DISK, "latencyDevDAvg", 300, m.DAVG, 0.0003),
+    (vm.CACHE_DISK, "latencyDevGAvg", 350, m.GAVG, 0.00035),
+    # VMs.
+    (vm.VM, "latencyRead", 2000, m.GAVG_READ, 0.002),
+    (vm.VM, "latencyWrite", 70000, m.GAVG_WRITE, 0.07),
+    (vm.VM, "iopsRead", 300, m.READS, 300.0),
+    (vm.VM, "throughputWrite", 8192, m.WRITTEN_BYTES, 8192.0),
+    (vm.VM, "iopsWrite", 100, m.WRITES, 100.0),
+    (vm.VM, "throughputRead", 4096, m.READ_BYTES, 4096.0),
+]
+
+
+@pytest.mark.parametrize(("kind", "label", "raw", "field", "expected"), CONVERSIONS)
+def test_every_conversion(kind, label, raw, field, expected):
+    got_field, value = _convert(kind, label, raw)
+    assert got_field == field
+    assert value == pytest.approx(expected, rel=1e-12)
+
+
+def test_every_label_is_pinned_above():
+    """A label added to the table without a pinned conversion fails here."""
+    pinned = {(kind, label) for kind, label, *_ in CONVERSIONS}
+    table = {(kind, metric.label) for kind, metrics in vm.METRICS.items() for metric in metrics}
+    assert sorted(table - pinned) == []
+
+
+def test_blank_cell_is_no_value_never_zero():
+    row, dropped = _row("host-domclient:n1", [T0, T1, T2], latencyAvgRead="1200,,3000", iopsRead="5,6,7")
+    assert row.series["latencyAvgRead"] == [1200.0, None, 3000.0]
+    assert dropped == {}
+    sample = perfcsv.sample_at([row], T1, perfcsv.Names(hosts={"n1": "esx1"}), dropped)
+    assert m.GAVG_READ not in sample.hosts["esx1"]  # absent, not 0
+    assert sample.hosts["esx1"][m.READS] == 6.0
+
+
+def test_bad_cells_are_counted_not_kept():
+    row, dropped = _row("host-domclient:n1", [T0, T1, T2], latencyAvgRead="abc,-5,nan", iopsRead="1,2")
+    assert row.series["latencyAvgRead"] == [None, None, None]
+    assert "iopsRead" not in row.series  # two values for three times: cannot be aligned
+    assert dropped == {"bad_value": 2, "negative": 1, "length_mismatch": 1}
+
+
+def test_labels_not_ours_are_ignored_and_bad_entities_counted():
+    row, dropped = _row("host-domclient:n1", [T0], latencyAvgRead="1", someFutureLabel="9")
+    assert set(row.series) == {"latencyAvgRead"}
+    assert dropped == {}
+    dropped = {}
+    assert perfcsv.parse_entity("no-colon", "", [], dropped) is None
+    assert dropped == {"bad_entity": 1}
+    bad_time = {}
+    row = perfcsv.parse_entity("cluster-domclient:c", "2026-11-25 15:20:00,yesterday", [("oio", "1,2", 300)], bad_time)
+    assert row.times == [T0, None] and bad_time == {"bad_timestamp": 1}
+
+
+def test_newest_complete_sample_waits_for_every_entity():
+    cluster, _ = _row("cluster-domclient:c", [T0, T1, T2], oio="1,2,3")
+    host_a, _ = _row("host-domclient:a", [T0, T1, T2], oio="1,2,3")
+    host_b, _ = _row("host-domclient:b", [T0, T1], oio="1,2")  # its newest sample is not written yet
+    idle_vm, _ = _row("virtual-machine:v", [], iopsRead="")  # nothing in the window: blocks no one
+    rows = [cluster, host_a, host_b, idle_vm]
+    assert perfcsv.newest_complete(rows, after=T0 - 1, now=T2 + 10) == T1
+    assert perfcsv.newest_complete(rows, after=T1, now=T2 + 10) is None  # T1 taken: never twice
+    host_b_later, _ = _row("host-domclient:b", [T0, T1, T2], oio="1,2,3")
+    assert perfcsv.newest_complete([cluster, host_a, host_b_later], after=T1, now=T2 + 10) == T2
+    assert perfcsv.newest_complete([cluster, host_a, host_b_later], after=T1, now=T2 - 1) is None  # not after now
+
+
+def test_sample_maps_uuids_and_counts_unknown_ones():
+    rows = [
+        _row("cluster-domclient:c", [T0], congestion="30")[0],
+        _row("host-domclient:n1", [T0], latencyAvgWrite="65000")[0],
+        _row("host-domclient:stranger", [T0], latencyAvgWrite="1")[0],
+        _row("disk-group:cache-u", [T0], wbFreePct="15", ssdCongestion="150")[0],
+        _row("cache-disk:cache-u", [T0], latencyDevRead="400")[0],
+        _row("capacity-disk:cap-u", [T0], latencyDevDAvg="55000")[0],
+        _row("virtual-machine:vm-u", [T0], latencyWrite="70000")[0],
+    ]
+    names = perfcsv.Names(
+        hosts={"n1": "esx1"},
+        disk_groups={"cache-u": ("esx1", "naa.cache")},
+        disks={"cache-u": ("esx1", "naa.cache"), "cap-u": ("esx1", "naa.cap")},
+        vms={"vm-u": "db01"},
+    )
+    dropped: dict[str, int] = {}
+    sample = perfcsv.sample_at(rows, T0, names, dropped)
+    assert sample.timestamp == T0 and sample.interval == 300
+    assert sample.cluster == {m.VSAN_CONGESTION: 0.1}
+    assert sample.hosts == {"esx1": {m.GAVG_WRITE: 0.065}}
+    assert sample.disk_groups[("esx1", "naa.cache")] == {m.VSAN_WRITE_BUFFER_FREE: 0.15, m.vsan_layer_congestion("ssd"): 0.5}
+    assert sample.disks[("esx1", "naa.cache")] == {m.VSAN_DEVICE_READ_LATENCY: 0.0004}
+    assert sample.disks[("esx1", "naa.cap")] == {m.DAVG: 0.055}
+    assert sample.vms == {"db01": {m.GAVG_WRITE: 0.07}}
+    assert dropped == {"unknown_entity": 1}
+
+
+def test_esa_asks_for_no_disk_groups_and_labels_follow_the_server():
+    assert perf.entity_types(esa=True) == (vm.CLUSTER, vm.HOST, vm.VM)
+    assert set(perf.entity_types(esa=False)) == set(vm.METRICS)
+    supported = {vm.HOST: {"iopsRead", "latencyAvgRead", "notOurs"}}
+    assert perf.labels_for(vm.HOST, supported) == ["iopsRead", "latencyAvgRead"]
+    assert perf.labels_for(vm.VM, supported) == [metric.label for metric in vm.METRICS[vm.VM]]  # not listed: all of ours
+    specs = perf.query_specs([vm.HOST], supported, T0, T1)
+    assert [(s.entityRefId, list(s.labels)) for s in specs] == [("host-domclient:*", ["iopsRead", "latencyAvgRead"])]
+    assert specs[0].startTime.timestamp() == T0 and specs[0].endTime.timestamp() == T1
+
+
+@pytest.mark.parametrize(
+    ("raw", "name"),
+    [
+        ("healthy", "healthy"),
+        ("inaccessible", "inaccessible"),
+        ("reducedavailabilitywithnorebuild", "reduced_availability_with_no_rebuild"),
+        ("reducedavailabilitywithnorebuilddelaytimer", "reduced_availability_with_no_rebuild_delay_timer"),
+        ("reducedavailabilitywithactiverebuild", "reduced_availability_with_active_rebuild"),
+        ("reducedavailabilitywithpausedrebuild", "reduced_availability_with_paused_rebuild"),
+        ("datamove", "data_move"),
+        ("nonavailabilityrelatedreconfig", "non_availability_related_reconfig"),
+        ("nonavailabilityrelatedincompliance", "non_availability_related_incompliance"),
+        ("remoteAccessible", "remote_accessible"),
+        ("someNewState2", "some_new_state2"),
+    ],
+)
+def test_object_health_state_names(raw, name):
+    assert health.state_name(raw) == name
+
+
+def _store_with_cluster() -> Store:
+    store = Store()
+    sample = m.VsanSample(
+        timestamp=T0,
+        interval=300.0,
+        cluster={m.GAVG_READ: 0.0008},
+        hosts={"esx1": {m.GAVG_WRITE: 0.065, m.VSAN_CLIENT_CACHE_HIT: 0.85, m.VSAN_CONGESTION: 0.2}},
+        disk_groups={("esx1", "naa.cache"): {m.VSAN_WRITE_BUFFER_FREE: 0.15, m.vsan_layer_congestion("ssd"): 0.5}},
+        disks={("esx1", "naa.cap"): {m.DAVG: 0.055}},
+        vms={"db01": {m.GAVG_WRITE: 0.07}},
+    )
+    store.set_vsan(
+        m.VsanCluster(
+            name="vsan-a",
+            uuid="52aa",
+            hosts={"esx1": "n1"},
+            disks={
+                ("esx1", "naa.cache"): m.VsanDisk("esx1", "naa.cache", "naa.cache", "cache", "cache-u"),
+                ("esx1", "naa.cap"): m.VsanDisk("esx1", "naa.cap", "naa.cache", "capacity", "cap-u"),
+            },
+            vms={"db01": ("vm-u", "esx1")},
+            sample=sample,
+            health="red",
+            objects={"healthy": 10, "inaccessible": 2},
+            capacity_bytes=1e12,
+            free_bytes=1.5e11,
+            resync_bytes=0.0,
+            resync_objects=0.0,
+        ),
+        origin="vc",
+    )
+    store.set_health(
+        m.SourceHealth(kind="vsan", name="vsan-a", origin="vc", up=1, durations={"collection": 0.2}, samples={"vsan-a": 1})
+    )
+    return store
+
+
+def test_collector_families():
+    text = render(vsan_collector.collect(_store_with_cluster())).decode()
+    expected = [
+        'esxi_vsan_cluster_info{cluster="vsan-a",uuid="52aa",architecture="osa"} 1.0',
+        'esxi_vsan_host_info{cluster="vsan-a",host="esx1",node_uuid="n1"} 1.0',
+        'esxi_vsan_disk_info{cluster="vsan-a",host="esx1",device="naa.cap",disk_group="naa.cache",tier="capacity",vsan_uuid="cap-u"} 1.0',
+        'esxi_vsan_vm_info{cluster="vsan-a",vm="db01",host="esx1",instance_uuid="vm-u"} 1.0',
+        f'esxi_vsan_sample_timestamp_seconds{{cluster="vsan-a"}} {T0!r}',
+        'esxi_vsan_cluster_read_latency_mean_seconds{cluster="vsan-a"} 0.0008',
+        'esxi_vsan_host_write_latency_mean_seconds{cluster="vsan-a",host="esx1"} 0.065',
+        'esxi_vsan_host_client_cache_hit_ratio{cluster="vsan-a",host="esx1"} 0.85',
+        'esxi_vsan_host_congestion_per_second{cluster="vsan-a",host="esx1"} 0.2',
+        'esxi_vsan_disk_group_write_buffer_free_ratio{cluster="vsan-a",host="esx1",disk_group="naa.cache"} 0.15',
+        'esxi_vsan_disk_group_congestion_per_second{cluster="vsan-a",host="esx1",disk_group="naa.cache",layer="ssd"} 0.5',
+        'esxi_vsan_disk_device_latency_mean_seconds{cluster="vsan-a",host="esx1",disk_group="naa.cache",device="naa.cap"} 0.055',
+        'esxi_vsan_vm_write_latency_mean_seconds{cluster="vsan-a",vm="db01"} 0.07',
+        'esxi_vsan_cluster_health{cluster="vsan-a",state="red"} 1.0',
+        'esxi_vsan_cluster_health{cluster="vsan-a",state="green"} 0.0',
+        'esxi_vsan_objects{cluster="vsan-a",state="inaccessible"} 2.0',
+        'esxi_vsan_objects{cluster="vsan-a",state="reduced_availability_with_no_rebuild"} 0.0',
+        'esxi_vsan_capacity_bytes{cluster="vsan-a"} 1000000000000.0',
+        'esxi_vsan_free_bytes{cluster="vsan-a"} 150000000000.0',
+        'esxi_vsan_resync_bytes{cluster="vsan-a"} 0.0',
+        'esxi_vsan_up{cluster="vsan-a"} 1.0',
+        'esxi_vsan_samples_total{cluster="vsan-a"} 1.0',
+    ]
+    lines = set(text.splitlines())
+    assert [line for line in expected if line not in lines] == []
+    # UUIDs only in the info families.
+    assert [line for line in lines if ("n1" in line or "cap-u" in line or "vm-u" in line) and "_info{" not in line] == []
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_collector_output_is_promtool_clean(tmp_path):
+    text = render(vsan_collector.collect(_store_with_cluster()))
+    result = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True)
+    assert result.returncode == 0, result.stderr.decode() + result.stdout.decode()
+
+
+def test_a_view_shows_its_own_clusters_and_dropping_removes_series():
+    store = _store_with_cluster()
+    assert set(store.view("vc").vsan) == {"vsan-a"}
+    assert store.view("other").vsan == {}
+    store.drop_vsan({"vsan-a"}, origin="vc")
+    assert render(vsan_collector.collect(store)) == b""
+
+
+def test_the_vsan_api_version_is_the_newest_both_sides_know():
+    """vsanServiceVersions.xml lists the server's vSAN API versions; pyVmomi's ids are no order of
+    their own ("6.8.7", "vSAN 7.0U1", "8.0.0.4"), their lineage is."""
+    from exporter.vsan.service import choose_version, known_versions
+
+    def offering(*versions):
+        prior = "".join(f"<version>{v}</version>" for v in versions[1:])
+        return (
+            f"<namespaces version='1.0'><namespace><name>urn:vsan</name><version>{versions[0]}</version>"
+            f"<priorVersions>{prior}</priorVersions></namespace></namespaces>"
+        ).encode()
+
+    assert choose_version(offering("6.5", "6.7", "6.6")) == "vsan.version.version7"  # 6.7
+    assert choose_version(offering("8.0.0.4", "8.0.0.3", "vSAN 7.0U1")) == "vsan.version.version23"
+    assert choose_version(offering("99.0", "8.0.0.3")) == "vsan.version.version22"  # newer than pyVmomi: its newest shared
+    newest = known_versions()[0]
+    assert choose_version(None) == newest  # no file (vsanapiutils does the same)
+    assert choose_version(b"<!DOCTYPE a [<!ENTITY b 'c'>]><a>&b;</a>") == newest  # never parsed
+    assert choose_version(b"not xml") == newest

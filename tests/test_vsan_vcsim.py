@@ -1,0 +1,382 @@
+"""The vSAN source against the project's vSphere storage simulator (tests/vcsim/, fixture
+tests/vcsim/vsan.json: an OSA cluster with disk groups, an ESA cluster without, a host without
+vSAN), over the real wire protocol: exact values from the simulator's fixture to the exposition,
+blank cells absent (never zero), ESA without disk groups and without an error, no vSAN call for a
+target without vSAN, one cluster's faults hiding nothing else; and every vSAN alert through a real
+Prometheus with the project's rules, firing where the fixture's values say and nowhere else."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from alerts import generate
+from exporter.configuration import thresholds
+from exporter.vsan import metrics as vm
+from tests.support.promtext import samples, value
+from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env
+from tests.vcsim.sims import FIXTURE, HERE, PASSWORD, USER, StorageSim
+
+pytestmark = pytest.mark.integration
+
+VSAN_FIXTURE = HERE / "vsan.json"
+LIMITS = thresholds.read()
+
+
+def fixture() -> dict:
+    return json.loads(VSAN_FIXTURE.read_text())
+
+
+def _password(tmp: Path) -> Path:
+    path = tmp / "password"
+    path.write_text(PASSWORD + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def _vsphere_args(sim: StorageSim, password: Path) -> list[str]:
+    return [
+        "--vsphere",
+        sim.url,
+        "--vsphere.user",
+        USER,
+        "--vsphere.password-file",
+        str(password),
+        "--vsphere.ca-file",
+        str(sim.cert),
+    ]
+
+
+def dump(sim: StorageSim, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", *_vsphere_args(sim, _password(tmp)), *extra],
+        capture_output=True, text=True, timeout=180, env=exporter_env(), cwd=ROOT,
+    )  # fmt: skip
+
+
+def newest(cell):
+    """A fixture value as the newest complete sample shows it: a list cycles by sample index, so
+    only values equal in every position are pinned here."""
+    if isinstance(cell, list):
+        return cell[0] if all(c == cell[0] for c in cell) else "varies"
+    return cell
+
+
+@pytest.fixture(scope="module")
+def dumped(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vsan-dump")
+    sim = StorageSim(tmp / "sim", fixture=VSAN_FIXTURE)
+    try:
+        result = dump(sim, tmp)
+    finally:
+        sim.stop()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def test_every_fixture_value_reaches_the_exposition_in_base_units(dumped):
+    """From each entity of the fixture, every label we read: converted once (µs -> s, % -> ratio,
+    congestion / interval), under the host, disk group, device and VM names the inventory gives."""
+    doc = fixture()
+    interval = float(doc["vsan"].get("sample_seconds", 300))
+    hosts = {h["name"]: h for h in doc["hosts"]}
+    families = {
+        vm.CLUSTER: ("esxi_vsan_cluster", lambda c, _: {"cluster": c}),
+        vm.HOST: ("esxi_vsan_host", lambda c, name: {"cluster": c, "host": name}),
+        vm.DISK_GROUP: ("esxi_vsan_disk_group", lambda c, dev: {"cluster": c, "disk_group": dev}),
+        vm.CACHE_DISK: ("esxi_vsan_disk", lambda c, dev: {"cluster": c, "device": dev}),
+        vm.CAPACITY_DISK: ("esxi_vsan_disk", lambda c, dev: {"cluster": c, "device": dev}),
+        vm.VM: ("esxi_vsan_vm", lambda c, name: {"cluster": c, "vm": name}),
+    }
+    stems = _stems()
+    checked = blank = 0
+    for cluster in doc["vsan"]["clusters"]:
+        for kind, entities in cluster["perf"].items():
+            prefix, labels_of = families[kind]
+            items = [("", entities)] if kind == vm.CLUSTER else entities.items()
+            for name, cells in items:
+                for label, cell in cells.items():
+                    metric = vm.BY_LABEL[kind].get(label)
+                    if metric is None:
+                        continue  # a label the exporter does not read (clientCacheHits)
+                    cell = newest(cell)
+                    if cell == "varies":
+                        continue
+                    series = f"{prefix}_{stems[(prefix, metric.field)]}"
+                    labels = labels_of(cluster["name"], name)
+                    if kind == vm.DISK_GROUP and label.endswith("Congestion"):
+                        labels["layer"] = label.removesuffix("Congestion")  # one series per layer
+                    got = value(dumped, series, **labels)
+                    if cell is None:
+                        assert got is None, (series, name)  # a blank cell: no series, never 0
+                        blank += 1
+                    else:
+                        assert got == pytest.approx(metric.convert(float(cell), interval), rel=1e-9), (series, name, label)
+                        checked += 1
+    assert checked > 150 and blank >= 1
+    # disks keep the LUN families' device label, and the host they sit in
+    for name, host in hosts.items():
+        for group in (host.get("vsan") or {}).get("disk_groups", []):
+            cache = group["cache"]
+            assert value(dumped, "esxi_vsan_disk_info", host=name, device=cache, disk_group=cache, tier="cache") == 1.0
+            assert value(dumped, "esxi_lun_info", host=name, device=cache) == 1.0
+
+
+def _stems() -> dict[tuple[str, str], str]:
+    from exporter.collectors import vsan
+
+    out = {}
+    for prefix, spec in (
+        ("esxi_vsan_cluster", vsan.DOM_CLIENT),
+        ("esxi_vsan_host", vsan.HOST),
+        ("esxi_vsan_disk_group", vsan.DISK_GROUP),
+        ("esxi_vsan_disk", vsan.DISK),
+        ("esxi_vsan_vm", vsan.IO),
+    ):
+        out.update({(prefix, field): stem for field, stem, _ in spec})
+    for layer in ("ssd", "log", "mem", "slab", "comp", "iops"):
+        out[("esxi_vsan_disk_group", f"{layer}_congestion_per_second")] = "congestion_per_second"
+    return out
+
+
+def test_health_space_resync_and_esa_without_disk_groups(dumped):
+    doc = {c["name"]: c for c in fixture()["vsan"]["clusters"]}
+    osa = doc["vsan-osa"]
+    assert value(dumped, "esxi_vsan_cluster_health", cluster="vsan-osa", state=osa["health"]) == 1.0
+    assert value(dumped, "esxi_vsan_objects", cluster="vsan-osa", state="inaccessible") == osa["objects"]["inaccessible"]
+    assert (
+        value(dumped, "esxi_vsan_objects", cluster="vsan-osa", state="reduced_availability_with_no_rebuild")
+        == osa["objects"]["reducedavailabilitywithnorebuild"]
+    )
+    assert value(dumped, "esxi_vsan_capacity_bytes", cluster="vsan-osa") == osa["space"]["total_bytes"]
+    assert value(dumped, "esxi_vsan_free_bytes", cluster="vsan-osa") == osa["space"]["free_bytes"]
+    assert value(dumped, "esxi_vsan_resync_bytes", cluster="vsan-osa") == osa["resync"]["bytes"]
+    assert value(dumped, "esxi_vsan_resync_objects", cluster="vsan-osa") == osa["resync"]["objects"]
+    assert value(dumped, "esxi_vsan_resync_eta_seconds", cluster="vsan-osa") == osa["resync"]["eta_seconds"]
+    assert value(dumped, "esxi_vsan_cluster_info", cluster="vsan-esa", architecture="esa") == 1.0
+    found = samples(dumped)
+    esa_series = {n for n, labels, _ in found if labels.get("cluster") == "vsan-esa"}
+    assert not any(n.startswith(("esxi_vsan_disk_group_", "esxi_vsan_disk_")) for n in esa_series)
+    assert {"esxi_vsan_host_write_latency_mean_seconds", "esxi_vsan_vm_read_latency_mean_seconds"} <= esa_series
+    for cluster in ("vsan-osa", "vsan-esa"):
+        assert value(dumped, "esxi_vsan_up", cluster=cluster) == 1.0
+        assert value(dumped, "esxi_vsan_samples_total", cluster=cluster) == 1.0
+        assert value(dumped, "esxi_vsan_errors_total", cluster=cluster) is None
+    # The uuids only in the info families.
+    uuids = {c["uuid"] for c in doc.values()}
+    assert [(n, labels) for n, labels, _ in found if not n.endswith("_info") and set(labels.values()) & uuids] == []
+    # The non-vSAN host's cluster shows no vSAN series at all.
+    assert not any(labels.get("host") == "esx41.lab.local" for n, labels, _ in found if n.startswith("esxi_vsan_"))
+
+
+def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
+    """The storage simulator logs every vSAN call it serves ("vsan: METHOD ..."). With the stock
+    fixture (no vSAN cluster) the exporter reads the inventory and makes none; with vsan.json, the
+    same run makes them (so the check can fail)."""
+    calls = {}
+    for name, path in (("plain", FIXTURE), ("vsan", VSAN_FIXTURE)):
+        sim = StorageSim(tmp_path / name, fixture=path)
+        try:
+            result = dump(sim, tmp_path)
+        finally:
+            sim.stop()
+        assert result.returncode == 0, result.stderr
+        calls[name] = [line for line in (tmp_path / name / "storagesim.log").read_text().splitlines() if "vsan: " in line]
+    assert calls["plain"] == []
+    methods = {line.split("vsan: ", 1)[1].split()[0] for line in calls["vsan"]}
+    assert {
+        "VsanPerfQueryPerf",
+        "VsanQueryVcClusterHealthSummary",
+        "VsanQuerySpaceUsage",
+        "QuerySyncingVsanObjectsSummary",
+    } <= methods
+
+
+# Production windows shortened for a live run (as tests/test_alerts_integration.py does): samples
+# every 2 s instead of 300, read every second, every `for:` 5 s.
+VSAN_FAST = {
+    "for_vsan_performance": "5s",
+    "for_vsan_congestion": "5s",
+    "for_vsan_health": "5s",
+    "for_vsan_stale": "5s",
+    "vsan_sample_max_age_seconds": 10,
+}
+
+
+def alert_fixture(path: Path) -> Path:
+    """vsan.json with 2 s samples, vsan-esa's performance service off (no sample ever: stale) and
+    its datastore 95% full (both space alerts); vsan-osa as it is."""
+    doc = copy.deepcopy(fixture())
+    doc["vsan"]["sample_seconds"] = 2
+    esa = next(c for c in doc["vsan"]["clusters"] if c["name"] == "vsan-esa")
+    esa.setdefault("faults", {})["perf"] = "NotFound"
+    esa["space"]["free_bytes"] = esa["space"]["total_bytes"] // 20
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def expected_alerts(doc: dict) -> set[tuple]:
+    """Where the fixture's values cross the thresholds file's lines: (alertname, cluster, host,
+    disk_group or device, direction or layer)."""
+    out = set()
+    interval = float(doc["vsan"].get("sample_seconds", 300))  # a congestion count is over the sample's interval
+    for c in doc["vsan"]["clusters"]:
+        name, perf = c["name"], c["perf"]
+        if "perf" not in (c.get("faults") or {}):
+            for host, cells in perf.get(vm.HOST, {}).items():
+                for direction, latency, ops in (
+                    ("read", "latencyAvgRead", "iopsRead"),
+                    ("write", "latencyAvgWrite", "iopsWrite"),
+                ):
+                    values = cells.get(latency)
+                    values = values if isinstance(values, list) else [values]
+                    if (
+                        all(v is not None and v / 1e6 > LIMITS.latency_critical_seconds for v in values)
+                        and cells.get(ops, 0) >= 10
+                    ):
+                        out.add(("EsxiVsanHostLatencyCritical", name, host, "", direction))
+                if (cells.get("congestion") or 0) / interval > LIMITS.vsan_congestion_per_second:
+                    out.add(("EsxiVsanCongestion", name, host, "", ""))
+            groups = {g["cache"]: h["name"] for h in doc["hosts"] for g in (h.get("vsan") or {}).get("disk_groups", [])}
+            disks = {
+                (d if isinstance(d, str) else d["device"]): h["name"]
+                for h in doc["hosts"]
+                for g in (h.get("vsan") or {}).get("disk_groups", [])
+                for d in [g["cache"], *g["capacity"]]
+            }
+            for group, cells in perf.get(vm.DISK_GROUP, {}).items():
+                for layer in ("ssd", "log", "mem", "slab", "comp", "iops"):
+                    if (cells.get(f"{layer}Congestion") or 0) / interval > LIMITS.vsan_congestion_per_second:
+                        out.add(("EsxiVsanCongestion", name, groups[group], group, layer))
+                if cells.get("wbFreePct") is not None and cells["wbFreePct"] / 100 < LIMITS.vsan_write_buffer_free_min_ratio:
+                    out.add(("EsxiVsanWriteBufferLow", name, groups[group], group, ""))
+            for kind in (vm.CACHE_DISK, vm.CAPACITY_DISK):
+                for device, cells in perf.get(kind, {}).items():
+                    iops = (cells.get("iopsDevRead") or 0) + (cells.get("iopsDevWrite") or 0)
+                    if (cells.get("latencyDevDAvg") or 0) / 1e6 > LIMITS.latency_critical_seconds and iops >= 10:
+                        out.add(("EsxiVsanDiskLatencyHigh", name, disks[device], device, ""))
+        else:
+            out.add(("EsxiVsanSamplesStale", name, "", "", ""))
+        if c["objects"].get("inaccessible"):
+            out.add(("EsxiVsanObjectsInaccessible", name, "", "", ""))
+        if c["objects"].get("reducedavailabilitywithnorebuild"):
+            out.add(("EsxiVsanObjectsReducedAvailability", name, "", "", ""))
+        used = 1 - c["space"]["free_bytes"] / c["space"]["total_bytes"]
+        if used > LIMITS.vsan_space_used_warning_ratio:
+            out.add(("EsxiVsanSpaceUsedHigh", name, "", "", ""))
+        if used > LIMITS.vsan_space_used_critical_ratio:
+            out.add(("EsxiVsanSpaceUsedCritical", name, "", "", ""))
+        if c["health"] == "red":
+            out.add(("EsxiVsanHealthRed", name, "", "", ""))
+    return out
+
+
+def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
+    doc = json.loads(alert_fixture(tmp_path / "vsan-alerts.json").read_text())
+    expected = expected_alerts(doc)
+    # every vSAN alert of the rule file is driven by this fixture
+    assert {a for a, *_ in expected} == {name for name in _alert_names() if name.startswith("EsxiVsan")}
+    sim = StorageSim(tmp_path / "sim", fixture=tmp_path / "vsan-alerts.json")
+    exporter = prometheus = None
+    try:
+        exporter = Exporter(
+            *_vsphere_args(sim, _password(tmp_path)), "--vsphere.interval=1s", "--vsphere.vsan-interval=1s",
+            log_path=tmp_path / "exporter.log",
+        )  # fmt: skip
+        rules = generate.load_config()
+        rules["values"] = {
+            name: {**entry, "value": VSAN_FAST.get(name, entry["value"])} for name, entry in rules["values"].items()
+        }
+        rule_file = tmp_path / "esxi-storage.rules.yml"
+        rule_file.write_text(generate.rule_file(generate.render_groups(rules)))
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
+
+        def firing() -> set[tuple]:
+            found = set()
+            for s in prometheus.query('ALERTS{alertstate="firing",alertname=~"EsxiVsan.*"}'):
+                labels = s["metric"]
+                where = labels.get("disk_group") if labels.get("alertname") != "EsxiVsanDiskLatencyHigh" else labels.get("device")
+                what = labels.get("direction") or labels.get("layer") or ""
+                found.add((labels["alertname"], labels["cluster"], labels.get("host", ""), where or "", what))
+            return found
+
+        deadline = time.monotonic() + 90
+        while firing() != expected and time.monotonic() < deadline:
+            time.sleep(1)
+        time.sleep(5)  # and nothing more comes
+        fired = firing()
+        others = prometheus.query('ALERTS{alertstate="firing",alertname=~"EsxiCollectorFailing|EsxiVsphereTargetDown"}')
+        up = {s["metric"]["cluster"]: float(s["value"][1]) for s in prometheus.query("esxi_vsan_up")}
+        errors = {
+            (s["metric"]["cluster"], s["metric"]["call"]): float(s["value"][1])
+            for s in prometheus.query("esxi_vsan_errors_total")
+        }
+        osa_samples = prometheus.query('esxi_vsan_samples_total{cluster="vsan-osa"}')
+    finally:
+        if prometheus:
+            prometheus.stop()
+        if exporter:
+            exporter.stop()
+        sim.stop()
+    assert fired == expected
+    assert others == []
+    # the ESA cluster's performance service is off: its perf calls fail, nothing else does
+    assert up == {"vsan-osa": 1.0, "vsan-esa": 0.0}
+    assert set(errors) == {("vsan-esa", "perf")} and errors[("vsan-esa", "perf")] >= 2
+    assert float(osa_samples[0]["value"][1]) >= 5  # a new sample every 2 s, each taken once
+
+
+def _alert_names() -> set[str]:
+    import yaml
+
+    groups = yaml.safe_load((ROOT / "alerts" / "esxi-storage.rules.yml").read_text())["groups"]
+    return {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
+
+
+def test_one_clusters_faults_hide_nothing_else(tmp_path):
+    """vsan-osa's health, space and resync calls fault, vsan-esa's performance service is off: every
+    other call of both clusters is read, and so is every host's LUN data; each failure is counted
+    against its cluster and call, once, in one log line each, without a traceback."""
+    doc = fixture()
+    clusters = {c["name"]: c for c in doc["vsan"]["clusters"]}
+    clusters["vsan-osa"]["faults"] = {"health": "VsanFault", "space": "NotSupported", "resync": "Timedout"}
+    clusters["vsan-esa"]["faults"] = {"perf": "NotFound"}
+    path = tmp_path / "faulty.json"
+    path.write_text(json.dumps(doc))
+    sim = StorageSim(tmp_path / "sim", fixture=path)
+    try:
+        result = dump(sim, tmp_path)
+    finally:
+        sim.stop()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    text = result.stdout
+    # vsan-osa: performance read, health, space and resync absent (not zero), each call counted
+    assert value(text, "esxi_vsan_host_write_latency_mean_seconds", cluster="vsan-osa", host="esx22.lab.local") is not None
+    for family in ("esxi_vsan_cluster_health", "esxi_vsan_objects", "esxi_vsan_capacity_bytes", "esxi_vsan_resync_bytes"):
+        assert not [labels for n, labels, _ in samples(text) if n == family and labels["cluster"] == "vsan-osa"], family
+    assert {
+        call: value(text, "esxi_vsan_errors_total", cluster="vsan-osa", call=call) for call in ("health", "space", "resync")
+    } == {
+        "health": 1.0,
+        "space": 1.0,
+        "resync": 1.0,
+    }
+    # vsan-esa: no performance, the rest read
+    assert value(text, "esxi_vsan_sample_timestamp_seconds", cluster="vsan-esa") is None
+    assert value(text, "esxi_vsan_errors_total", cluster="vsan-esa", call="perf") == 1.0
+    assert value(text, "esxi_vsan_cluster_health", cluster="vsan-esa", state="green") == 1.0
+    assert value(text, "esxi_vsan_capacity_bytes", cluster="vsan-esa") is not None
+    assert {value(text, "esxi_vsan_up", cluster=c) for c in ("vsan-osa", "vsan-esa")} == {0.0}
+    # the hosts' LUN collection is untouched
+    lun_hosts = {labels["host"] for n, labels, _ in samples(text) if n == "esxi_lun_queue_depth"}
+    assert {h["name"] for h in doc["hosts"]} <= lun_hosts
+    warnings = [line for line in result.stderr.splitlines() if "vSAN" in line and "failed" in line]
+    assert len(warnings) == 4 and all("vsan-osa" in w or "vsan-esa" in w for w in warnings)
