@@ -21,7 +21,6 @@ import (
 	"log"
 	"os"
 	"reflect"
-	"sort"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -148,13 +147,4 @@ func (c *StorageCLI) fault(ctx *simulator.Context, req any, msg string) soap.Has
 	fault.FieldByName("FaultMsg").SetString(msg)
 	fault.FieldByName("FaultDetail").SetString("")
 	return res
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -576,6 +576,7 @@ func localDiskPolicy(fh *Host) {
 	}
 }
 
+// sortedKeys are a map's keys in order (the fixture's entities and labels, smart.go's NVMe adapters).
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
