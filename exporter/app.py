@@ -104,7 +104,7 @@ class App:
     def load_files(self) -> None:
         """Read saved captures to the end; the first bad line is fatal (EsxtopError)."""
         for path in self.settings["esxtop.file"]:
-            for sample in read_file(path, per_world=self.per_world):
+            for sample in read_file(path, per_world=self.per_world, on_error=self.store.count_parse_error):
                 self.store.ingest(sample)
 
     def start_live(self) -> list[threading.Thread]:

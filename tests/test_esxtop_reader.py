@@ -258,23 +258,35 @@ def test_empty_and_headerless_files_are_errors(tmp_path):
 
 
 def test_two_columns_with_one_name_are_counted_not_overwritten(tmp_path):
-    """The second column of a repeated name is ignored (the first one's value is kept) and counted
-    as duplicate_column in a live stream; a saved file or a capture for compare stops there."""
-    from exporter.analysis.capture import CaptureError, load
+    """The second column of a repeated name never overwrites the first one's value. Where the two
+    disagree it is counted once (column_conflict) in a live stream, and a saved file or a capture
+    for compare still loads, with the first column's values and the conflict reported."""
+    from exporter.analysis.capture import load
 
     cols = device_columns("naa.1", ["Commands/sec", "Reads/sec", "Commands/sec"])
     lines = [header("h", cols), row(0, [100, 60, 999]), row(5, [100, 60, 999])]
     store, samples = Store(), []
     reader = EsxtopReader("live")
     pump([line + "\n" for line in lines], reader, samples.append, store.count_parse_error)
-    assert store.parse_errors == {("live", "duplicate_column"): 1}
+    assert store.parse_errors == {("live", "column_conflict"): 1}
     assert [s.luns["naa.1"]["commands_per_second"] for s in samples] == [100.0, 100.0]
     path = tmp_path / "dup.csv"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(EsxtopError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
-        list(read_file(path))
-    with pytest.raises(CaptureError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
-        load(path)
+    counted = Store()
+    assert [s.luns["naa.1"]["commands_per_second"] for s in read_file(path, on_error=counted.count_parse_error)] == [100, 100]
+    assert counted.parse_errors == {(str(path), "column_conflict"): 1}
+    capture = load(path)
+    assert list(capture.series("luns", "naa.1", "commands_per_second")) == [100.0, 100.0]
+    assert len(capture.notes) == 1 and "dup.csv:2: column 4 (" in capture.notes[0] and "reads 999" in capture.notes[0]
+
+
+def test_a_repeated_column_that_agrees_is_not_a_conflict():
+    """'32' and '32.00' are one value: nothing counted."""
+    cols = device_columns("naa.1", ["Device Q Depth", "Commands/sec", "Device Q Depth"])
+    lines = [header("h", cols), row(0, ["32", 1, "32.00"]), row(5, ["32", 2, "32"])]
+    store = Store()
+    pump([line + "\n" for line in lines], EsxtopReader("live"), store.ingest, store.count_parse_error)
+    assert store.parse_errors == {}
 
 
 def test_the_strict_path_reads_a_quoted_last_cell_with_its_line_end():

@@ -97,8 +97,6 @@ def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
         reader.feed(text)
     except EsxtopError as err:
         raise CaptureError(str(err)) from None
-    if reader.rejected:  # two columns with one name: which one is right is unknown
-        raise CaptureError(reader.rejected[0][1])
     if not reader.layout.targets:
         raise CaptureError(f"{path}:1: esxtop header without any disk or CPU column the analysis uses")
     return reader, first
@@ -118,7 +116,8 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
             reader, header = _read_header(raw, path)
             progress.advance(len(header))
             layout = reader.layout
-            needed = np.array(sorted({t[0] for t in layout.targets}))
+            # The repeated columns too (`-a`'s per-path Adapter Q Depth): checked against the first.
+            needed = np.array(sorted({t[0] for t in layout.targets} | {index for index, _ in layout.repeats}))
             columns = None
             if layout.naive and not header.endswith(b"\r"):  # LF line ends, no quoted comma in the header
                 body = raw.tell()
@@ -139,8 +138,9 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
     if rows == 0:
         raise CaptureError(f"{path}: esxtop header but no complete sample")
     timestamps, intervals = _clock(reader, columns.stamps, columns.lines)
-    # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
     position = {index: j for j, index in enumerate(needed)}
+    notes += _conflicts(path, columns, layout, position)
+    # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
     matrix = columns.values[:, [position[t[0]] for t in layout.targets]]
     divisors = np.array([t[3] for t in layout.targets])
     if (divisors != 1.0).any():
@@ -157,6 +157,23 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
         path_devices=dict(layout.path_devices),
         notes=notes,
     )
+
+
+def _conflicts(path: str, columns: fastcsv.Columns, layout, position: dict[int, int]) -> list[str]:
+    """One note per column that names a value an earlier column holds and reads differently in
+    some row (the core reader's rule: the first column is used)."""
+    notes = []
+    for index, first in layout.repeats:
+        mine, theirs = columns.values[:, position[index]], columns.values[:, position[first]]
+        differ = np.flatnonzero(mine != theirs)
+        if differ.size:
+            at = differ[0]
+            notes.append(
+                f"{path}:{columns.lines[at]}: column {index + 1} ({layout.names[index][:200]}) reads {mine[at]:g} where column "
+                f"{first + 1} ({layout.names[first][:200]}), which names the same value, reads {theirs[at]:g} "
+                f"(in {differ.size} of {len(mine)} samples); the first is used"
+            )
+    return notes
 
 
 def _bad_cell_message(path: str, err, layout) -> str:
