@@ -49,6 +49,8 @@ class Capture:
     def skip(self, seconds: float) -> Capture:
         """The capture without its first `seconds` (a warm-up, VMs still starting): the samples
         left are all measurements."""
+        if not seconds:
+            return self
         keep = self.timestamps >= self.timestamps[0] + seconds
         if keep.sum() < 2:
             raise CaptureError(f"{self.path}: fewer than 2 samples left after skipping {seconds:g} s")
@@ -138,6 +140,8 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
     if rows == 0:
         raise CaptureError(f"{path}: esxtop header but no complete sample")
     timestamps, intervals = _clock(reader, columns.stamps, columns.lines)
+    if rows == 1:
+        notes.append(f"{path}: one sample: esxtop's first is not a measurement, so only settings (queue depths) are read")
     position = {index: j for j, index in enumerate(needed)}
     notes += _conflicts(path, columns, layout, position)
     # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
