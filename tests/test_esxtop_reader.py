@@ -326,6 +326,26 @@ def test_the_store_refuses_non_finite_and_negative_counter_increments():
     assert previous[m.COMMANDS] == 10.0 * 5 * 3
 
 
+def test_finite_but_huge_cells_never_overflow_a_counter():
+    """1e301 MB/s is a finite cell, and each step (1e301 x 2**20 B x 5 s, 5.2e307) is finite too,
+    but the fourth one would take the sum past the largest float: that step and the next are
+    refused and counted as out_of_range, and every counter stays finite and never goes down."""
+    cols = device_columns(DEV, ["Commands/sec", "MBytes Read/sec"])
+    lines = [header("esx01", cols)] + [row(T0 + 5 * n, ["100.00", "1e301"]) for n in range(6)]
+    store = Store()
+    reader = EsxtopReader("huge")
+    previous: dict = {}
+    pump([lines[0] + "\n"], reader, store.ingest, store.count_parse_error)
+    for line in lines[1:]:
+        pump([line + "\n"], reader, store.ingest, store.count_parse_error)
+        for name, value in store.hosts["esx01"].objects["luns"][DEV].counters.items():
+            assert 0.0 <= value < float("inf") and value >= previous.get(name, 0.0), (name, value)
+            previous[name] = value
+    assert previous["read_bytes_per_second"] == 3 * (1e301 * 2**20 * 5)
+    assert store.parse_errors == {("esxtop:esx01", "out_of_range"): 2}
+    assert previous["commands_per_second"] == 100.0 * 5 * 5  # the other counters go on
+
+
 def test_utf16_input_gets_an_encoding_hint_in_a_stream_and_a_file(tmp_path):
     text = "\r\n".join([header("h", device_columns("naa.1")), row(0, [1] * 14)]) + "\r\n"
     data = text.encode("utf-16")
