@@ -15,7 +15,17 @@ from typing import Any
 
 import yaml
 
-from exporter.configuration.parsers import boolean, choice, count, duration, duration_or_never, listen_address, regex, str_list
+from exporter.configuration.parsers import (
+    boolean,
+    choice,
+    count,
+    duration,
+    duration_or_never,
+    listen_address,
+    regex,
+    size,
+    str_list,
+)
 from exporter.configuration.sharding import parse_shard
 
 ENV_PREFIX = "ESXI_EXPORTER_"
@@ -108,6 +118,12 @@ OPTIONS: list[Option] = [
         "Most metric ids per QueryPerf call, under vCenter's config.vpxd.stats.maxQueryMetrics (0: no limit).",
     ),
     Option("vsphere.max_parallel_queries", count, 4, "QueryPerf calls in flight at once per target."),
+    Option(
+        "vsphere.max_answer_size",
+        size,
+        256 << 20,
+        "Largest answer (decompressed) the exporter reads from a vSphere endpoint, for the whole process; larger ones are refused.",
+    ),
     Option(
         "vsphere.host_include",
         str_list,

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from exporter.store.units import parse_duration, parse_rate
+from exporter.store.units import parse_duration, parse_rate, parse_size
 
 
 def boolean(value: Any) -> bool:
@@ -107,6 +107,14 @@ def port(value: Any) -> int:
 
 def text(value: Any) -> str:
     return str(value)
+
+
+def size(value: Any) -> int:
+    """A size in bytes, larger than 0: 256MiB, 64MB, or bytes."""
+    number = parse_size(value)
+    if number <= 0:
+        raise ValueError(f"must be larger than 0: {value!r}")
+    return number
 
 
 def rate(value: Any) -> float:

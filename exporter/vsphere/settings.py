@@ -56,6 +56,7 @@ class TargetConfig:
     esxcli: bool = default("vsphere.esxcli")  # read per-device settings with esxcli through the host's method executer
     vms: bool = default("vsphere.vms")  # collect the powered-on VMs of the selected hosts (virtual disks)
     vm_selection: HostSelection = HostSelection()  # which VMs of those hosts: inventory paths (no shard: a VM follows its host)
+    max_answer_size: int = default("vsphere.max_answer_size")  # one process-wide cap (xmlguard), not per target
 
     @property
     def host(self) -> str:
@@ -149,6 +150,7 @@ def targets(settings) -> list[TargetConfig]:
         max_parallel_queries=_setting(settings, "vsphere.max_parallel_queries"),
         esxcli=_setting(settings, "vsphere.esxcli"),
         vms=_setting(settings, "vsphere.vms"),
+        max_answer_size=_setting(settings, "vsphere.max_answer_size"),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):
