@@ -195,6 +195,26 @@ class Store:
                 self.host_inventories.pop((origin, host), None)
             self.version += 1
 
+    def forget_hosts(self, hosts, origin: str = "") -> None:
+        """Hosts that left a source (its inventory): every series keyed by them goes, their
+        objects' gauges and counters, their configuration, and the counts of values the store
+        refused from them (unless another source still reports the host)."""
+        with self.lock:
+            for host in hosts:
+                state = self.host_states.pop((origin, host), None)
+                self.host_inventories.pop((origin, host), None)
+                if state is not None and not any(name == host for _, name in self.host_states):
+                    stream = f"{state.source}:{host}"
+                    for key in [key for key in self.parse_errors if key[0] == stream]:
+                        del self.parse_errors[key]
+            self.version += 1
+
+    def drop_health(self, kind: str, name: str, origin: str = "") -> None:
+        """A health record whose subject is gone (esxcli's of a host that left)."""
+        with self.lock:
+            self.source_health.pop((kind, name, origin), None)
+            self.version += 1
+
     def count_parse_error(self, stream: str, reason: str) -> None:
         with self.lock:
             key = (stream, reason)

@@ -207,13 +207,19 @@ class VsphereTarget:
         self.resolved = resolved
 
     def _forget(self, hosts: set[str]) -> None:
-        """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
+        """Hosts that left the inventory (removed, disconnected) take every series keyed by them
+        with them: samples, counters and configuration, samples_total and the newest sample's
+        time, esxcli's health and errors (published with the next health record)."""
         if not hosts:
             return
-        self.store.drop_inventories(hosts, origin=self.name)
+        self.store.forget_hosts(hosts, origin=self.name)
         with self.lock:
             for host in hosts:
                 self.last_timestamp.pop(host, None)
+                self.samples.pop(host, None)
+                self.esxcli_found.pop(host, None)
+        for host in hosts:
+            self.esxcli_health.forget(host)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
 
     # --- collection --------------------------------------------------------------------
@@ -256,6 +262,9 @@ class VsphereTarget:
             if series is not None:
                 vm_series = [(vm, results[vm.ref._moId]) for vm in running.get(topo.name, ()) if vm.ref._moId in results]
                 self._ingest_host(topo, series, resolved, vm_series)
+        newer = self.topology
+        if newer is not topology:  # a discovery swapped in meanwhile: hosts it dropped stay dropped
+            self._forget({t.name for t in topology.hosts} - {t.name for t in newer.hosts})
         with self.lock:
             self.durations["collection"] = time.perf_counter() - start
         if errors and not results:
