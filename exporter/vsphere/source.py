@@ -18,6 +18,7 @@ from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
+from exporter.vsphere.overruns import Overruns
 from exporter.vsphere.settings import TargetConfig
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class VsphereTarget:
         self.samples: dict[str, int] = {}  # host -> samples ingested
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
+        self.overruns = Overruns(self.name)  # collections that took longer than their interval
 
     # --- health --------------------------------------------------------------------------
     def _failed(self, phase: str, message: str) -> None:
@@ -105,6 +107,7 @@ class VsphereTarget:
                 objects=topology.counts() if topology is not None else {},
                 samples=dict(self.samples),
                 last_timestamp=dict(self.last_timestamp),
+                overruns=self.overruns.snapshot(),
             )
         self.store.set_health(record)
 
@@ -224,8 +227,11 @@ class VsphereTarget:
 
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
+        start = time.monotonic()
         with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
             ok = self._collect(now)
+        if self.overruns.check("collection", time.monotonic() - start, self.config.interval):
+            self._publish()  # done or failed, a run past its interval is counted
         self.collected.set()  # done or failed: the first esxcli read waits no longer
         return ok
 

@@ -6,7 +6,8 @@ passes every other request through unchanged (so a login can succeed before the 
     proxy.attack("RetrieveServiceContent", billion_laughs("RetrieveServiceContentResponse"))
 
 `on` is a SOAP method name (matched in the request body) or "vimServiceVersions.xml" (the GET
-pyVim makes at login); `served` counts the hostile answers sent.
+pyVim makes at login); `served` counts the hostile answers sent. `slow(on, seconds)` delays the
+answers to one method instead (a slow vCenter).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import http.server
 import ssl
 import subprocess
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -81,6 +83,8 @@ class HostileProxy:
         self.on: str | None = None
         self.payload, self.status, self.gzipped = b"", 200, False
         self.served = 0
+        self.slow_on: str | None = None
+        self.slow_by = 0.0
         self.lock = threading.Lock()
         proxy = self
 
@@ -98,6 +102,8 @@ class HostileProxy:
 
             def _answer(self, body: bytes):
                 hostile = proxy._hostile(self.path, body)
+                if proxy.slow_on is not None and f"<{proxy.slow_on} ".encode() in body:
+                    time.sleep(proxy.slow_by)  # a slow vCenter: the answer comes, late
                 if hostile is not None:
                     status, payload, headers = hostile
                 else:
@@ -123,6 +129,10 @@ class HostileProxy:
     def attack(self, on: str, payload: bytes, status: int = 200, gzipped: bool = False) -> None:
         with self.lock:
             self.on, self.payload, self.status, self.gzipped, self.served = on, payload, status, gzipped, 0
+
+    def slow(self, on: str | None, seconds: float = 0.0) -> None:
+        """Answer every `on` request (a SOAP method name) `seconds` late; None: on time again."""
+        self.slow_on, self.slow_by = on, seconds
 
     def _hostile(self, path: str, body: bytes):
         with self.lock:
