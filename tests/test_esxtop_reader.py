@@ -355,5 +355,25 @@ def test_utf16_input_gets_an_encoding_hint_in_a_stream_and_a_file(tmp_path):
             reader.feed(line)
     path = tmp_path / "u16.csv"
     path.write_bytes(data)
-    with pytest.raises(EsxtopError, match=r"u16.csv:1: .*UTF-16.*iconv"):
+    with pytest.raises(EsxtopError, match=r"u16.csv:1: .*UTF-16.*iconv") as caught:
         list(read_file(path))
+    assert str(caught.value).count("looks UTF-16") == 1, str(caught.value)  # the hint once, not the line's and the file's
+
+
+def test_dump_prints_the_utf16_hint_once(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.servers import ROOT, exporter_env
+
+    path = tmp_path / "u16.csv"
+    path.write_bytes(("\r\n".join([header("h", device_columns("naa.1")), row(0, [1] * 14)]) + "\r\n").encode("utf-16"))
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(path)],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.count("iconv -f UTF-16 -t UTF-8") == 1, done.stderr

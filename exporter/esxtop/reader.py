@@ -176,7 +176,7 @@ class EsxtopReader:
         self.lineno += 1
         self.rejected: list[tuple[str, str]] = []
         if line.__class__ is LongLine:
-            raise self._error("line_too_long", f"line of {line} bytes is longer than the {MAX_LINE >> 20} MiB limit, skipped")
+            raise self._error("line_too_long", f"line of {line} bytes is longer than the {MAX_LINE >> 20} MiB limit")
         # No strip of the whole line: on a 1 MB row each copy costs more than the parse. A
         # trailing newline only reaches the last cell, which float() and the timestamp ignore.
         if len(line) < 8 and not line.strip():
@@ -379,8 +379,8 @@ def read_file(path: str, per_world: bool = True, on_error=None):
             try:
                 sample = reader.feed(line)
             except EsxtopError as err:
-                if hint:
-                    raise EsxtopError(err.reason, f"{err}{hint}") from None
+                if hint:  # the file's hint, once: in place of the line's own, if it gave one
+                    raise EsxtopError(err.reason, str(err).replace(_UTF16_HINT.format("input"), "") + hint) from None
                 raise
             for reason, message in reader.rejected:
                 if reason != COLUMN_CONFLICT:
