@@ -77,10 +77,11 @@ class App:
 
     def _start_esxcli_over_ssh(self, streams) -> list[threading.Thread]:
         """esxcli on each esxtop-over-SSH host, through the same SSH target, every inventory
-        interval (0: never). Named by the host as its esxtop stream reports it, so the storage
-        configuration joins the samples: the two sources share the transport, not each other."""
+        interval (unless --no-esxtop.ssh-esxcli). Named by the host as its esxtop stream reports it,
+        so the storage configuration joins the samples: the two sources share the transport, not
+        each other."""
         interval = self.settings["esxtop.ssh_inventory_interval"]
-        if not interval > 0:
+        if not self.settings.get("esxtop.ssh_esxcli", True):
             return []
         from exporter.esxcli.ssh import EsxcliOverSsh
 

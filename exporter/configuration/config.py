@@ -20,7 +20,6 @@ from exporter.configuration.parsers import (
     choice,
     count,
     duration,
-    duration_or_never,
     listen_address,
     regex,
     size,
@@ -179,13 +178,29 @@ OPTIONS += [
     Option("esxtop.ssh_stall_after", duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
     Option("esxtop.ssh_backoff_max", duration, 60.0, "Longest wait between reconnection attempts."),
     Option(
+        "esxtop.ssh_esxcli",
+        boolean,
+        True,
+        "Read the SSH hosts' storage configuration (DSNRO, queue depths, multipathing) with esxcli over the same SSH target.",
+    ),
+    Option(
         "esxtop.ssh_inventory_interval",
-        duration_or_never,
+        lambda value: _interval(value, "to read no configuration over SSH: --no-esxtop.ssh-esxcli"),
         300.0,
-        "How often to read the SSH hosts' storage configuration with esxcli (DSNRO, queue depths, multipathing); 0: never.",
+        "How often to read the SSH hosts' storage configuration with esxcli, as --vsphere.discovery-interval does for vSphere.",
     ),
     Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]
+
+
+def _interval(value: Any, off: str) -> float:
+    """A duration longer than 0; for 0, the error says how to turn the thing off instead."""
+    try:
+        return duration(value)
+    except ValueError as err:
+        if str(value).strip() in ("0", "0s", "0m", "0h", "0.0"):
+            raise ValueError(f"{err} ({off})") from None
+        raise
 
 
 def default(key: str) -> Any:

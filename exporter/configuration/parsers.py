@@ -76,14 +76,6 @@ def duration(value: Any) -> float:
     return seconds
 
 
-def duration_or_never(value: Any) -> float:
-    """A duration where 0 means never."""
-    seconds = parse_duration(value)
-    if not 0 <= seconds < math.inf:
-        raise ValueError(f"must be 0 (never) or a finite duration: {value!r}")
-    return seconds
-
-
 def choice(value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).lower()
     if text not in choices:
