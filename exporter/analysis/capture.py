@@ -11,6 +11,7 @@ declines (bare CR line ends, a header with a quoted comma) go through pyarrow's 
 
 from __future__ import annotations
 
+import codecs
 import os
 from dataclasses import dataclass, field
 
@@ -200,7 +201,7 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
 
     try:
         stream = pcsv.open_csv(
-            CountingFile(raw, progress),
+            _ValidUtf8(raw, progress),
             read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False),
             parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
             convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False),
@@ -228,6 +229,32 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
             good_lines.append(line)
         line += 1
     return fastcsv.Columns(values, table.column("c0").to_pylist(), good_lines, bad)
+
+
+class _ValidUtf8(CountingFile):
+    """A counted binary file whose reads are valid UTF-8, each byte that is not replaced by '?'
+    (one byte for one, so lengths and commas stay where they were). pyarrow decodes a row it
+    rejects strictly before calling the invalid-row handler: on bytes that are not UTF-8 it
+    prints a traceback ("Exception ignored in") instead. Only files fastcsv declines come here."""
+
+    def __init__(self, raw, progress):
+        super().__init__(raw, progress)
+        self._pending = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            return self._pending + self._valid(super().read(), True)
+        while len(self._pending) < size:
+            data = super().read(size)
+            self._pending += self._valid(data, not data)
+            if not data:
+                break
+        out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def _valid(self, data: bytes, final: bool) -> bytes:
+        return self._decoder.decode(data, final).encode("utf-8", "replace")  # an escaped byte -> '?'
 
 
 def _check_bad_rows(path: str, columns: fastcsv.Columns, width: int) -> list[str]:
