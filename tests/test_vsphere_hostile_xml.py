@@ -7,6 +7,8 @@ simulator answers one kind of request with billion laughs, quadratic blowup or a
   (HTTP 500) answered to Login,
 - our ElementTree reader (exporter/vsphere/soap.py): RetrievePropertiesEx in discovery (an
   answer and a fault) and QueryPerf in collection,
+- esxcli through the API (exporter/vsphere/esxcli.py): the ExecuteSoap answer, and esxcli's own
+  document inside it,
 - a second pyVmomi stub opened later on another endpoint (as the vSAN source opens one on
   /vsanHealth), which nothing in the exporter configures.
 
@@ -94,6 +96,27 @@ def test_every_parse_path_refuses_a_doctype(proxy, password_file, path, payload,
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and "carries a DOCTYPE" in errors[0] and "\n" not in errors[0], errors
     assert took < 5, f"{took:.1f}s: the answer was parsed, not refused"
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+@pytest.mark.parametrize("where", ["answer", "document-inside"])
+def test_esxcli_answers_with_a_doctype_are_refused_and_discovery_goes_on(proxy, password_file, where, payload, caplog):
+    """esxcli through the API (ExecuteSoap): its answer, and esxcli's own document inside it, are
+    parsed by ElementTree one after the other; each is refused, as a failed esxcli command of
+    every host (esxi_esxcli_up 0), while the discovery itself succeeds."""
+    caplog.set_level("DEBUG", logger="exporter.vsphere.source")
+    document = PAYLOADS[payload]("ExecuteSoapResponse")
+    proxy.attack("ExecuteSoap", document if where == "answer" else hostile.esxcli_answer(document))
+    vc = target(proxy, password_file)
+    try:
+        assert vc.discover(), vc.error
+    finally:
+        vc.client.close()
+    health = {name: record for (kind, name), record in vc.store.health.items() if kind == "esxcli"}
+    assert health and all(record.up == 0 for record in health.values()), health
+    said = [r.getMessage() for r in caplog.records if "esxcli on" in r.getMessage()]
+    assert said and all("carries a DOCTYPE" in line for line in said), said
+    assert proxy.served >= len(health)
 
 
 def test_a_second_pyvmomi_stub_is_guarded_without_extra_code(proxy):

@@ -11,8 +11,9 @@ The parse paths, and where each is guarded:
   parser it hands out refuses a DOCTYPE and counts the bytes it is fed.
 - pyVim's read of vimServiceVersions.xml at login (ElementTree): the same, through the tree class
   pyVim.connect builds.
-- our ElementTree reader (exporter/vsphere/soap.py): `read_answer()` reads the body up to the cap
-  and has the prolog checked by a guarded expat parser before ElementTree sees a byte of it.
+- our ElementTree readers (exporter/vsphere/soap.py, esxcli.py): `read_answer()` reads the body
+  up to the cap and has the prolog checked by a guarded expat parser as it arrives; `parse()`
+  checks again before ElementTree reads it, and checks esxcli's documents inside an answer.
 """
 
 from __future__ import annotations
@@ -166,9 +167,16 @@ def _inflated(inflate, raw: bytes):
         raise AnswerRefused(f"answer is not valid gzip ({err})") from None
 
 
-def parse(body: bytes) -> ET.Element:
-    """ElementTree's parse of a body read_answer() returned (its prolog already checked)."""
-    return ET.fromstring(body)
+def check(document: bytes | str) -> None:
+    """Refuse a whole document with a DOCTYPE (AnswerRefused); it is read only up to its root."""
+    _Prolog().feed(document, final=True)
+
+
+def parse(document: bytes | str) -> ET.Element:
+    """ElementTree's parse of an answer, or of a document inside one (esxcli's), its prolog
+    checked first (again, for an answer read_answer() already checked: it stops at the root)."""
+    check(document)
+    return ET.fromstring(document)
 
 
 def install() -> None:

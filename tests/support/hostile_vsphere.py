@@ -54,6 +54,14 @@ def external_entity(response: str) -> bytes:
     return _soap('<!DOCTYPE soapenv:Envelope [<!ENTITY e SYSTEM "file:///etc/passwd">]>', response, "&e;")
 
 
+def esxcli_answer(document: bytes) -> bytes:
+    """An ExecuteSoap answer (esxcli through the API) whose result is `document`, escaped inside it
+    as esxcli's own answers are: a document of its own, parsed after the answer."""
+    from xml.sax.saxutils import escape
+
+    return _soap("", "ExecuteSoapResponse", f"<response>{escape(document.decode())}</response>")
+
+
 def oversized(response: str, size: int) -> bytes:
     """A well-formed answer of about `size` bytes (whitespace inside the result)."""
     return _soap("", response, " " * size)
