@@ -65,14 +65,15 @@ def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
     if status == 200:
         return xmlguard.parse(body)
     if status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
-        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(body), info.result)
+        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(b"".join(body)), info.result)
         if isinstance(fault, BaseException):
             raise fault
     raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
-def post(stub, request: bytes) -> tuple[int, bytes]:
-    """POST a SOAP request over the stub's session and connection pool: (HTTP status, body)."""
+def post(stub, request: bytes) -> tuple[int, list[bytes]]:
+    """POST a SOAP request over the stub's session and connection pool: (HTTP status, the body's
+    pieces as xmlguard.read_answer returns them)."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,

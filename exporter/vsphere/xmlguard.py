@@ -28,7 +28,8 @@ import pyVmomi.SoapAdapter
 
 from exporter.configuration.config import default
 
-_READ = 1 << 16  # bytes read from the socket at a time
+_READ = 1 << 16  # bytes read from the socket at a time while the prolog is checked
+_REST = 1 << 20  # and after it
 # The largest answer the exporter reads, decompressed (its default's reasoning: docs/vsphere.md).
 _limit = default("vsphere.max_answer_size")
 
@@ -105,7 +106,7 @@ class _GuardedTree(ET.ElementTree):
     """pyVim.connect's tree for vimServiceVersions.xml, read through read_answer()."""
 
     def parse(self, source, parser=None):
-        return super().parse(io.BytesIO(read_answer(source)), parser)
+        return super().parse(io.BytesIO(b"".join(read_answer(source))), parser)
 
 
 class _Prolog:
@@ -134,14 +135,17 @@ class _RootReached(Exception):
     pass
 
 
-def read_answer(stream, gzipped: bool = False, xml: bool = True) -> bytes:
-    """The body of an answer, read from `stream` up to the cap (decompressed when gzipped) with
-    its prolog checked as it arrives (xml): a DOCTYPE is refused after the first piece that holds
-    it, an answer over the cap as soon as it passes it (AnswerRefused)."""
-    prolog, parts, size = _Prolog() if xml else None, [], 0
+def read_answer(stream, gzipped: bool = False, xml: bool = True) -> list[bytes]:
+    """The body of an answer, as the pieces read from `stream` (decompressed when gzipped), up to
+    the cap, its prolog checked as it arrives (xml): a DOCTYPE is refused after the first piece
+    that holds it, an answer over the cap as soon as it passes it (AnswerRefused). The pieces are
+    not joined: parse() feeds them to ElementTree one by one, so the body is copied no more often
+    than by one plain read()."""
+    prolog, pieces, size = _Prolog() if xml else None, [], 0
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
     while True:
-        raw = stream.read(_READ)
+        # Small reads while the prolog is being checked: the rest of a hostile answer is never read.
+        raw = stream.read(_READ if prolog is not None and not prolog.done else _REST)
         if not raw:
             break
         for data in _inflated(inflate, raw) if inflate else (raw,):
@@ -150,10 +154,10 @@ def read_answer(stream, gzipped: bool = False, xml: bool = True) -> bytes:
                 raise _too_large()
             if prolog is not None:
                 prolog.feed(data)
-            parts.append(data)
+            pieces.append(data)
     if prolog is not None:
         prolog.feed(b"", final=True)
-    return b"".join(parts)
+    return pieces
 
 
 def _inflated(inflate, raw: bytes):
@@ -167,16 +171,25 @@ def _inflated(inflate, raw: bytes):
         raise AnswerRefused(f"answer is not valid gzip ({err})") from None
 
 
-def check(document: bytes | str) -> None:
-    """Refuse a whole document with a DOCTYPE (AnswerRefused); it is read only up to its root."""
-    _Prolog().feed(document, final=True)
+def check(document) -> None:
+    """Refuse a document with a DOCTYPE (AnswerRefused): bytes, text, or the pieces of an answer;
+    it is read only up to its root element."""
+    prolog = _Prolog()
+    for piece in [document] if isinstance(document, (bytes, str)) else document:
+        prolog.feed(piece)
+        if prolog.done:
+            return
+    prolog.feed(b"" if not isinstance(document, str) else "", final=True)
 
 
-def parse(document: bytes | str) -> ET.Element:
-    """ElementTree's parse of an answer, or of a document inside one (esxcli's), its prolog
-    checked first (again, for an answer read_answer() already checked: it stops at the root)."""
+def parse(document) -> ET.Element:
+    """ElementTree's parse of an answer (the pieces read_answer() returned), or of a document inside
+    one (esxcli's), its prolog checked first (again, for an answer: it stops at the root)."""
     check(document)
-    return ET.fromstring(document)
+    parser = ET.XMLParser()
+    for piece in [document] if isinstance(document, (bytes, str)) else document:
+        parser.feed(piece)
+    return parser.close()
 
 
 def install() -> None:
