@@ -86,10 +86,11 @@ class App:
 
     def _start_esxcli_over_ssh(self, streams) -> list[threading.Thread]:
         """esxcli on each esxtop-over-SSH host, through the same SSH target, every inventory
-        interval (0: never). Named by the host as its esxtop stream reports it, so the storage
-        configuration joins the samples: the two sources share the transport, not each other."""
+        interval (unless --no-esxtop.ssh-esxcli). Named by the host as its esxtop stream reports it,
+        so the storage configuration joins the samples: the two sources share the transport, not
+        each other."""
         interval = self.settings["esxtop.ssh_inventory_interval"]
-        if not interval > 0:
+        if not self.settings.get("esxtop.ssh_esxcli", True):
             return []
         from exporter.esxcli.ssh import EsxcliOverSsh
 
@@ -102,12 +103,12 @@ class App:
         ]
 
     def _start_smart(self) -> list[threading.Thread]:
-        """The local disks' SMART pages and NVMe logs on their own interval (smart.interval, 0:
-        never): over each esxtop-over-SSH host's SSH target, and through each vSphere target that
-        reads esxcli (vsphere.esxcli)."""
-        interval = self.settings["smart.interval"]
-        if not interval > 0:
+        """The local disks' SMART pages and NVMe logs on their own interval (smart.interval; off with
+        --no-smart.read): over each esxtop-over-SSH host's SSH target, and through each vSphere
+        target that reads esxcli (vsphere.esxcli)."""
+        if not self.settings["smart.read"]:
             return []
+        interval = self.settings["smart.interval"]
         from exporter.smart.ssh import SmartOverSsh
         from exporter.smart.vsphere import SmartOverVsphere
 
@@ -133,7 +134,7 @@ class App:
     def load_files(self) -> None:
         """Read saved captures to the end; the first bad line is fatal (EsxtopError)."""
         for path in self.settings["esxtop.file"]:
-            for sample in read_file(path, per_world=self.per_world):
+            for sample in read_file(path, per_world=self.per_world, on_error=self.store.count_parse_error):
                 self.store.ingest(sample)
 
     def start_live(self) -> list[threading.Thread]:

@@ -258,23 +258,35 @@ def test_empty_and_headerless_files_are_errors(tmp_path):
 
 
 def test_two_columns_with_one_name_are_counted_not_overwritten(tmp_path):
-    """The second column of a repeated name is ignored (the first one's value is kept) and counted
-    as duplicate_column in a live stream; a saved file or a capture for compare stops there."""
-    from exporter.analysis.capture import CaptureError, load
+    """The second column of a repeated name never overwrites the first one's value. Where the two
+    disagree it is counted once (column_conflict) in a live stream, and a saved file or a capture
+    for compare still loads, with the first column's values and the conflict reported."""
+    from exporter.analysis.capture import load
 
     cols = device_columns("naa.1", ["Commands/sec", "Reads/sec", "Commands/sec"])
     lines = [header("h", cols), row(0, [100, 60, 999]), row(5, [100, 60, 999])]
     store, samples = Store(), []
     reader = EsxtopReader("live")
     pump([line + "\n" for line in lines], reader, samples.append, store.count_parse_error)
-    assert store.parse_errors == {("live", "duplicate_column"): 1}
+    assert store.parse_errors == {("live", "column_conflict"): 1}
     assert [s.luns["naa.1"]["commands_per_second"] for s in samples] == [100.0, 100.0]
     path = tmp_path / "dup.csv"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(EsxtopError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
-        list(read_file(path))
-    with pytest.raises(CaptureError, match=r"dup.csv:1: column 4 .* repeats an earlier column"):
-        load(path)
+    counted = Store()
+    assert [s.luns["naa.1"]["commands_per_second"] for s in read_file(path, on_error=counted.count_parse_error)] == [100, 100]
+    assert counted.parse_errors == {(str(path), "column_conflict"): 1}
+    capture = load(path)
+    assert list(capture.series("luns", "naa.1", "commands_per_second")) == [100.0, 100.0]
+    assert len(capture.notes) == 1 and "dup.csv:2: column 4 (" in capture.notes[0] and "reads 999" in capture.notes[0]
+
+
+def test_a_repeated_column_that_agrees_is_not_a_conflict():
+    """'32' and '32.00' are one value: nothing counted."""
+    cols = device_columns("naa.1", ["Device Q Depth", "Commands/sec", "Device Q Depth"])
+    lines = [header("h", cols), row(0, ["32", 1, "32.00"]), row(5, ["32", 2, "32"])]
+    store = Store()
+    pump([line + "\n" for line in lines], EsxtopReader("live"), store.ingest, store.count_parse_error)
+    assert store.parse_errors == {}
 
 
 def test_the_strict_path_reads_a_quoted_last_cell_with_its_line_end():
@@ -314,6 +326,26 @@ def test_the_store_refuses_non_finite_and_negative_counter_increments():
     assert previous[m.COMMANDS] == 10.0 * 5 * 3
 
 
+def test_finite_but_huge_cells_never_overflow_a_counter():
+    """1e301 MB/s is a finite cell, and each step (1e301 x 2**20 B x 5 s, 5.2e307) is finite too,
+    but the fourth one would take the sum past the largest float: that step and the next are
+    refused and counted as out_of_range, and every counter stays finite and never goes down."""
+    cols = device_columns(DEV, ["Commands/sec", "MBytes Read/sec"])
+    lines = [header("esx01", cols)] + [row(T0 + 5 * n, ["100.00", "1e301"]) for n in range(6)]
+    store = Store()
+    reader = EsxtopReader("huge")
+    previous: dict = {}
+    pump([lines[0] + "\n"], reader, store.ingest, store.count_parse_error)
+    for line in lines[1:]:
+        pump([line + "\n"], reader, store.ingest, store.count_parse_error)
+        for name, value in store.hosts["esx01"].objects["luns"][DEV].counters.items():
+            assert 0.0 <= value < float("inf") and value >= previous.get(name, 0.0), (name, value)
+            previous[name] = value
+    assert previous["read_bytes_per_second"] == 3 * (1e301 * 2**20 * 5)
+    assert store.parse_errors == {("esxtop:esx01", "out_of_range"): 2}
+    assert previous["commands_per_second"] == 100.0 * 5 * 5  # the other counters go on
+
+
 def test_utf16_input_gets_an_encoding_hint_in_a_stream_and_a_file(tmp_path):
     text = "\r\n".join([header("h", device_columns("naa.1")), row(0, [1] * 14)]) + "\r\n"
     data = text.encode("utf-16")
@@ -323,5 +355,25 @@ def test_utf16_input_gets_an_encoding_hint_in_a_stream_and_a_file(tmp_path):
             reader.feed(line)
     path = tmp_path / "u16.csv"
     path.write_bytes(data)
-    with pytest.raises(EsxtopError, match=r"u16.csv:1: .*UTF-16.*iconv"):
+    with pytest.raises(EsxtopError, match=r"u16.csv:1: .*UTF-16.*iconv") as caught:
         list(read_file(path))
+    assert str(caught.value).count("looks UTF-16") == 1, str(caught.value)  # the hint once, not the line's and the file's
+
+
+def test_dump_prints_the_utf16_hint_once(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.servers import ROOT, exporter_env
+
+    path = tmp_path / "u16.csv"
+    path.write_bytes(("\r\n".join([header("h", device_columns("naa.1")), row(0, [1] * 14)]) + "\r\n").encode("utf-16"))
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", "--esxtop-file", str(path)],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.count("iconv -f UTF-16 -t UTF-8") == 1, done.stderr

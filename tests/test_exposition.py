@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import urllib.request
 
+import pytest
+
 from exporter.esxtop import read_file
 from exporter.serving import exposition as exposition_module
 from exporter.serving.exposition import Exposition
@@ -124,5 +126,29 @@ def test_a_slow_client_cannot_hold_a_thread_past_the_request_timeout(monkeypatch
                 break
         sock.close()
         assert closed_after is not None and 0.9 <= closed_after <= 3.0, closed_after
+    finally:
+        server.shutdown()
+
+
+def test_a_bad_probe_answers_400_without_echoing_the_input_or_naming_a_target():
+    """/probe is open to every client that reaches the port: its error echoes nothing a client
+    sent (up to 8 KB of it before) and names no configured target."""
+    import urllib.error
+    import urllib.parse
+
+    store = Store()
+    probes = {"vc-prod.internal.example": Exposition(store), "esx-lab-07": Exposition(store)}
+    server = MetricsServer(Exposition(store), "127.0.0.1:0", probes=probes)
+    server.serve_in_thread()
+    hostile = "<script>alert(1)</script>" + "A" * 4000
+    try:
+        for query in ("target=" + urllib.parse.quote(hostile), "target=", "", "target=esx-lab"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"http://127.0.0.1:{server.address[1]}/probe?{query}", timeout=10)
+            body = refused.value.read().decode()
+            assert refused.value.code == 400
+            assert body == "unknown or missing target (the exporter's configuration names them)\n", body
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.address[1]}/probe?target=esx-lab-07", timeout=10) as ok:
+            assert ok.status == 200
     finally:
         server.shutdown()

@@ -161,16 +161,26 @@ esxtop:
         sshd.stop()
 
 
-@pytest.mark.parametrize("text, expected", [("0", 0.0), ("0s", 0.0), ("10m", 600.0)])
-def test_inventory_interval_zero_means_never(tmp_path, text, expected):
-    settings = settings_from(tmp_path, f"esxtop:\n  ssh_inventory_interval: '{text}'\n")
-    assert settings["esxtop.ssh_inventory_interval"] == expected
+@pytest.mark.parametrize("key", ["esxtop.ssh_inventory_interval", "vsphere.discovery_interval"])
+@pytest.mark.parametrize("text", ["0", "0s", "-1s", "nan", "inf"])
+def test_the_two_inventory_intervals_refuse_zero_alike(tmp_path, key, text):
+    """How often each source re-reads the storage configuration: a duration longer than 0 for
+    both (#27; the SSH one took 0 for "never"). Turning esxcli off is a switch of its own, as for
+    vSphere: --no-esxtop.ssh-esxcli, --no-vsphere.esxcli."""
+    section, name = key.split(".")
+    with pytest.raises(config.ConfigError) as refused:
+        settings_from(tmp_path, f"{section}:\n  {name}: '{text}'\n")
+    assert name in str(refused.value)
+    if key.startswith("esxtop") and text.startswith("0"):
+        assert "--no-esxtop.ssh-esxcli" in str(refused.value)
 
 
-@pytest.mark.parametrize("text", ["-1s", "nan", "inf"])
-def test_inventory_interval_rejects_negative_and_non_finite(tmp_path, text):
-    with pytest.raises(config.ConfigError, match="ssh_inventory_interval"):
-        settings_from(tmp_path, f"esxtop:\n  ssh_inventory_interval: '{text}'\n")
+def test_the_inventory_intervals_and_esxcli_switches(tmp_path):
+    settings = settings_from(tmp_path, "esxtop:\n  ssh_inventory_interval: 10m\n  ssh_esxcli: false\n")
+    assert settings["esxtop.ssh_inventory_interval"] == 600.0 and settings["esxtop.ssh_esxcli"] is False
+    defaults = settings_from(tmp_path, "{}\n")
+    assert defaults["esxtop.ssh_esxcli"] is True and defaults["vsphere.esxcli"] is True
+    assert defaults["esxtop.ssh_inventory_interval"] == 300.0 == defaults["vsphere.discovery_interval"]
 
 
 def test_a_password_file_readable_by_everyone_is_warned_about(tmp_path, caplog):
@@ -183,3 +193,16 @@ def test_a_password_file_readable_by_everyone_is_warned_about(tmp_path, caplog):
     secret.chmod(0o600)
     targets_from_settings(settings_from(tmp_path, f"esxtop:\n  ssh: [root@esx01]\n  ssh_password_file: {secret}\n"))
     assert "readable by every user" not in caplog.text
+
+
+@pytest.mark.parametrize("switch, threads", [("true", 1), ("false", 0)])
+def test_the_esxcli_switch_decides_whether_esxcli_runs_over_ssh(tmp_path, switch, threads):
+    from exporter.app import App
+
+    settings = settings_from(tmp_path, f"esxtop:\n  ssh: [root@127.0.0.1:1]\n  ssh_esxcli: {switch}\n")
+    app = App(settings)
+    app.stop.set()  # the runners end at once: only whether they are started is looked at
+    started = app._start_esxcli_over_ssh(app.ssh.streams)
+    for thread in started:
+        thread.join(5)
+    assert len(started) == threads

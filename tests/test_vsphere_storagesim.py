@@ -396,7 +396,7 @@ vsphere:
         assert vc_esxcli == {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}
         assert esx_esxcli == {"esx01.lab.local"}  # the standalone host, read by its own target too
         status, body = _get(exporter.url + "/probe?target=nope")
-        assert status == 400 and "unknown target 'nope'" in body
+        assert status == 400 and body == "unknown or missing target (the exporter's configuration names them)\n"
         everything = parse(exporter.metrics())
         assert value(everything, "esxi_vsphere_up", target="down") == 0
         assert value(everything, "esxi_vsphere_up", target="esx") == 1

@@ -305,3 +305,43 @@ def test_vm_totals_sum_rates_and_weigh_each_direction():
     )
     assert totals["idle"][m.GAVG_READ] == pytest.approx(0.001)  # no I/O that way: the plain mean
     assert m.OUTSTANDING_READS not in totals["idle"]  # a field a disk lacks is not made up
+
+
+# --- the answer size cap (exporter/vsphere/xmlguard.py) ------------------------------------------
+@pytest.mark.parametrize("text, expected", [("64MiB", 64 << 20), ("1GB", 10**9), ("4096", 4096), (1 << 20, 1 << 20)])
+def test_the_answer_size_cap_takes_units(text, expected):
+    from exporter.configuration import parsers
+
+    assert parsers.size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "-1MiB", "lots", "64Mb"])
+def test_a_bad_answer_size_cap_is_refused(text):
+    from exporter.configuration import parsers
+
+    with pytest.raises(ValueError):
+        parsers.size(text)
+
+
+def test_the_answer_size_cap_reaches_every_target_and_the_guard():
+    from exporter.vsphere import xmlguard
+    from exporter.vsphere.client import Client
+
+    section = {"a": {"url": "https://vc1"}, "b": {"url": "https://vc2"}}
+    found = settings.targets(
+        _settings(
+            **{
+                "vsphere.targets": section,
+                "vsphere.user": "ro",
+                "vsphere.password_file": "/p",
+                "vsphere.max_answer_size": 1 << 20,
+            }
+        )
+    )
+    assert [t.max_answer_size for t in found] == [1 << 20, 1 << 20]
+    try:
+        Client(found[0])
+        assert xmlguard._limit == 1 << 20
+    finally:
+        xmlguard.limit_answers(settings.TargetConfig(name="", url="").max_answer_size)
+    assert xmlguard._limit == 256 << 20

@@ -19,7 +19,7 @@ from pathlib import Path
 from exporter.collectors import COLLECTORS
 from exporter.collectors.textformat import Family, escape_label
 from exporter.esxtop.lines import LongLine, bounded_lines
-from exporter.esxtop.reader import EsxtopError, EsxtopReader
+from exporter.esxtop.reader import COLUMN_CONFLICT, EsxtopError, EsxtopReader
 from exporter.store.store import Store
 
 
@@ -89,7 +89,7 @@ def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: li
     count, pending = 0, None
     with tempfile.TemporaryDirectory() as spill_dir:
         spill = _FamilySpill(spill_dir)
-        count, pending = _read(capture_path, run, store, reader, spill, progress)
+        count, pending = _read(capture_path, run, store, reader, spill, progress, notes)
         if reader.layout is None:
             raise EsxtopError("no_header", f"{capture_path}:1: no esxtop header")
         spill.drain(out)
@@ -99,7 +99,7 @@ def write_openmetrics(capture_path: str, run: str, out, progress=None, notes: li
     return count
 
 
-def _read(capture_path: str, run: str, store: Store, reader: EsxtopReader, spill: _FamilySpill, progress):
+def _read(capture_path: str, run: str, store: Store, reader: EsxtopReader, spill: _FamilySpill, progress, notes=None):
     count, pending = 0, None
     with open(capture_path, "rb") as raw:
         for line in bounded_lines(raw):  # the one line cap: a 2 GB line is never held
@@ -109,13 +109,18 @@ def _read(capture_path: str, run: str, store: Store, reader: EsxtopReader, spill
                 raise pending
             try:
                 sample = reader.feed(line)
-                if reader.rejected:  # a NaN, infinite or negative cell: never dropped silently
-                    raise EsxtopError(*reader.rejected[0])
+                for reason, message in reader.rejected:
+                    if reason != COLUMN_CONFLICT:  # a NaN, infinite or negative cell: never dropped silently
+                        raise EsxtopError(reason, message)
             except EsxtopError as err:
                 if reader.layout is None:
                     raise
                 pending = err
                 continue
+            for reason, message in reader.rejected:  # two columns of one value disagree: the first is used
+                store.count_parse_error(reader.name, reason)
+                if notes is not None:
+                    notes.append(message)
             if sample is not None:
                 store.ingest(sample)
                 for family, lines in render_sample(store, run, sample.timestamp):

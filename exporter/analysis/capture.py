@@ -11,6 +11,7 @@ declines (bare CR line ends, a header with a quoted comma) go through pyarrow's 
 
 from __future__ import annotations
 
+import codecs
 import os
 from dataclasses import dataclass, field
 
@@ -49,6 +50,8 @@ class Capture:
     def skip(self, seconds: float) -> Capture:
         """The capture without its first `seconds` (a warm-up, VMs still starting): the samples
         left are all measurements."""
+        if not seconds:
+            return self
         keep = self.timestamps >= self.timestamps[0] + seconds
         if keep.sum() < 2:
             raise CaptureError(f"{self.path}: fewer than 2 samples left after skipping {seconds:g} s")
@@ -97,8 +100,6 @@ def _read_header(raw, path: str) -> tuple[EsxtopReader, bytes]:
         reader.feed(text)
     except EsxtopError as err:
         raise CaptureError(str(err)) from None
-    if reader.rejected:  # two columns with one name: which one is right is unknown
-        raise CaptureError(reader.rejected[0][1])
     if not reader.layout.targets:
         raise CaptureError(f"{path}:1: esxtop header without any disk or CPU column the analysis uses")
     return reader, first
@@ -118,7 +119,8 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
             reader, header = _read_header(raw, path)
             progress.advance(len(header))
             layout = reader.layout
-            needed = np.array(sorted({t[0] for t in layout.targets}))
+            # The repeated columns too (`-a`'s per-path Adapter Q Depth): checked against the first.
+            needed = np.array(sorted({t[0] for t in layout.targets} | {index for index, _ in layout.repeats}))
             columns = None
             if layout.naive and not header.endswith(b"\r"):  # LF line ends, no quoted comma in the header
                 body = raw.tell()
@@ -139,8 +141,11 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
     if rows == 0:
         raise CaptureError(f"{path}: esxtop header but no complete sample")
     timestamps, intervals = _clock(reader, columns.stamps, columns.lines)
-    # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
+    if rows == 1:
+        notes.append(f"{path}: one sample: esxtop's first is not a measurement, so only settings (queue depths) are read")
     position = {index: j for j, index in enumerate(needed)}
+    notes += _conflicts(path, columns, layout, position)
+    # one float block: pandas builds a frame from a 2-D array far faster than from thousands of columns
     matrix = columns.values[:, [position[t[0]] for t in layout.targets]]
     divisors = np.array([t[3] for t in layout.targets])
     if (divisors != 1.0).any():
@@ -157,6 +162,23 @@ def load(path: str | os.PathLike, show_progress: bool | None = None) -> Capture:
         path_devices=dict(layout.path_devices),
         notes=notes,
     )
+
+
+def _conflicts(path: str, columns: fastcsv.Columns, layout, position: dict[int, int]) -> list[str]:
+    """One note per column that names a value an earlier column holds and reads differently in
+    some row (the core reader's rule: the first column is used)."""
+    notes = []
+    for index, first in layout.repeats:
+        mine, theirs = columns.values[:, position[index]], columns.values[:, position[first]]
+        differ = np.flatnonzero(mine != theirs)
+        if differ.size:
+            at = differ[0]
+            notes.append(
+                f"{path}:{columns.lines[at]}: column {index + 1} ({layout.names[index][:200]}) reads {mine[at]:g} where column "
+                f"{first + 1} ({layout.names[first][:200]}), which names the same value, reads {theirs[at]:g} "
+                f"(in {differ.size} of {len(mine)} samples); the first is used"
+            )
+    return notes
 
 
 def _bad_cell_message(path: str, err, layout) -> str:
@@ -179,7 +201,7 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
 
     try:
         stream = pcsv.open_csv(
-            CountingFile(raw, progress),
+            _ValidUtf8(raw, progress),
             read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False),
             parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
             convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False),
@@ -207,6 +229,32 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
             good_lines.append(line)
         line += 1
     return fastcsv.Columns(values, table.column("c0").to_pylist(), good_lines, bad)
+
+
+class _ValidUtf8(CountingFile):
+    """A counted binary file whose reads are valid UTF-8, each byte that is not replaced by '?'
+    (one byte for one, so lengths and commas stay where they were). pyarrow decodes a row it
+    rejects strictly before calling the invalid-row handler: on bytes that are not UTF-8 it
+    prints a traceback ("Exception ignored in") instead. Only files fastcsv declines come here."""
+
+    def __init__(self, raw, progress):
+        super().__init__(raw, progress)
+        self._pending = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            return self._pending + self._valid(super().read(), True)
+        while len(self._pending) < size:
+            data = super().read(size)
+            self._pending += self._valid(data, not data)
+            if not data:
+                break
+        out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def _valid(self, data: bytes, final: bool) -> bytes:
+        return self._decoder.decode(data, final).encode("utf-8", "replace")  # an escaped byte -> '?'
 
 
 def _check_bad_rows(path: str, columns: fastcsv.Columns, width: int) -> list[str]:

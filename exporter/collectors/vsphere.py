@@ -22,6 +22,10 @@ def collect(store):
     )
     samples = counter("esxi_vsphere_samples_total", "Real-time samples ingested.")
     last = gauge("esxi_vsphere_last_sample_timestamp_seconds", "Server time of the newest real-time sample.")
+    overruns = counter(
+        "esxi_vsphere_collection_overruns_total",
+        "Collections that took longer than their interval (samples fall behind), by phase.",
+    )
     for (kind, name), record in sorted(store.health.items()):
         if kind != "vsphere":
             continue
@@ -32,6 +36,8 @@ def collect(store):
             errors.add(label_string(("target", "phase"), (name, phase)), float(count))
         for reason, count in sorted(record.dropped.items()):
             dropped.add(label_string(("target", "reason"), (name, reason)), float(count))
+        for phase, count in sorted(record.overruns.items()):
+            overruns.add(label_string(("target", "phase"), (name, phase)), float(count))
         for host, count in sorted(record.samples.items()):
             labels = label_string(("host",), (host,))
             samples.add(labels, float(count))
@@ -39,4 +45,4 @@ def collect(store):
         if record.objects:
             for object_kind in OBJECT_KINDS:
                 objects.add(label_string(("target", "kind"), (name, object_kind)), float(record.objects.get(object_kind, 0)))
-    return [up, duration, objects, errors, dropped, samples, last]
+    return [up, duration, objects, errors, dropped, samples, last, overruns]

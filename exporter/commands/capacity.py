@@ -58,14 +58,17 @@ def run(args) -> int:
                 + "\n"
             )
             return 0
+        capture = load(args.capture, args.progress)
         loads = capacity.from_capture(
-            load(args.capture, args.progress),
+            capture,
             args.array_max_outstanding,
             args.queue_depth,
             inventory_snapshot.read(args.capture),
         )
     except (CaptureError, ValueError) as err:
         return fail(err, 2)
+    for note in capture.notes:  # what the user must know about the capture (a conflict, a cut last line)
+        print(f"note: {note}", file=sys.stderr)
     for lun in loads:
         sys.stdout.write(f"LUN {lun.device}\n")
         if lun.plan is None:

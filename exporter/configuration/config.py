@@ -15,7 +15,16 @@ from typing import Any
 
 import yaml
 
-from exporter.configuration.parsers import boolean, choice, count, duration, duration_or_never, listen_address, regex, str_list
+from exporter.configuration.parsers import (
+    boolean,
+    choice,
+    count,
+    duration,
+    listen_address,
+    regex,
+    size,
+    str_list,
+)
 from exporter.configuration.sharding import parse_shard
 
 ENV_PREFIX = "ESXI_EXPORTER_"
@@ -109,6 +118,12 @@ OPTIONS: list[Option] = [
     ),
     Option("vsphere.max_parallel_queries", count, 4, "QueryPerf calls in flight at once per target."),
     Option(
+        "vsphere.max_answer_size",
+        size,
+        256 << 20,
+        "Largest answer (decompressed) the exporter reads from a vSphere endpoint, for the whole process; larger ones are refused.",
+    ),
+    Option(
         "vsphere.host_include",
         str_list,
         [],
@@ -170,10 +185,16 @@ OPTIONS += [
     Option("esxtop.ssh_stall_after", duration, None, "Restart a stream that sent no row this long (default 3 intervals + 10s)."),
     Option("esxtop.ssh_backoff_max", duration, 60.0, "Longest wait between reconnection attempts."),
     Option(
+        "esxtop.ssh_esxcli",
+        boolean,
+        True,
+        "Read the SSH hosts' storage configuration (DSNRO, queue depths, multipathing) with esxcli over the same SSH target.",
+    ),
+    Option(
         "esxtop.ssh_inventory_interval",
-        duration_or_never,
+        lambda value: _interval(value, "to read no configuration over SSH: --no-esxtop.ssh-esxcli"),
         300.0,
-        "How often to read the SSH hosts' storage configuration with esxcli (DSNRO, queue depths, multipathing); 0: never.",
+        "How often to read the SSH hosts' storage configuration with esxcli, as --vsphere.discovery-interval does for vSphere.",
     ),
     Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]
@@ -182,13 +203,28 @@ OPTIONS += [
 # Local disks' health (exporter.smart): SMART pages and NVMe logs over SSH and the vSphere API.
 OPTIONS += [
     Option(
+        "smart.read",
+        boolean,
+        True,
+        "Read the local disks' SMART pages and NVMe health logs (SSH hosts; vSphere targets with vsphere.esxcli).",
+    ),
+    Option(
         "smart.interval",
-        duration_or_never,
+        lambda value: _interval(value, "to read no SMART pages: --no-smart.read"),
         3600.0,
-        "How often to read the local disks' SMART pages and NVMe health logs (SSH hosts; vSphere targets with "
-        "vsphere.esxcli); 0: never.",
+        "How often to read the local disks' SMART pages and NVMe health logs.",
     ),
 ]
+
+
+def _interval(value: Any, off: str) -> float:
+    """A duration longer than 0; for 0, the error says how to turn the thing off instead."""
+    try:
+        return duration(value)
+    except ValueError as err:
+        if str(value).strip() in ("0", "0s", "0m", "0h", "0.0"):
+            raise ValueError(f"{err} ({off})") from None
+        raise
 
 
 def default(key: str) -> Any:

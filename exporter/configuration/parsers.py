@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from exporter.store.units import parse_duration, parse_rate
+from exporter.store.units import parse_duration, parse_rate, parse_size
 
 
 def boolean(value: Any) -> bool:
@@ -76,14 +76,6 @@ def duration(value: Any) -> float:
     return seconds
 
 
-def duration_or_never(value: Any) -> float:
-    """A duration where 0 means never."""
-    seconds = parse_duration(value)
-    if not 0 <= seconds < math.inf:
-        raise ValueError(f"must be 0 (never) or a finite duration: {value!r}")
-    return seconds
-
-
 def choice(value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).lower()
     if text not in choices:
@@ -107,6 +99,14 @@ def port(value: Any) -> int:
 
 def text(value: Any) -> str:
     return str(value)
+
+
+def size(value: Any) -> int:
+    """A size in bytes, larger than 0: 256MiB, 64MB, or bytes."""
+    number = parse_size(value)
+    if number <= 0:
+        raise ValueError(f"must be larger than 0: {value!r}")
+    return number
 
 
 def rate(value: Any) -> float:

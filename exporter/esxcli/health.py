@@ -28,3 +28,9 @@ class EsxcliHealth:
             record = m.SourceHealth(kind=self.kind, name=host, origin=self.origin, up=0 if failed else 1, errors=dict(counts))
         self.store.set_health(record)
         return failed
+
+    def forget(self, host: str) -> None:
+        """The host left: its esxcli health and error counts go with it."""
+        with self.lock:
+            self.errors.pop(host, None)
+        self.store.drop_health("esxcli", host, self.origin)

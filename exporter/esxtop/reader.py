@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import csv
+import logging
 import math
 import operator
 import re
@@ -20,6 +21,7 @@ from exporter.esxtop import columns as c
 from exporter.esxtop.lines import MAX_LINE, LongLine, bounded_lines
 from exporter.store import model as m
 
+log = logging.getLogger(__name__)
 HEADER_MARK = "(PDH-CSV"
 csv.field_size_limit(sys.maxsize)
 # What a number cell may hold. float() also takes '1_000', 'nan', 'inf' and non-ASCII digits;
@@ -27,6 +29,9 @@ csv.field_size_limit(sys.maxsize)
 _NUMBER = re.compile(r"\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*", re.ASCII)
 _NON_FINITE = re.compile(r"\s*[-+]?(?:nan|inf|infinity)\s*", re.IGNORECASE)
 OUT_OF_RANGE = "out_of_range"  # parse_errors_total reason of a cell that is NaN, infinite or negative
+# parse_errors_total reason of two columns naming one value that read differently: the first is
+# kept, and each such column is counted and reported once per header (file or esxtop run).
+COLUMN_CONFLICT = "column_conflict"
 
 
 def _unquoted(cell: str) -> str:
@@ -86,8 +91,11 @@ class Layout:
         keys: dict[tuple, int] = {}
         self.objects: list[tuple[str, object]] = []  # object slot -> (family, key)
         targets = []
-        taken: set[tuple[int, str]] = set()
-        self.duplicates: list[int] = []  # indices of columns naming a value an earlier column holds
+        taken: dict[tuple[int, str], int] = {}  # (object slot, field) -> the column that holds it
+        # Columns naming a value an earlier column holds: (this column, the first one). `-a` writes
+        # the adapter's Adapter Q Depth once more in every per-path `Physical Disk(<adapter>:<path>)`
+        # (esxtop-format.md §3.2): expected, and harmless while the values agree.
+        self.repeats: list[tuple[int, int]] = []
         vcpus = []
         self.path_devices: dict[str, str] = {}
         last_device = None
@@ -110,16 +118,21 @@ class Layout:
             slot = keys.setdefault((family, key), len(keys))
             if slot == len(self.objects):
                 self.objects.append((family, key))
-            if (slot, field) in taken:  # a second column for one value: the first one is kept
-                self.duplicates.append(index)
+            first = taken.get((slot, field))
+            if first is not None:  # a second column for one value: the first one is kept
+                self.repeats.append((index, first))
                 continue
-            taken.add((slot, field))
+            taken[(slot, field)] = index
             targets.append((index, slot, field, divisor))
         # Hot-path tables: columns ordered by object, so one pass of C-level calls (itemgetter,
         # join, split, float, truediv) converts them all and each object's values are a slice.
         targets.sort(key=lambda t: (t[1], t[0]))
         self.targets = targets
-        self.max_index = max((t[0] for t in targets), default=0)
+        self.max_index = max([t[0] for t in targets] + [r[0] for r in self.repeats], default=0)
+        if self.repeats:
+            repeated, firsts = [r[0] for r in self.repeats], [r[1] for r in self.repeats]
+            self.pick_repeats = operator.itemgetter(*repeated) if len(repeated) > 1 else (lambda cells: (cells[repeated[0]],))
+            self.pick_firsts = operator.itemgetter(*firsts) if len(firsts) > 1 else (lambda cells: (cells[firsts[0]],))
         indices = [t[0] for t in targets] or [0]
         getter = operator.itemgetter(*indices)
         self.pick = getter if len(indices) > 1 else (lambda cells: (getter(cells),))
@@ -155,6 +168,7 @@ class EsxtopReader:
         self._last_interval: float | None = None
         self._date: tuple[int, int, int] | None = None
         self.rejected: list[tuple[str, str]] = []  # the last line's cells left out: (reason, message)
+        self._conflicts: set[int] = set()  # repeated columns already reported under this header
 
     def feed(self, line: str) -> m.Sample | None:
         """One line in: a Sample, or None (blank, header). Cells that are NaN, infinite or negative
@@ -162,7 +176,7 @@ class EsxtopReader:
         self.lineno += 1
         self.rejected: list[tuple[str, str]] = []
         if line.__class__ is LongLine:
-            raise self._error("line_too_long", f"line of {line} bytes is longer than the {MAX_LINE >> 20} MiB limit, skipped")
+            raise self._error("line_too_long", f"line of {line} bytes is longer than the {MAX_LINE >> 20} MiB limit")
         # No strip of the whole line: on a 1 MB row each copy costs more than the parse. A
         # trailing newline only reaches the last cell, which float() and the timestamp ignore.
         if len(line) < 8 and not line.strip():
@@ -189,13 +203,7 @@ class EsxtopReader:
             raise self._error("bad_header", f"header is not valid CSV: {err}") from None
         self.layout = Layout(cells, line, self.per_world)
         self._prev_ts = None  # a new esxtop run: its first sample is not a measurement again
-        for index in self.layout.duplicates:
-            self.rejected.append(
-                (
-                    "duplicate_column",
-                    f"{self.name}:{self.lineno}: column {index + 1} ({cells[index][:200]}) repeats an earlier column, ignored",
-                )
-            )
+        self._conflicts = set()
 
     # -- rows ---------------------------------------------------------------------------------
     def _sample(self, line: str) -> m.Sample:
@@ -226,6 +234,8 @@ class EsxtopReader:
                 raise self._bad_value(cells, layout) from None
             if "-" in needed or "e" in needed or "E" in needed:  # a negative, or an exponent that overflowed
                 values = self._in_range(values, cells, layout)
+        if layout.repeats and layout.pick_repeats(cells) != layout.pick_firsts(cells):
+            self._check_repeats(cells, layout)
         sample = m.Sample(host=layout.host, timestamp=timestamp, interval=self._interval(timestamp))
         families = {
             c.LUN: sample.luns,
@@ -269,6 +279,25 @@ class EsxtopReader:
             else:
                 raise self._bad_value(cells, layout)
         return self._in_range(values, cells, layout)
+
+    def _check_repeats(self, cells, layout) -> None:
+        """Columns naming a value an earlier column holds whose cell reads differently: the first
+        column's value is the one used; each such column is listed in `rejected` once per header."""
+        for index, first in layout.repeats:
+            if index in self._conflicts:
+                continue
+            mine, theirs = _unquoted(cells[index]), _unquoted(cells[first])
+            if mine == theirs or (_NUMBER.fullmatch(mine) and _NUMBER.fullmatch(theirs) and float(mine) == float(theirs)):
+                continue  # "31" and "31.00": one value
+            self._conflicts.add(index)
+            self.rejected.append(
+                (
+                    COLUMN_CONFLICT,
+                    f"{self.name}:{self.lineno}: column {index + 1} ({layout.names[index][:200]}) reads {mine[:40]!r} "
+                    f"where column {first + 1} ({layout.names[first][:200]}), which names the same value, reads "
+                    f"{theirs[:40]!r}; the first is used",
+                )
+            )
 
     def _in_range(self, values: list, cells, layout) -> list:
         """Values with every NaN, infinite or negative one replaced by None and listed in `rejected`:
@@ -335,9 +364,11 @@ class EsxtopReader:
         return EsxtopError(reason, f"{self.name}:{self.lineno}: {text}")
 
 
-def read_file(path: str, per_world: bool = True):
+def read_file(path: str, per_world: bool = True, on_error=None):
     """Yield every Sample of a saved capture; raise EsxtopError on the first bad line (a line
-    over MAX_LINE and a NaN, infinite or negative cell included)."""
+    over MAX_LINE and a NaN, infinite or negative cell included). Two columns naming one value
+    that disagree do not stop it: the first is used, and the other is logged as a warning and
+    handed to on_error(file, reason), once per column, as a live stream counts it."""
     reader = EsxtopReader(str(path), per_world=per_world)
     with open(path, "rb") as raw:
         hint = utf16_hint(raw.read(64))
@@ -348,12 +379,16 @@ def read_file(path: str, per_world: bool = True):
             try:
                 sample = reader.feed(line)
             except EsxtopError as err:
-                if hint:
-                    raise EsxtopError(err.reason, f"{err}{hint}") from None
+                if hint:  # the file's hint, once: in place of the line's own, if it gave one
+                    raise EsxtopError(err.reason, str(err).replace(_UTF16_HINT.format("input"), "") + hint) from None
                 raise
-            if reader.rejected:
-                reason, message = reader.rejected[0]
-                raise EsxtopError(reason, message)
+            for reason, message in reader.rejected:
+                if reason != COLUMN_CONFLICT:
+                    raise EsxtopError(reason, message)
+            for reason, message in reader.rejected:
+                log.warning("%s", message)
+                if on_error is not None:
+                    on_error(reader.name, reason)
             if sample is not None:
                 yield sample
     if not seen:

@@ -9,7 +9,7 @@ import sys
 import threading
 
 from exporter.esxtop.lines import MAX_LINE, LongLine, bounded_lines, decode
-from exporter.esxtop.reader import EsxtopError, EsxtopReader
+from exporter.esxtop.reader import COLUMN_CONFLICT, EsxtopError, EsxtopReader
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,10 @@ def pump(lines, reader: EsxtopReader, on_sample, on_error, stop: threading.Event
         if reader.rejected:
             for reason, _ in reader.rejected:
                 on_error(reader.name, reason)
+            reason, message = reader.rejected[0]
             more = f" (and {len(reader.rejected) - 1} more on this line)" if len(reader.rejected) > 1 else ""
-            log.warning("skipped a value: %s%s", reader.rejected[0][1], more)
+            # A conflict keeps the first column's value: nothing of the row is left out.
+            log.warning("%s%s%s", "" if reason == COLUMN_CONFLICT else "skipped a value: ", message, more)
         if sample is not None:
             on_sample(sample)
 

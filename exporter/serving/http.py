@@ -74,11 +74,9 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
                 target = urllib.parse.parse_qs(query).get("target", [""])[0]
                 if target in probes:
                     self._metrics(probes[target])
-                else:
+                else:  # any client reaches this: echo nothing it sent and name no configured target
                     self._send(
-                        400,
-                        "text/plain; charset=utf-8",
-                        f"unknown target {target!r}; configured: {', '.join(sorted(probes))}\n".encode(),
+                        400, "text/plain; charset=utf-8", b"unknown or missing target (the exporter's configuration names them)\n"
                     )
             elif path == "/":
                 self._send(200, "text/html; charset=utf-8", landing)

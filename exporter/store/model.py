@@ -202,6 +202,7 @@ class SourceHealth:
     objects: dict[str, int] = field(default_factory=dict)  # kind -> objects found by the last discovery
     samples: dict[str, int] = field(default_factory=dict)  # host -> samples ingested
     last_timestamp: dict[str, float] = field(default_factory=dict)  # host -> newest sample time
+    overruns: dict[str, int] = field(default_factory=dict)  # phase -> runs longer than their interval
 
 
 # --- physical disk health (exporter.smart): SMART pages and NVMe health logs ------------------

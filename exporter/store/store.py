@@ -35,8 +35,9 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
     """Fold one interval of one object into its state; returns how many increments were refused.
 
     The last guard of the counters' monotony: an increment that is NaN, infinite or negative
-    (a source let a bad value through) is refused, so one bad value cannot leave a counter NaN,
-    +Inf or going down for the rest of the process's life."""
+    (a source let a bad value through), or that would take the sum past the largest float (finite
+    but huge cells, 1e301 MB/s), is refused, so no value can leave a counter NaN, +Inf or going
+    down for the rest of the process's life."""
     if interval is None:
         # esxtop's first sample: rates and latencies read 0.00 and are not a measurement.
         obj.gauges = {k: v for k, v in stats.items() if k in m.CONFIG_FIELDS}
@@ -54,8 +55,9 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
         rate = stats.get(name)
         if rate is not None:
             step = rate * interval
-            if 0.0 <= step < _INF:  # False for NaN too
-                counters[name] = counters.get(name, 0.0) + step
+            total = counters.get(name, 0.0) + step
+            if 0.0 <= step and total < _INF:  # False for NaN too
+                counters[name] = total
             else:
                 refused += 1
     commands = stats.get(m.COMMANDS)
@@ -65,8 +67,9 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
             if latency is not None:
                 key = _latency_counter(name)
                 step = latency * commands * interval
-                if 0.0 <= step < _INF:
-                    counters[key] = counters.get(key, 0.0) + step
+                total = counters.get(key, 0.0) + step
+                if 0.0 <= step and total < _INF:
+                    counters[key] = total
                 else:
                     refused += 1
     for name, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
@@ -74,8 +77,9 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
         if latency is not None and rate is not None:
             key = _latency_counter(name)
             step = latency * rate * interval
-            if 0.0 <= step < _INF:
-                counters[key] = counters.get(key, 0.0) + step
+            total = counters.get(key, 0.0) + step
+            if 0.0 <= step and total < _INF:
+                counters[key] = total
             else:
                 refused += 1
     return refused
@@ -210,6 +214,26 @@ class Store:
             for host in hosts:
                 self.host_inventories.pop((origin, host), None)
                 self.host_disk_health.pop((origin, host), None)
+            self.version += 1
+
+    def forget_hosts(self, hosts, origin: str = "") -> None:
+        """Hosts that left a source (its inventory): every series keyed by them goes, their
+        objects' gauges and counters, their configuration, and the counts of values the store
+        refused from them (unless another source still reports the host)."""
+        with self.lock:
+            for host in hosts:
+                state = self.host_states.pop((origin, host), None)
+                self.host_inventories.pop((origin, host), None)
+                if state is not None and not any(name == host for _, name in self.host_states):
+                    stream = f"{state.source}:{host}"
+                    for key in [key for key in self.parse_errors if key[0] == stream]:
+                        del self.parse_errors[key]
+            self.version += 1
+
+    def drop_health(self, kind: str, name: str, origin: str = "") -> None:
+        """A health record whose subject is gone (esxcli's of a host that left)."""
+        with self.lock:
+            self.source_health.pop((kind, name, origin), None)
             self.version += 1
 
     def count_parse_error(self, stream: str, reason: str) -> None:

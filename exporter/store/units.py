@@ -61,6 +61,20 @@ def parse_rate(text: str) -> float:
     return number * _RATES[unit]
 
 
+# Sizes as people write them: bytes, decimal (MB) or binary (MiB) units.
+_SIZES = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from '256MiB', '64MB', '1GiB' or a plain number of bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    number, unit = _split_number(text)
+    if unit not in _SIZES:
+        raise ValueError(f"not a size: {text!r} (use e.g. 256MiB or 64MB; units: {', '.join(u for u in _SIZES if u)})")
+    return int(number * _SIZES[unit])
+
+
 def _split_number(text: str) -> tuple[float, str]:
     s = str(text).strip()
     end = len(s) - len(s.lstrip("0123456789.eE+-"))

@@ -15,6 +15,7 @@ import time
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
+from exporter.vsphere import xmlguard  # guards every pyVmomi parser of the process, from its import on
 from exporter.vsphere.settings import TargetConfig, read_password
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class Client:
         self._refusal: VsphereError | None = None  # the last refusal, repeated while backing off
         self._next_login = 0.0  # monotonic time before which a refused login is not tried again
         self._password_stamp = None  # the password file as it was when refused: a change retries at once
+        xmlguard.limit_answers(config.max_answer_size)  # one setting for the process: every target has the same
         _warn_if_world_readable(config.password_file)
         if config.insecure:
             log.warning(
@@ -158,7 +160,7 @@ class Client:
         conn = http.client.HTTPSConnection(cfg.host, cfg.port, context=self._ssl_context(), timeout=cfg.timeout)
         try:
             conn.request("GET", cfg.path.rstrip("/") + "/vimServiceVersions.xml")
-            conn.getresponse().read()
+            xmlguard.read_answer(conn.getresponse(), xml=False)  # capped: a server cannot fill memory here either
         finally:
             conn.close()
 

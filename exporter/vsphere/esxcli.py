@@ -5,20 +5,27 @@ connection (exporter.vsphere.soap). Works through vCenter and against a standalo
 
 from __future__ import annotations
 
+import http.client
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
 from exporter.esxcli.inventory import EsxcliError
 from exporter.esxcli.parse import key
-from exporter.vsphere import soap
+from exporter.vsphere import soap, xmlguard
+from exporter.vsphere.client import describe
 
 _NS = "{urn:vim25}"
 LONG_NAMES = {"-m": "module", "-d": "device"}  # esxcli's short flags as the API names the arguments
 
 
 def _call(stub, body: str) -> ET.Element:
-    status, answer = soap.post(stub, soap.envelope(body))
-    root = ET.fromstring(answer)
+    """The answer to one request; a connection that fails or an answer that cannot be read
+    (refused by xmlguard, not XML) is this command's EsxcliError, like a fault."""
+    try:
+        status, answer = soap.post(stub, soap.envelope(body))
+        root = xmlguard.parse(answer)
+    except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError) as err:
+        raise EsxcliError(describe(err)) from None
     if status != 200:
         fault = root.findtext(".//faultstring") or f"HTTP {status}"
         raise EsxcliError(fault.strip()[:200])
@@ -62,9 +69,11 @@ def run(stub, executer_moid: str, words: list[str]) -> tuple[list[dict[str, str]
     if not response.strip():
         return [], []
     try:
-        objects = ET.fromstring(response)
+        objects = xmlguard.parse(response)  # a document of its own inside the answer: checked too
     except ET.ParseError as err:
         raise EsxcliError(f"esxcli {' '.join(path)}: the answer is not XML: {err}") from None
+    except xmlguard.AnswerRefused as err:
+        raise EsxcliError(f"esxcli {' '.join(path)}: {err}") from None
     records = []
     for obj in objects.iter():
         if obj.tag.rsplit("}", 1)[-1] == "DataObject":

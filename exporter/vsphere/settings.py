@@ -60,6 +60,7 @@ class TargetConfig:
     vm_selection: HostSelection = HostSelection()  # which VMs of those hosts: inventory paths (no shard: a VM follows its host)
     vsan: bool = default("vsphere.vsan")  # read the target's vSAN clusters (exporter.vsan)
     vsan_interval: float = default("vsphere.vsan_interval")
+    max_answer_size: int = default("vsphere.max_answer_size")  # one process-wide cap (xmlguard), not per target
 
     @property
     def host(self) -> str:
@@ -155,6 +156,7 @@ def targets(settings) -> list[TargetConfig]:
         vms=_setting(settings, "vsphere.vms"),
         vsan=_setting(settings, "vsphere.vsan"),
         vsan_interval=_setting(settings, "vsphere.vsan_interval"),
+        max_answer_size=_setting(settings, "vsphere.max_answer_size"),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):

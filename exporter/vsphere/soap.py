@@ -7,12 +7,12 @@ be ~170 s for 1,000 hosts against a 20 s budget. The request is still serialized
 over its session and connection pool, and faults (NotAuthenticated, ...) are still
 deserialized by pyVmomi and raised as usual; only the bulky success answer is read here.
 The inventory walk has the same cost profile (a host's storageDevice is thousands of elements).
+Every answer is read through xmlguard: capped in size, and refused if it carries a DOCTYPE.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import http.client
 import io
 import xml.etree.ElementTree as ET
@@ -21,6 +21,8 @@ from xml.sax.saxutils import escape
 from pyVmomi import vim, vmodl
 from pyVmomi.Iso8601 import ISO8601Format
 from pyVmomi.SoapAdapter import SoapResponseDeserializer
+
+from exporter.vsphere import xmlguard
 
 _QUERY_PERF = vim.PerformanceManager._GetMethodInfo("QueryStats")  # the Python name of QueryPerf
 _SPEC_START, _SPEC_END = b"<querySpec>", b"</querySpec>"
@@ -61,16 +63,17 @@ def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
         request = stub.SerializeRequest(mo, info, args)
     status, body = post(stub, request)
     if status == 200:
-        return ET.fromstring(body)
+        return xmlguard.parse(body)
     if status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
-        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(body), info.result)
+        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(b"".join(body)), info.result)
         if isinstance(fault, BaseException):
             raise fault
     raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
-def post(stub, request: bytes) -> tuple[int, bytes]:
-    """POST a SOAP request over the stub's session and connection pool: (HTTP status, body)."""
+def post(stub, request: bytes) -> tuple[int, list[bytes]]:
+    """POST a SOAP request over the stub's session and connection pool: (HTTP status, the body's
+    pieces as xmlguard.read_answer returns them)."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,
@@ -81,17 +84,17 @@ def post(stub, request: bytes) -> tuple[int, bytes]:
     try:
         conn.request("POST", stub.path, request, headers)
         response = conn.getresponse()
-        body = response.read()
-    except (OSError, http.client.HTTPException):
-        conn.close()
+        # Capped, decompressed as it arrives, its prolog checked: a DOCTYPE or an answer over the
+        # cap is refused before ElementTree sees it (xmlguard).
+        body = xmlguard.read_answer(response, response.getheader("Content-Encoding", "").lower() == "gzip")
+    except (OSError, http.client.HTTPException, xmlguard.AnswerRefused):
+        conn.close()  # an answer left unread: the connection cannot serve another call
         stub.DropConnections()
         raise
     stub.ReturnConnection(conn)
     cookie = response.getheader("Set-Cookie")
     if cookie:
         stub.cookie = cookie
-    if response.getheader("Content-Encoding", "").lower() == "gzip":
-        body = gzip.decompress(body)
     return response.status, body
 
 

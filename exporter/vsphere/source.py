@@ -18,6 +18,7 @@ from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
+from exporter.vsphere.overruns import Overruns
 from exporter.vsphere.settings import TargetConfig
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class VsphereTarget:
         self.samples: dict[str, int] = {}  # host -> samples ingested
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
+        self.overruns = Overruns(self.name)  # collections that took longer than their interval
 
     # --- health --------------------------------------------------------------------------
     def _failed(self, phase: str, message: str) -> None:
@@ -105,6 +107,7 @@ class VsphereTarget:
                 objects=topology.counts() if topology is not None else {},
                 samples=dict(self.samples),
                 last_timestamp=dict(self.last_timestamp),
+                overruns=self.overruns.snapshot(),
             )
         self.store.set_health(record)
 
@@ -207,19 +210,28 @@ class VsphereTarget:
         self.resolved = resolved
 
     def _forget(self, hosts: set[str]) -> None:
-        """Hosts that left the inventory (removed, disconnected) lose their configuration series."""
+        """Hosts that left the inventory (removed, disconnected) take every series keyed by them
+        with them: samples, counters and configuration, samples_total and the newest sample's
+        time, esxcli's health and errors (published with the next health record)."""
         if not hosts:
             return
-        self.store.drop_inventories(hosts, origin=self.name)
+        self.store.forget_hosts(hosts, origin=self.name)
         with self.lock:
             for host in hosts:
                 self.last_timestamp.pop(host, None)
+                self.samples.pop(host, None)
+                self.esxcli_found.pop(host, None)
+        for host in hosts:
+            self.esxcli_health.forget(host)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
 
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
+        start = time.monotonic()
         with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
             ok = self._collect(now)
+        if self.overruns.check("collection", time.monotonic() - start, self.config.interval):
+            self._publish()  # done or failed, a run past its interval is counted
         self.collected.set()  # done or failed: the first esxcli read waits no longer
         return ok
 
@@ -256,6 +268,9 @@ class VsphereTarget:
             if series is not None:
                 vm_series = [(vm, results[vm.ref._moId]) for vm in running.get(topo.name, ()) if vm.ref._moId in results]
                 self._ingest_host(topo, series, resolved, vm_series)
+        newer = self.topology
+        if newer is not topology:  # a discovery swapped in meanwhile: hosts it dropped stay dropped
+            self._forget({t.name for t in topology.hosts} - {t.name for t in newer.hosts})
         with self.lock:
             self.durations["collection"] = time.perf_counter() - start
         if errors and not results:

@@ -5,8 +5,10 @@ change what the next session does): which devices (the column set), and a fault 
 a number of rows: exit with a status, stall (stay silent), cut a row in half and stall, or write
 one over-long line and go on.
 Each run appends its pid and argv to files beside the control file, for the test to act on.
-Output comes from the simulator (exporter.simulator) when `source` is "simulator", else from the
-synthetic capture writer in tests/support/captures.py, whose column set the test chooses.
+Output comes from the simulator (exporter.simulator) when `source` is "simulator", from a saved
+capture replayed row after row (stamped with the time they are written) when `source` is
+"capture", else from the synthetic capture writer in tests/support/captures.py, whose column set
+the test chooses.
 """
 
 from __future__ import annotations
@@ -62,6 +64,17 @@ def _source(control: dict, interval: float):
                 yield sim.step()[host].rstrip("\r\n")
 
         return sim.header(host).rstrip("\r\n"), sim_rows()
+    if control.get("source") == "capture":  # a saved capture's header, then its rows again and again, stamped now
+        lines = Path(control["capture"]).read_text().splitlines()
+
+        def capture_rows():
+            n = 0
+            while True:
+                stamp, sep, rest = lines[1 + n % (len(lines) - 1)].partition(",")
+                yield f'"{captures.stamp(time.time())}"{sep}{rest}'
+                n += 1
+
+        return lines[0], capture_rows()
     devices = control.get("devices", ["naa.600000000000000000000000000000a1"])
     columns = [col for device in devices for col in captures.device_columns(device)]
     header = captures.header(control.get("host", "esx-sim"), columns)
