@@ -39,7 +39,7 @@ def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int) -> dic
     sim.url, sim.cert = url, cert
     t = target(sim, Path(secret), selection=HostSelection(shard=(k, n)), esxcli=False)
     assert t.discover(), t.error
-    vsan = VsanSource("bench", t.client, t.store, t.config)
+    vsan = VsanSource(t, t.store)
     with Timer() as vsan_discovery:
         assert vsan.discover()
     lun, lun_cpu, rounds_vsan, rounds_vsan_cpu = [], [], [], []

@@ -73,7 +73,7 @@ class App:
             return []
         from exporter.vsan.source import VsanSource
 
-        return [VsanSource(t.name, t.client, self.store, t.config) for t in self.vsphere if t.config.vsan]
+        return [VsanSource(t, self.store) for t in self.vsphere if t.config.vsan]
 
     def _ssh_streams(self):
         from exporter.esxtop.ssh import SshStreams

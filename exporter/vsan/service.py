@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 from pyVmomi import SoapStubAdapter, VmomiSupport, vim
 
-from exporter.vsphere import soap
+from exporter.vsphere import soap, xmlguard
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,8 @@ def choose_version(description: bytes | None) -> str:
     if not description:
         return VmomiSupport.newestVersions.GetName("vsan")
     try:
-        root = ET.fromstring(_refuse_doctype(description))
-    except (ET.ParseError, ValueError):
+        root = xmlguard.parse(description)
+    except (ET.ParseError, xmlguard.AnswerRefused):
         return VmomiSupport.newestVersions.GetName("vsan")
     offered = {(v.text or "").strip() for v in root.iter() if v.tag.rsplit("}", 1)[-1] == "version"}
     for version in known:
@@ -90,9 +90,10 @@ class VsanService:
         try:
             conn.request("GET", cfg.path.rstrip("/") + "/vsanServiceVersions.xml")
             response = conn.getresponse()
-            body = response.read(1 << 20)
-            return body if response.status == 200 else None
-        except (OSError, http.client.HTTPException) as err:
+            if response.status != 200:
+                return None
+            return b"".join(xmlguard.read_answer(response))  # capped, a DOCTYPE refused as it arrives
+        except (OSError, http.client.HTTPException, xmlguard.AnswerRefused) as err:
             log.debug("vsanServiceVersions.xml: %s", err)
             return None
         finally:
@@ -161,13 +162,6 @@ class VsanService:
                 stub.DropConnections()
             except Exception:  # noqa: BLE001 - best effort on a dead connection
                 pass
-
-
-def _refuse_doctype(body: bytes) -> bytes:
-    """vCenter never sends a DTD: one in an answer is an attack (entity expansion)."""
-    if b"<!DOCTYPE" in body[:4096].upper() or b"<!ENTITY" in body.upper():
-        raise ValueError("answer carries a DOCTYPE")
-    return body
 
 
 def _iter(element, name: str):

@@ -29,13 +29,15 @@ _FIRST_LOOKBACK_SAMPLES = 3
 
 
 class VsanSource:
-    def __init__(self, name: str, client, store, config):
-        """name: the vSphere target's (the records' origin); client: its session; config: its TargetConfig."""
-        self.name = name
-        self.client = client
+    def __init__(self, target, store):
+        """target: the vSphere target (exporter.vsphere.VsphereTarget) whose session, settings and
+        overrun count this source shares; its name is the records' origin."""
+        self.name = target.name
+        self.client = target.client
         self.store = store
-        self.config = config
-        self.service = VsanService(client)
+        self.config = target.config
+        self.overruns = target.overruns  # a vSAN round longer than its interval counts under phase "vsan"
+        self.service = VsanService(target.client)
         self.lock = threading.Lock()
         self.clusters: list[discovery.ClusterTopology] = []
         self.discovered_at = -1.0  # monotonic time of the last discovery
@@ -185,6 +187,7 @@ class VsanSource:
                 self.collect()
             except Exception:  # noqa: BLE001 - the loop must survive anything one round does
                 log.exception("vsphere target %s: vSAN collection failed", self.name)
+            self.overruns.check("vsan", time.monotonic() - started, interval)
             # A first discovery that failed is retried at the real-time pace, not after 5 minutes.
             wait = interval if self.discovered_at >= 0 else self.config.interval
             stop.wait(max(1.0, wait - (time.monotonic() - started)))
