@@ -174,6 +174,9 @@ VSPHERE_ONLY = (
     "host_vm_disk:esxi_vm_disk_outstanding_commands:sum",
 )
 VSPHERE_ONLY_PANELS = {"Disks of the selected VMs", "IOPS per disk against its limit", "Outstanding reads and writes per disk"}
+# Boards of sources this esxtop stack does not run (local disks' SMART, vSAN): every query of theirs
+# would be empty here; tests/test_dashboards_live.py runs them on their own scenarios.
+OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json"}
 
 
 def reads_vsphere_only(expr: str) -> bool:
@@ -228,7 +231,12 @@ def test_global_rules_see_what_no_shard_sees_and_every_panel_has_data(tmp_path, 
         # Every dashboard panel query returns data through the global store's Prometheus API.
         end = time.time()
         panels, annotations, problems = evaluate(
-            sorted(PROVISIONED.glob("*.json")), PromAPI(vm.url), end - 20, end, SCRAPE, overrides={"shift": "20s"}
+            sorted(p for p in PROVISIONED.glob("*.json") if p.name not in OTHER_SOURCES_BOARDS),
+            PromAPI(vm.url),
+            end - 20,
+            end,
+            SCRAPE,
+            overrides={"shift": "20s"},
         )
         with capsys.disabled():
             print("\n[dashboards through VictoriaMetrics]")

@@ -22,6 +22,7 @@ from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 CYCLES = 6
+WARM = 2  # cycles before memory is judged: caches (routes, patterns, pyVmomi's types) fill in the first ones
 # Series of one host that a host coming back has again at once (its counters start afresh).
 PER_HOST = {
     "esxi_vsphere_samples_total",
@@ -104,8 +105,9 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
     held = [b for _, b in sizes]
     print(f"\nexposition lines per cycle {lines}; bytes traced {[round(b / 1024) for b in held]} KiB")
     assert max(lines[1:]) - min(lines[1:]) <= 2 * len(hosts)  # the same hosts, the same series (esxcli counts aside)
-    # A few KiB a cycle come from pyVmomi and the perf query threads with or without churn.
-    assert (held[-1] - held[1]) / (CYCLES - 2) < 16 * 1024, [round(b / 1024) for b in held]
+    # A few KiB a cycle come from pyVmomi and the perf query threads with or without churn; judged
+    # after the warm-up (on a loaded machine the first cycles grow by ~30 KiB, then hold).
+    assert (held[-1] - held[WARM]) / (CYCLES - 1 - WARM) < 16 * 1024, [round(b / 1024) for b in held]
 
 
 def report_esxcli_errors(vc: VsphereTarget) -> None:
