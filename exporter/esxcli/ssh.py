@@ -62,14 +62,20 @@ class EsxcliOverSsh:
         return not self.health.report(host, problems)
 
     def run(self) -> None:
-        host = None
-        while not self.stop.is_set() and host is None:
-            host = self.host_name()
-            if host is None:
-                self.stop.wait(1.0)
-        while not self.stop.is_set():
-            try:
-                self.refresh(host)
-            except Exception:  # noqa: BLE001 - the loop must survive anything one refresh does
-                log.exception("esxcli on %s: refresh failed", self.target.label)
-            self.stop.wait(self.interval)
+        every_interval(self.stop, self.host_name, self.interval, self.refresh, f"esxcli on {self.target.label}")
+
+
+def every_interval(stop: threading.Event, host_name, interval: float, refresh, what: str) -> None:
+    """Once the host's esxtop stream has named the host (host_name() no longer None), refresh(host)
+    every interval until stop; a refresh that raises is logged and the loop goes on."""
+    host = None
+    while not stop.is_set() and host is None:
+        host = host_name()
+        if host is None:
+            stop.wait(1.0)
+    while not stop.is_set():
+        try:
+            refresh(host)
+        except Exception:  # noqa: BLE001 - the loop must survive anything one refresh does
+            log.exception("%s: refresh failed", what)
+        stop.wait(interval)

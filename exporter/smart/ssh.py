@@ -4,15 +4,12 @@ the host's esxtop stream and its storage configuration (exporter.esxcli.ssh), on
 
 from __future__ import annotations
 
-import logging
 import threading
 
-from exporter.esxcli.ssh import EsxcliOverSsh
+from exporter.esxcli.ssh import EsxcliOverSsh, every_interval
 from exporter.smart import parse, plan
 from exporter.smart.rounds import SmartRounds
 from exporter.ssh.target import SshTarget
-
-log = logging.getLogger(__name__)
 
 
 class SshEsxcli:
@@ -38,14 +35,7 @@ class SmartOverSsh:
         self.rounds = SmartRounds(store)
 
     def run(self) -> None:
-        host = None
-        while not self.stop.is_set() and host is None:
-            host = self.host_name()
-            if host is None:
-                self.stop.wait(1.0)
-        while not self.stop.is_set():
-            try:
-                self.rounds.refresh(host, self.esxcli, self.target.label)
-            except Exception:  # noqa: BLE001 - the loop must survive anything one round does
-                log.exception("SMART on %s: round failed", self.target.label)
-            self.stop.wait(self.interval)
+        every_interval(
+            self.stop, self.host_name, self.interval, lambda host: self.rounds.refresh(host, self.esxcli, self.target.label),
+            f"SMART on {self.target.label}",
+        )  # fmt: skip
