@@ -22,6 +22,11 @@ def collect(store):
     )
     samples = counter("esxi_vsphere_samples_total", "Real-time samples ingested.")
     last = gauge("esxi_vsphere_last_sample_timestamp_seconds", "Server time of the newest real-time sample.")
+    changes = counter(
+        "esxi_vsphere_inventory_changes_total",
+        "Inventory changes applied as vCenter reported them (between full walks), by kind.",
+    )
+    walks = counter("esxi_vsphere_walks_total", "Full walks of the inventory, by why: start, scheduled (safety net), error.")
     for (kind, name), record in sorted(store.health.items()):
         if kind != "vsphere":
             continue
@@ -36,7 +41,11 @@ def collect(store):
             labels = label_string(("host",), (host,))
             samples.add(labels, float(count))
             last.add(labels, record.last_timestamp.get(host, 0.0))
+        for kind_of_change, count in sorted(record.changes.items()):
+            changes.add(label_string(("target", "kind"), (name, kind_of_change)), float(count))
+        for reason, count in sorted(record.walks.items()):
+            walks.add(label_string(("target", "reason"), (name, reason)), float(count))
         if record.objects:
             for object_kind in OBJECT_KINDS:
                 objects.add(label_string(("target", "kind"), (name, object_kind)), float(record.objects.get(object_kind, 0)))
-    return [up, duration, objects, errors, dropped, samples, last]
+    return [up, duration, objects, errors, dropped, samples, last, changes, walks]

@@ -100,7 +100,12 @@ OPTIONS: list[Option] = [
     Option("vsphere.insecure", boolean, False, "Do not verify the server's TLS certificate (logged as a warning)."),
     Option("vsphere.timeout", duration, 30.0, "Timeout of every vSphere call."),
     Option("vsphere.interval", duration, 20.0, "How often to read the real-time (20 s) counters."),
-    Option("vsphere.discovery_interval", duration, 300.0, "How often to re-read the inventory and storage configuration."),
+    Option(
+        "vsphere.discovery_interval",
+        duration,
+        3600.0,
+        "How often to walk the whole inventory again: a safety net while its changes are followed (--vsphere.updates), else the only refresh.",
+    ),
     Option(
         "vsphere.max_query_metrics",
         count,
@@ -140,6 +145,19 @@ OPTIONS: list[Option] = [
         "Only VMs whose inventory path matches one of these globs (/DC1/vm/prod/**, /**/db*; repeatable).",
     ),
     Option("vsphere.vm_exclude", str_list, [], "Leave out VMs whose inventory path matches one of these globs (repeatable)."),
+    # Following vCenter's changes between walks (exporter/vsphere/follow.py).
+    Option(
+        "vsphere.updates",
+        boolean,
+        True,
+        "Follow the inventory's changes as vCenter reports them (property collector, WaitForUpdatesEx) between full walks.",
+    ),
+    Option(
+        "vsphere.esxcli_interval",
+        duration,
+        300.0,
+        "How often to read every host's per-device settings with esxcli again (a host whose storage changed is read at once).",
+    ),
     Option("log.level", lambda v: choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

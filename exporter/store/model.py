@@ -202,3 +202,5 @@ class SourceHealth:
     objects: dict[str, int] = field(default_factory=dict)  # kind -> objects found by the last discovery
     samples: dict[str, int] = field(default_factory=dict)  # host -> samples ingested
     last_timestamp: dict[str, float] = field(default_factory=dict)  # host -> newest sample time
+    changes: dict[str, int] = field(default_factory=dict)  # kind -> inventory changes applied as they came (vSphere)
+    walks: dict[str, int] = field(default_factory=dict)  # reason -> full inventory walks (vSphere)

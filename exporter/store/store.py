@@ -212,6 +212,28 @@ class Store:
         with self.lock:
             self.version += 1
 
+    # --- what a source knows is gone (the vSphere source follows vCenter's changes) ----------
+    def drop_hosts(self, hosts, origin: str = "") -> None:
+        """Hosts a source knows are gone (removed, disconnected, no longer chosen): every series
+        of theirs, samples and configuration, goes now."""
+        with self.lock:
+            for host in hosts:
+                self.host_states.pop((origin, host), None)
+                self.host_inventories.pop((origin, host), None)
+            self.version += 1
+
+    def drop_objects(self, host: str, gone: dict[str, set], origin: str = "") -> None:
+        """Objects a source knows are gone from a host (a VM destroyed, powered off or moved away,
+        a LUN or path removed): their series go now, not after stale_after. gone: family -> keys."""
+        with self.lock:
+            state = self.host_states.get((origin, host))
+            if state is not None:
+                for family, keys in gone.items():
+                    objects = state.objects.get(family)
+                    for key in keys if objects else ():
+                        objects.pop(key, None)
+            self.version += 1
+
 
 class StoreView:
     """The store as one source sees it (/probe?target=NAME): its hosts, inventories and health.

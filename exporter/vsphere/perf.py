@@ -85,11 +85,19 @@ def query_specs(
 ) -> list[QuerySpec]:
     """One QuerySpec per host: every counter, every instance, after its newest sample.
     families (counter key -> model family) lets each spec say how many series it will return,
-    from the host's discovered instances."""
-    counters = tuple(keys)
+    from the host's discovered instances, and leaves out the counters of families whose
+    instances the host's topology cannot name yet (its paths and mounts not read yet)."""
+    everything = tuple(keys)
+    by_families: dict = {}  # the host's known families -> its counters
     specs = []
     for host in hosts:
+        counters = everything
         if families:
+            known = getattr(host, "families", None)
+            if known is not None:
+                counters = by_families.get(known)
+                if counters is None:
+                    counters = by_families[known] = tuple(k for k in everything if families[k] in known)
             counts = host.instances()
             series = tuple(counts.get(families[key], 1) for key in counters)
         else:

@@ -34,6 +34,8 @@ TARGET_KEYS = {
     "vms": parse.boolean,
     "vm_include": parse.str_list,
     "vm_exclude": parse.str_list,
+    "updates": parse.boolean,
+    "esxcli_interval": parse.duration,
 }
 _SELECTION_KEYS = ("host_include", "host_exclude", "shard")
 _VM_SELECTION_KEYS = ("vm_include", "vm_exclude")
@@ -56,6 +58,8 @@ class TargetConfig:
     esxcli: bool = default("vsphere.esxcli")  # read per-device settings with esxcli through the host's method executer
     vms: bool = default("vsphere.vms")  # collect the powered-on VMs of the selected hosts (virtual disks)
     vm_selection: HostSelection = HostSelection()  # which VMs of those hosts: inventory paths (no shard: a VM follows its host)
+    updates: bool = default("vsphere.updates")  # follow the inventory's changes between walks
+    esxcli_interval: float = default("vsphere.esxcli_interval")  # every host's esxcli read again
 
     @property
     def host(self) -> str:
@@ -149,6 +153,8 @@ def targets(settings) -> list[TargetConfig]:
         max_parallel_queries=_setting(settings, "vsphere.max_parallel_queries"),
         esxcli=_setting(settings, "vsphere.esxcli"),
         vms=_setting(settings, "vsphere.vms"),
+        updates=_setting(settings, "vsphere.updates"),
+        esxcli_interval=_setting(settings, "vsphere.esxcli_interval"),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):

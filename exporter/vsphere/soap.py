@@ -52,14 +52,15 @@ def parse_response(root: ET.Element) -> list[EntityCSV]:
     return answers
 
 
-def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
+def invoke(mo, info, args, request: bytes | None = None, conn=None) -> ET.Element:
     """Call a method over mo's session and return the parsed SOAP answer; faults are raised
     as the pyVmomi exceptions they stand for (NotAuthenticated lets the client re-login).
-    request: the body already written (else pyVmomi serializes info(args))."""
+    request: the body already written (else pyVmomi serializes info(args)); conn: a connection
+    the caller holds (see post)."""
     stub = mo._stub
     if request is None:
         request = stub.SerializeRequest(mo, info, args)
-    status, body = post(stub, request)
+    status, body = post(stub, request, conn)
     if status == 200:
         return ET.fromstring(body)
     if status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
@@ -69,24 +70,29 @@ def invoke(mo, info, args, request: bytes | None = None) -> ET.Element:
     raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
-def post(stub, request: bytes) -> tuple[int, bytes]:
-    """POST a SOAP request over the stub's session and connection pool: (HTTP status, body)."""
+def post(stub, request: bytes, conn=None) -> tuple[int, bytes]:
+    """POST a SOAP request over the stub's session and connection pool: (HTTP status, body).
+    conn: a connection of the pool the caller keeps for itself (a long poll that another thread
+    may have to cut short); it is neither returned to the pool nor closed here."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,
         "Content-Type": "text/xml; charset=UTF-8",
         "Accept-Encoding": "gzip",
     }
-    conn = stub.GetConnection()
+    own = conn is not None
+    conn = conn or stub.GetConnection()
     try:
         conn.request("POST", stub.path, request, headers)
         response = conn.getresponse()
         body = response.read()
     except (OSError, http.client.HTTPException):
         conn.close()
-        stub.DropConnections()
+        if not own:
+            stub.DropConnections()
         raise
-    stub.ReturnConnection(conn)
+    if not own:
+        stub.ReturnConnection(conn)
     cookie = response.getheader("Set-Cookie")
     if cookie:
         stub.cookie = cookie

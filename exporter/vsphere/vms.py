@@ -15,6 +15,7 @@ being asked for, or having its samples put under the wrong host.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -76,8 +77,24 @@ def _number(text: str) -> float | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class DiskSpec:
+    """One disk as its VM's device list says, before a host's mounts say what its datastore is
+    (config: datastore_type and devices left empty): a VM that moves to another host is resolved
+    again against that host's mounts, without reading its device list again."""
+
+    config: m.VirtualDiskConfig
+    lun_uuid: str = ""  # an RDM's LUN, by ScsiLun.uuid
+    device_name: str = ""  # an RDM's LUN, by the last part of its device path
+
+
 def disks_of(devices: ET.Element | None, storage: HostStorage) -> dict[str, m.VirtualDiskConfig]:
     """A VM's `config.hardware.device` answer -> perf instance -> backing of each virtual disk."""
+    return resolve(device_specs(devices), storage)
+
+
+def device_specs(devices: ET.Element | None) -> dict[str, DiskSpec]:
+    """A VM's `config.hardware.device` answer -> perf instance -> what its device list says of each disk."""
     controllers = {}  # key -> (label, instance prefix, bus)
     disks = []
     for device in _all(devices, "VirtualDevice"):
@@ -93,44 +110,55 @@ def disks_of(devices: ET.Element | None, storage: HostStorage) -> dict[str, m.Vi
         if controller is None or not unit:
             continue  # a disk on a controller this list does not describe has no instance name
         label, prefix, bus = controller
-        found[f"{prefix}{bus}:{unit}"] = _backing(disk, label, storage)
+        found[f"{prefix}{bus}:{unit}"] = _spec(disk, label)
     return found
 
 
-def _backing(disk: ET.Element, controller: str, storage: HostStorage) -> m.VirtualDiskConfig:
+def resolve(specs: dict[str, DiskSpec], storage: HostStorage) -> dict[str, m.VirtualDiskConfig]:
+    """Each disk's backing on this host: its datastore's kind, and the LUNs under it (a VMFS
+    datastore's extents as the host mounts it, or an RDM's LUN among the host's)."""
+    found = {}
+    for instance, spec in specs.items():
+        config = spec.config
+        datastore_type = storage.datastore_types.get(config.datastore, "")
+        if config.backing == "rdm":
+            lun = storage.lun_uuids.get(spec.lun_uuid)
+            if lun is None and spec.device_name in storage.lun_uuids.values():  # the device path names it too
+                lun = spec.device_name
+            devices = (lun,) if lun else ()
+        else:
+            devices = storage.extents.get(config.datastore, ()) if datastore_type == "vmfs" else ()
+        found[instance] = dataclasses.replace(config, datastore_type=datastore_type, devices=devices)
+    return found
+
+
+def _spec(disk: ET.Element, controller: str) -> DiskSpec:
     backing = disk.find(_NS + "backing")
     kind = _kind(backing)
     match = _DATASTORE.match(_text(backing, "fileName"))
-    datastore = match.group(1) if match else ""
-    datastore_type = storage.datastore_types.get(datastore, "")
-    config = m.VirtualDiskConfig(datastore=datastore, datastore_type=datastore_type, controller=controller)
+    config = m.VirtualDiskConfig(datastore=match.group(1) if match else "", controller=controller)
+    lun_uuid = device_name = ""
     if kind == _RDM:
         config.backing = "rdm"
         config.compatibility_mode = _text(backing, "compatibilityMode").removesuffix("Mode")
-        lun = storage.lun_uuids.get(_text(backing, "lunUuid"))
-        if lun is None:  # the device path names it too: /vmfs/devices/disks/naa....
-            name = _text(backing, "deviceName").rsplit("/", 1)[-1]
-            lun = name if name in storage.lun_uuids.values() else None
-        config.devices = (lun,) if lun else ()
-    else:
-        if kind in _FLAT:
-            config.backing = "flat"
-            if _text(backing, "thinProvisioned") == "true":
-                config.provisioning = "thin"
-            else:
-                config.provisioning = "thick_eager" if _text(backing, "eagerlyScrub") == "true" else "thick_lazy"
-        elif kind in _SPARSE:
-            config.backing, config.provisioning = "sparse", "thin"
+        lun_uuid = _text(backing, "lunUuid")
+        device_name = _text(backing, "deviceName").rsplit("/", 1)[-1]  # /vmfs/devices/disks/naa....
+    elif kind in _FLAT:
+        config.backing = "flat"
+        if _text(backing, "thinProvisioned") == "true":
+            config.provisioning = "thin"
         else:
-            config.backing = "other"
-        if datastore_type == "vmfs":
-            config.devices = storage.extents.get(datastore, ())
+            config.provisioning = "thick_eager" if _text(backing, "eagerlyScrub") == "true" else "thick_lazy"
+    elif kind in _SPARSE:
+        config.backing, config.provisioning = "sparse", "thin"
+    else:
+        config.backing = "other"
     allocation = disk.find(_NS + "storageIOAllocation")
     if allocation is not None:
         limit = _number(_text(allocation, "limit"))
         config.iops_limit = limit if limit is not None and limit >= 0 else None  # -1: unlimited
         config.shares = _number(_text(allocation, "shares/shares"))
-    return config
+    return DiskSpec(config, lun_uuid, device_name)
 
 
 # --- discovery ------------------------------------------------------------------------------
