@@ -160,6 +160,10 @@ class Follower:
             except VsphereError as err:
                 self.fail(str(err))
                 return
+            except Exception:  # noqa: BLE001 - a bug must not end the following: a walk starts afresh
+                log.exception("vsphere target %s: applying a change failed", self.config.name)
+                self.fail("internal error applying a change (see log)")
+                return
 
     def fail(self, message: str) -> None:
         if not self.failure:

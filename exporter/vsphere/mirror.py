@@ -254,7 +254,10 @@ class Mirror:
         self._places_dirty = False
         mounts_before = {moid: set(topo.datastores) for moid, topo in self.hosts.items()}
         for moid in sorted(hosts):
-            place = places[moid] if places is not None and moid in places else discovery._place(self.nodes, moid)
+            if places is not None and moid in places:
+                place = places[moid]
+            else:  # a host that left the tree has no place
+                place = discovery._place(self.nodes, moid) if moid in self.nodes else None
             self._settle_host(moid, place, delta, wants)
         self._share_datastores(mounts_before, delta)
         if self.with_vms:
@@ -264,9 +267,9 @@ class Mirror:
         self._settings.clear()
         return delta, wants
 
-    def _settle_host(self, moid: str, place: discovery.Place, delta: Delta, wants: Wants) -> None:
+    def _settle_host(self, moid: str, place: discovery.Place | None, delta: Delta, wants: Wants) -> None:
         topo = self.hosts.get(moid)
-        if moid not in self.entities or not self._host_wanted(moid, place):
+        if place is None or not self._host_wanted(moid, place):
             if topo is not None:
                 del self.hosts[moid]
                 delta.removed.append(topo.name)

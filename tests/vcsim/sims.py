@@ -36,7 +36,8 @@ def _go() -> str:
 
 def storagesim_binary() -> Path:
     """The compiled simulator, built if its sources changed (same path as .ci/install builds)."""
-    digest = hashlib.sha256(b"".join((HERE / n).read_bytes() for n in ("go.mod", "go.sum", "main.go"))).hexdigest()[:16]
+    sources = [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go"))]
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:16]
     binary = _cache_dir() / f"storagesim-{digest}"
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)
