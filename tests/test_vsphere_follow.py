@@ -199,6 +199,15 @@ def test_vms_powered_off_and_on_moved_and_destroyed(exporter, api):
     print(f"VM changes in /metrics after {took:.1f}s")
 
 
+def test_a_vm_powered_on_again_comes_back(exporter, api):
+    """web01, powered off above, powered on again: back on esx01 with its disk and samples."""
+    wait(vm_named(api, "web01").PowerOnVM_Task())
+    exporter.until(lambda s: s.value("esxi_vm_reads_total", host="esx01.lab.local", vm="web01"), "web01 on again")
+    info = exporter.series("esxi_vm_disk_info", host="esx01.lab.local", vm="web01")
+    assert [(d["disk"], d["datastore"]) for _, d in info] == [("scsi0:0", "ds-shared-02")]
+    walked_once(exporter)
+
+
 def test_a_vm_created_and_given_a_disk(exporter, api):
     """lab01 is created on esx03 with one disk and powered on: its disk and samples come; a second
     disk added to it while it runs comes too."""
@@ -326,3 +335,103 @@ def test_a_path_disabled_and_enabled(exporter, api):
     exporter.until(lambda s: s.value("esxi_path_state", **path) == 1, f"{name} enabled")
     assert changes(exporter)["host_storage_changed"] >= 2
     walked_once(exporter)
+
+
+# --- errors, stop, and without updates ------------------------------------------------------------
+def test_a_session_lost_under_the_stream_is_walked_again_then_followed(exporter, api, sim):
+    """vCenter ends the exporter's session (an administrator, an expiry): the update stream fails,
+    the inventory is walked again (once, counted) on a new session, and changes are followed again."""
+    own = api.sessionManager.currentSession.key
+    others = [s.key for s in api.sessionManager.sessionList if s.key != own]
+    assert others
+    api.sessionManager.TerminateSession(sessionId=others)
+    exporter.until(
+        lambda s: s.value("esxi_vsphere_walks_total", target="127.0.0.1", reason="error") == 1,
+        "a walk after the stream failed",
+        within=2 * INTERVAL,
+    )
+    assert exporter.value("esxi_vsphere_errors_total", target="127.0.0.1", phase="updates") == 1
+    before = changes(exporter).get("vm_removed", 0)
+    wait(vm_named(api, "db01").PowerOffVM_Task())
+    exporter.until(lambda s: not vm_series(s, "esx01.lab.local", "db01"), "db01 off, after the new walk")
+    assert changes(exporter)["vm_removed"] == before + 1  # through the stream, not a walk
+    assert exporter.value("esxi_vsphere_walks_total", target="127.0.0.1", reason="error") == 1
+    assert exporter.value("esxi_vsphere_up", target="127.0.0.1") == 1
+
+
+def _target(sim, tmp_path, **settings):
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    secret = tmp_path / "password"
+    secret.write_text(PASSWORD + "\n")
+    config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(secret), ca_file=str(sim.cert), **settings)
+    return VsphereTarget(config)
+
+
+def test_a_stop_ends_a_waiting_stream_at_once(tmp_path):
+    """The update stream blocks on the server up to 20 s at the default timeout; a stop ends it and
+    every thread of the target at once."""
+    import threading
+
+    sim = StorageSim(tmp_path / "sim")
+    target = _target(sim, tmp_path, vms=True)
+    stop = threading.Event()
+    try:
+        threads = target.start(stop)
+        assert target.collected.wait(60)
+        deadline = time.monotonic() + 30
+        while target.follower is None or target.follower.vms is None or not target.follower.mirror.following:
+            assert time.monotonic() < deadline, "never following"
+            time.sleep(0.05)
+        time.sleep(1.0)  # both streams waiting on the server now
+        assert target.follower.max_wait == 20
+        stopped = time.monotonic()
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        took = time.monotonic() - stopped
+        assert not [t.name for t in threads if t.is_alive()]
+        assert not [t.name for t in threading.enumerate() if t.name.startswith("vsphere-vms:")]
+        assert took < 3.0, f"stopping took {took:.1f}s"
+    finally:
+        stop.set()
+        sim.stop()
+
+
+def test_without_updates_the_inventory_is_walked_on_the_interval(tmp_path):
+    """--no-vsphere.updates: no stream; a change comes with the next walk, and the VMs' state is
+    checked before each collection as before."""
+    import threading
+
+    sim = StorageSim(tmp_path / "sim")
+    target = _target(sim, tmp_path, updates=False, discovery_interval=2.0, interval=3.0)
+    stop = threading.Event()
+    try:
+        threads = target.start(stop)
+        deadline = time.monotonic() + 60
+        while not target.walks:  # the first walk, VMs and all
+            assert time.monotonic() < deadline, "never walked"
+            time.sleep(0.05)
+        assert target.follower is None
+        assert any(vm.name == "web01" for topo in target.topology.hosts for vm in topo.vms)
+        content = _api_content(sim)
+        wait(vm_named(content, "web01").PowerOffVM_Task())
+        deadline = time.monotonic() + 30
+        while any(vm.name == "web01" for topo in target.topology.hosts for vm in topo.vms):
+            assert time.monotonic() < deadline, "web01 still in the topology"
+            time.sleep(0.1)
+        assert target.walks.get("scheduled", 0) >= 1 and not target.changes
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        sim.stop()
+
+
+def _api_content(sim):
+    from pyVim.connect import SmartConnect
+
+    si = SmartConnect(
+        host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=ssl.create_default_context(cafile=str(sim.cert))
+    )
+    return si.RetrieveContent()

@@ -204,8 +204,8 @@ class Follower:
             self.hosts.add_to(self._views[LUNS], "HostSystem", wants.list_luns)
         if wants.list_paths:
             self.hosts.add_to(self._views[PATHS], "HostSystem", wants.list_paths)
-        if wants.list_vms or wants.unlist_vms:
-            self.vms.add_to(self._views[DEVICES], "VirtualMachine", wants.list_vms, wants.unlist_vms)
+        if wants.list_vms:
+            self.vms.add_to(self._views[DEVICES], "VirtualMachine", wants.list_vms)
         if wants.reread:
             found = dict(self.client.call(lambda content: discovery.retrieve_hosts(content, wants.reread)))
             for moid in wants.reread:

@@ -67,10 +67,9 @@ class Wants:
     reread: list[str] = field(default_factory=list)  # built hosts whose storage changed
     settings: list[str] = field(default_factory=list)  # hosts just built: DSNRO and iSCSI links to read
     list_vms: list[str] = field(default_factory=list)  # VMs whose device list is wanted
-    unlist_vms: list[str] = field(default_factory=list)  # VMs no longer wanted
 
     def __bool__(self) -> bool:
-        return any((self.list_luns, self.list_paths, self.reread, self.settings, self.list_vms, self.unlist_vms))
+        return any((self.list_luns, self.list_paths, self.reread, self.settings, self.list_vms))
 
 
 @dataclass(slots=True)
@@ -365,11 +364,11 @@ class Mirror:
             target = self._vm_host(moid)
             before = self._placed.get(moid)
             if target is None:
-                if moid in self.listed_vms:
+                # Its device list stays followed (until the next walk): powered on again or back
+                # on one of these hosts, it is placed at once, without reading it again.
+                if moid not in self.entities:  # destroyed: gone from the list view with it
                     self.listed_vms.discard(moid)
                     self.specs.pop(moid, None)
-                    if moid in self.entities:  # a VM destroyed is gone from the list with it
-                        wants.unlist_vms.append(moid)
                 if before is not None:
                     by_host.setdefault(before, {})[moid] = None
                     del self._placed[moid]

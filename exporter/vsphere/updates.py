@@ -156,11 +156,11 @@ class PropertySession:
         found = self.collector.CreateFilter(spec, partialUpdates=False)
         self.roles[found._moId] = role
 
-    def add_to(self, view, kind: str, moids, remove=()) -> None:
-        """Add (and remove) objects of one managed type to a list view: the filters over it
-        report the added ones as entering, with their properties, at the next wait."""
+    def add_to(self, view, kind: str, moids) -> None:
+        """Add objects of one managed type to a list view: the filters over it report them as
+        entering, with their properties, at the next wait. (Nothing is ever taken out: an object
+        no longer wanted is ignored until the next walk builds new views.)"""
         refs = "".join(f'<add type="{kind}">{escape(m)}</add>' for m in moids)
-        refs += "".join(f'<remove type="{kind}">{escape(m)}</remove>' for m in remove)
         if not refs:
             return
         body = f'<ModifyListView xmlns="urn:vim25"><_this type="ListView">{escape(view._moId)}</_this>{refs}</ModifyListView>'
