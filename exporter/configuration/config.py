@@ -155,8 +155,8 @@ OPTIONS: list[Option] = [
     Option(
         "vsphere.esxcli_interval",
         duration,
-        300.0,
-        "How often to read every host's per-device settings with esxcli again (a host whose storage changed is read at once).",
+        3600.0,
+        "How often to read every host's per-device settings with esxcli again, which no update reports (a host whose storage changed is read at once).",
     ),
     Option("log.level", lambda v: choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]

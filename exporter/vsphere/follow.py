@@ -34,6 +34,7 @@ from exporter.vsphere.updates import Interrupted, PropertySession
 
 log = logging.getLogger(__name__)
 
+COALESCE = 1.0  # seconds to wait after an answer before asking for the next one
 PAGE = 100  # objects per answer while walking (as RetrievePropertiesEx pages did): bounds one answer's memory
 
 
@@ -152,6 +153,9 @@ class Follower:
                 return
             if found is None:
                 continue
+            # Let the changes that come together (DRS moving VMs, a rescan) come in one answer:
+            # one request for a burst instead of one each; well inside a collection interval.
+            self.closed.wait(COALESCE)
             try:
                 with self.lock:
                     self.mirror.apply(found.updates)

@@ -192,7 +192,11 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
             continue  # an empty series means no sample
         # One sample per series is the common case (maxSample=1, or one 20 s step since the
         # last collection): no split; otherwise one C-level map(float) per series.
-        parsed = [float(text)] if count == 1 and "," not in text else list(map(float, text.split(",")))
+        if count == 1 and "," not in text:
+            value = float(text)
+            values[(key, instance)] = [value if value >= 0 else None]
+            continue
+        parsed = list(map(float, text.split(",")))
         if len(parsed) != count:
             # vcsim drops zero values from a series; a misaligned series cannot be placed in time.
             misaligned += 1

@@ -15,8 +15,9 @@ import datetime as dt
 import gzip
 import http.client
 import io
+import re
 import xml.etree.ElementTree as ET
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, unescape
 
 from pyVmomi import vim, vmodl
 from pyVmomi.Iso8601 import ISO8601Format
@@ -137,7 +138,54 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
 
 def query_perf_csv(perf_manager, specs, interval: int) -> list[EntityCSV]:
     """PerformanceManager.QueryPerf(specs) in CSV format over the manager's session."""
-    return parse_response(invoke(perf_manager, _QUERY_PERF, None, query_perf_request(perf_manager, specs, interval)))
+    request = query_perf_request(perf_manager, specs, interval)
+    status, body = post(perf_manager._stub, request)
+    if status == 200:
+        found = scan_response(body)
+        return found if found is not None else parse_response(ET.fromstring(body))
+    return parse_response(_fault_or_answer(perf_manager._stub, _QUERY_PERF, status, body))
+
+
+# A CSV answer is a flat, regular document: one entity, its sample times and then (counter,
+# instance, values) per series. Scanned with two regular expressions it costs a third of building
+# an element tree of it (the largest part of a collection of 1,000 VMs); a document they do not
+# account for whole is parsed as XML instead.
+_RETURNVAL_SPLIT = re.compile(rb"<returnval[ >]")
+_ENTITY_CSV = re.compile(rb'<entity type="[^"]*">([^<]*)</entity>(?:<sampleInfoCSV>([^<]*)</sampleInfoCSV>|<sampleInfoCSV/>)?')
+_SERIES_CSV = re.compile(
+    rb"<value><id><counterId>(-?[0-9]+)</counterId><instance(?:/>|>([^<]*)</instance>)</id><value(?:/>|>([^<]*)</value>)</value>"
+)
+
+
+def scan_response(body: bytes) -> list[EntityCSV] | None:
+    """The entities of a QueryPerf CSV answer, or None if the document is not the flat form."""
+    parts = _RETURNVAL_SPLIT.split(body)
+    answers = []
+    for part in parts[1:]:
+        entity = _ENTITY_CSV.search(part)
+        if entity is None:
+            return None
+        series = [
+            (int(key), _unescape(instance) if instance else "", values.decode() if values else "")
+            for key, instance, values in _SERIES_CSV.findall(part, entity.end())
+        ]
+        if len(series) != part.count(b"<id>"):
+            return None  # a series in another form: the XML parser reads it
+        answers.append(EntityCSV(entity.group(1).decode().strip(), (entity.group(2) or b"").decode(), series))
+    return answers
+
+
+def _unescape(raw: bytes) -> str:
+    text = raw.decode()
+    return unescape(text, {"&quot;": '"', "&apos;": "'"}) if "&" in text else text
+
+
+def _fault_or_answer(stub, info, status: int, body: bytes) -> ET.Element:
+    if status == 500:  # a SOAP fault: let pyVmomi build the exception it stands for
+        fault = SoapResponseDeserializer(stub).Deserialize(io.BytesIO(body), info.result)
+        if isinstance(fault, BaseException):
+            raise fault
+    raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
 _RETRIEVE = vmodl.query.PropertyCollector._GetMethodInfo("RetrievePropertiesEx")

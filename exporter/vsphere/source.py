@@ -72,6 +72,8 @@ class VsphereTarget:
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
         self.follower: Follower | None = None  # the last walk's, following its changes while running
+        self.walking: Follower | None = None  # the walk under way
+        self.stopping = False
         self.published: dict[str, m.Inventory] = {}  # host -> the API's view last handed to the store
         self.changes: dict[str, int] = {}  # kind -> inventory changes applied as they came
         self.walks: dict[str, int] = {}  # reason -> full walks
@@ -134,6 +136,7 @@ class VsphereTarget:
             old.close()  # its changes stop here: the walk reads the state as it is now
         follower = Follower(self.client, self.config, self._followed)
         follower.staged = self.topology is None  # a cold start publishes stage by stage
+        self.walking = follower  # a stop ends the walk too
         try:
             if self.resolved is None:
                 # First run: the counter catalogue is read while the server walks the inventory.
@@ -145,8 +148,11 @@ class VsphereTarget:
                 topology = follower.walk(lambda stage: self._between(stage, None))
         except VsphereError as err:
             self._took("discovery", start)
-            self._failed("discovery", str(err))
+            if not self.stopping:
+                self._failed("discovery", str(err))
             return False
+        finally:
+            self.walking = None
         self._took("discovery", start)
         with self.lock:
             self.walks[reason] = self.walks.get(reason, 0) + 1
@@ -498,9 +504,10 @@ class VsphereTarget:
     def _stop_following(self, stop: threading.Event) -> None:
         """A stop ends a running WaitForUpdatesEx at once (it may block on the server for a while)."""
         stop.wait()
-        follower = self.follower
-        if follower is not None:
-            follower.close()
+        self.stopping = True
+        for follower in (self.walking, self.follower):
+            if follower is not None:
+                follower.close()
         self._esxcli_wake.set()
 
     def _count_error(self, phase: str, message: str) -> None:
