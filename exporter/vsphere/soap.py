@@ -150,34 +150,30 @@ def query_perf_csv(perf_manager, specs, interval: int) -> list[EntityCSV]:
 # instance, values) per series. Scanned with two regular expressions it costs a third of building
 # an element tree of it (the largest part of a collection of 1,000 VMs); a document they do not
 # account for whole is parsed as XML instead.
-_RETURNVAL_SPLIT = re.compile(rb"<returnval[ >]")
-_ENTITY_CSV = re.compile(rb'<entity type="[^"]*">([^<]*)</entity>(?:<sampleInfoCSV>([^<]*)</sampleInfoCSV>|<sampleInfoCSV/>)?')
+_RETURNVAL_SPLIT = re.compile(r"<returnval[ >]")
+_ENTITY_CSV = re.compile(r'<entity type="[^"]*">([^<]*)</entity>(?:<sampleInfoCSV>([^<]*)</sampleInfoCSV>|<sampleInfoCSV/>)?')
 _SERIES_CSV = re.compile(
-    rb"<value><id><counterId>(-?[0-9]+)</counterId><instance(?:/>|>([^<]*)</instance>)</id><value(?:/>|>([^<]*)</value>)</value>"
+    r"<value><id><counterId>(-?[0-9]+)</counterId><instance(?:/>|>([^<]*)</instance>)</id><value(?:/>|>([^<]*)</value>)</value>"
 )
+_ENTITIES = {"&quot;": '"', "&apos;": "'"}
 
 
 def scan_response(body: bytes) -> list[EntityCSV] | None:
     """The entities of a QueryPerf CSV answer, or None if the document is not the flat form."""
-    parts = _RETURNVAL_SPLIT.split(body)
+    parts = _RETURNVAL_SPLIT.split(body.decode())
     answers = []
     for part in parts[1:]:
         entity = _ENTITY_CSV.search(part)
         if entity is None:
             return None
         series = [
-            (int(key), _unescape(instance) if instance else "", values.decode() if values else "")
+            (int(key), unescape(instance, _ENTITIES) if "&" in instance else instance, values)
             for key, instance, values in _SERIES_CSV.findall(part, entity.end())
         ]
-        if len(series) != part.count(b"<id>"):
+        if len(series) != part.count("<id>"):
             return None  # a series in another form: the XML parser reads it
-        answers.append(EntityCSV(entity.group(1).decode().strip(), (entity.group(2) or b"").decode(), series))
+        answers.append(EntityCSV(entity.group(1).strip(), entity.group(2) or "", series))
     return answers
-
-
-def _unescape(raw: bytes) -> str:
-    text = raw.decode()
-    return unescape(text, {"&quot;": '"', "&apos;": "'"}) if "&" in text else text
 
 
 def _fault_or_answer(stub, info, status: int, body: bytes) -> ET.Element:
