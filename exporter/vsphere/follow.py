@@ -124,19 +124,20 @@ class Follower:
                 raise VsphereError(
                     f"the server sent no {role} properties of {len(waiting)} object(s) within {self.config.timeout:g}s"
                 )
-            self._drain(session, self.max_wait)
+            if self._drain(session, self.max_wait):
+                deadline = time.monotonic() + self.config.timeout  # still coming: a large inventory takes its time
 
-    def _drain(self, session: PropertySession, max_wait: int = 0) -> None:
-        """One answer and every page after it, applied and settled."""
+    def _drain(self, session: PropertySession, max_wait: int = 0) -> bool:
+        """One answer and every page after it, applied and settled; False if nothing came."""
         while True:
             found = session.wait(max_wait, PAGE)
             if found is None:
-                return
+                return False
             with self.lock:
                 self.mirror.apply(found.updates)
                 if not found.truncated:
                     self._settle()
-                    return
+                    return True
             max_wait = 0
 
     # --- following -------------------------------------------------------------------------
