@@ -435,3 +435,48 @@ def _api_content(sim):
         host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=ssl.create_default_context(cafile=str(sim.cert))
     )
     return si.RetrieveContent()
+
+
+def test_a_cold_start_publishes_luns_then_paths_then_vms_collecting_after_the_first(tmp_path, monkeypatch):
+    """The first walk publishes in stages: every host's LUNs, adapters and CPUs (collection starts:
+    the first complete /metrics), then paths, mounts and each host's configuration series, then the
+    VMs with their disks."""
+    import threading
+
+    from exporter.vsphere import discovery, source
+
+    events = []
+    apply, collect = source.VsphereTarget._apply, source.VsphereTarget._collect
+
+    def recorded_apply(self, topology, changed, removed):
+        families = {len(t.families) for t in topology.hosts}
+        stage = "luns" if families == {len(discovery.LUN_FAMILIES)} else "vms" if topology.counts()["vm"] else "paths"
+        events.append((stage, len(self.store.inventories)))
+        return apply(self, topology, changed, removed)
+
+    def recorded_collect(self, now):
+        events.append(("collect", None))
+        return collect(self, now)
+
+    monkeypatch.setattr(source.VsphereTarget, "_apply", recorded_apply)
+    monkeypatch.setattr(source.VsphereTarget, "_collect", recorded_collect)
+    sim = StorageSim(tmp_path / "sim")
+    target = _target(sim, tmp_path)
+    stop = threading.Event()
+    threads = target.start(stop)
+    try:
+        deadline = time.monotonic() + 60
+        while not target.walks:
+            assert time.monotonic() < deadline, "never walked"
+            time.sleep(0.05)
+        stages = [stage for stage, _ in events]
+        first = [stages.index(s) for s in ("luns", "collect", "paths", "vms")]
+        assert first == sorted(first), events  # LUNs, the first collection, paths, VMs
+        assert events[0] == ("luns", 0)  # no configuration series yet: they go out whole with the paths
+        assert target.samples and all(t.families == discovery.ALL_FAMILIES for t in target.topology.hosts)
+        assert target.topology.counts()["vm"] == 4
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        sim.stop()
