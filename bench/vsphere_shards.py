@@ -21,6 +21,7 @@ Printed per split: the slowest exporter's figures and their ratio to the unsplit
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
@@ -73,6 +74,8 @@ def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int, device
     stop.set()
     for thread in threads:
         thread.join(120)
+    del threads, t  # a thread keeps its target (and its store) alive: the next one is measured alone
+    gc.collect()
     t = new_target()
     stop = threading.Event()
     following(t, stop)
