@@ -63,9 +63,12 @@ def counter(name: str, help_text: str) -> Family:
 
 
 def render(families) -> bytes:
+    """The families' text, each family's lines freed as soon as they are encoded: at 1.6 million
+    series, holding every line, their joined text and its encoding at once took 600 MiB more
+    than the body itself (a family is rendered once)."""
     chunks = []
     for family in families:
         if family.lines:
-            chunks.append(family.header())
-            chunks.extend(family.lines)
-    return "".join(chunks).encode()
+            chunks.append((family.header() + "".join(family.lines)).encode())
+            family.lines = []
+    return b"".join(chunks)
