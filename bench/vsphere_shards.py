@@ -85,13 +85,13 @@ def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int, device
         with Timer() as timer:
             assert t.collect(), t.error
         collections.append(timer.wall)
-    with Timer() as rendering:
+    if device_config:
+        with Timer() as esxcli_read:  # as after the walk and every hour, in serve's esxcli thread
+            t._read_esxcli(t.topology.hosts)
+    with Timer() as rendering:  # every series, esxcli's settings included, as in serve
         body = render(t, skip=() if device_config else ("device_config",))
     stop.set()
     counts = t.topology.counts()
-    if device_config:
-        with Timer() as esxcli_read:  # as every hour, and at the walk (in serve's esxcli thread)
-            t._read_esxcli(t.topology.hosts)
     return {
         "hosts": counts["host"],
         "vms": counts["vm"],

@@ -9,6 +9,7 @@ back with prometheus_client's parser in the tests.
 
 from __future__ import annotations
 
+import io
 import math
 
 
@@ -63,12 +64,13 @@ def counter(name: str, help_text: str) -> Family:
 
 
 def render(families) -> bytes:
-    """The families' text, each family's lines freed as soon as they are encoded: at 1.6 million
-    series, holding every line, their joined text and its encoding at once took 600 MiB more
-    than the body itself (a family is rendered once)."""
-    chunks = []
+    """The families' text. Each family's lines are encoded into one buffer and freed as it goes,
+    and the buffer is handed over without a copy: holding every line, their joined text and its
+    encoding at once cost three times the body (600 MiB at 1.6 million series). A family is
+    rendered once."""
+    out = io.BytesIO()
     for family in families:
         if family.lines:
-            chunks.append((family.header() + "".join(family.lines)).encode())
+            out.write((family.header() + "".join(family.lines)).encode())
             family.lines = []
-    return b"".join(chunks)
+    return out.getvalue()
