@@ -1,16 +1,17 @@
 """The powered-on VMs of the selected hosts and what backs each of their virtual disks.
 
-Discovery: the inventory walk (discovery._tree) also names every VM with its parent, host and
-power state, so VMs are chosen (running, on a selected host, kept by --vsphere.vm-include/-exclude)
-before any device list is read; then one paged property-collector query reads the chosen VMs'
-`config.hardware.device`. Each disk is named as its perf instance (`scsi0:1` = controller type
-and bus number : unit number) and joined to its datastore (from its file name), the LUNs under a
-VMFS datastore (its extents, as the host mounts it) or an RDM's LUN (lunUuid -> the host's
-ScsiLun), its controller, provisioning and storage I/O allocation.
+Discovery: the walk (follow.py, mirror.py) also names every VM with its parent, host and power
+state, so VMs are chosen (running, on a selected host, kept by --vsphere.vm-include/-exclude)
+before any device list is read; then only the chosen VMs' `config.hardware.device` is read (and
+followed). Each disk is named as its perf instance (`scsi0:1` = controller type and bus number :
+unit number) and joined to its datastore (from its file name), the LUNs under a VMFS datastore (its
+extents, as the host mounts it) or an RDM's LUN (lunUuid -> the host's ScsiLun), its controller,
+provisioning and storage I/O allocation; the device list is parsed once (device_specs) and joined
+to a host's mounts (resolve) again when the VM moves.
 
-Collection: before each QueryPerf a small query reads each selected host's VMs' host and power
-state, so a VM powered off, moved or removed since discovery is left out (and counted) instead of
-being asked for, or having its samples put under the wrong host.
+Collection without --vsphere.updates: before each QueryPerf a small query reads each selected
+host's VMs' host and power state, so a VM powered off, moved or removed since the walk is left out
+(and counted) instead of being asked for, or having its samples put under the wrong host.
 """
 
 from __future__ import annotations
