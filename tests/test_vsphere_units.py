@@ -266,7 +266,9 @@ def test_query_perf_response_is_read_by_the_fast_parser():
     assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples
     # The scan that reads answers without building a tree reads them the same, or not at all.
     scanned = soap.scan_response(body)
-    assert [(e.entity, e.sample_info, e.series) for e in scanned] == [(e.entity, e.sample_info, e.series) for e in (first, second)]
+    assert [(e.entity, e.sample_info, e.series) for e in scanned] == [
+        (e.entity, e.sample_info, e.series) for e in (first, second)
+    ]
     other = body.replace(b"<value><id><counterId>2</counterId>", b"<value>\n<id><counterId>2</counterId>")
     assert soap.scan_response(other) is None  # a series in another form: the XML parser's job
     assert [e.series for e in soap.parse_response(ET.fromstring(other))][0][0] == (2, "", "2350")

@@ -71,8 +71,8 @@ class HostTopology:
     extents: dict[str, list[str]] = field(default_factory=dict)  # VMFS datastore name -> its LUNs
     lun_uuids: dict[str, str] = field(default_factory=dict)  # ScsiLun.uuid -> canonical name
     vms: list[vms.VmTopology] = field(default_factory=list)  # its powered-on, selected VMs
-    # (counter key, instance) -> where its values go; filled by the collection, the only writer,
-    # and dropped with the topology when discovery replaces it.
+    # family -> perf instance -> its model key (None: not ours); filled by the collection, the
+    # only writer, and dropped with the topology when its paths or mounts change.
     routes: dict = field(default_factory=dict)
     families: frozenset = ALL_FAMILIES  # the families whose instances are known (LUN_FAMILIES: paths not read yet)
     managers: tuple[str, str] = ("", "")  # moids of its advanced-option and iSCSI managers

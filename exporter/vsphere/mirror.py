@@ -397,7 +397,8 @@ class Mirror:
             ):
                 continue
             if old is not None:
-                placed.routes = old.routes if (old.host, old.disks) == (placed.host, placed.disks) else {}
+                same = (old.name, old.host, old.disks) == (placed.name, placed.host, placed.disks)
+                placed.routes = old.routes if same else {}  # its keys name the VM
             self.vms[moid] = placed
             self._placed[moid] = target
             by_host.setdefault(target, {})[moid] = placed

@@ -29,18 +29,13 @@ log = logging.getLogger(__name__)
 _UNROUTED, _WILDCARD = object(), object()
 
 
-def _route(series_key: tuple[int, str], topo: discovery.HostTopology, resolved: perf.Resolved):
-    """Where a (counter key, instance) series goes: (family, object key, counter); None for a
-    series that is not ours; _WILDCARD for a server that echoes "*" instead of real instances (vcsim)."""
-    key, instance = series_key
-    entry = resolved.by_key.get(key)
-    if entry is None:
-        return None
+def _object_key(family: str, instance: str, topo: discovery.HostTopology):
+    """The model key a perf instance of this family goes to; None for one that is not ours (the
+    host aggregate of a disk counter); _WILDCARD for a server that echoes "*" instead of real
+    instances (vcsim)."""
     if instance == "*":
         return _WILDCARD
-    counter = entry[1]
-    object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
-    return None if object_key is None else (counter.family, object_key, counter)
+    return mapping.instance_key(family, instance, topo.path_names, topo.datastore_names)
 
 
 class VsphereTarget:
@@ -400,21 +395,30 @@ class VsphereTarget:
             )
             host_level: dict[str, dict[str, float]] = {}  # "" -> host-wide values
             wildcards = 0
-            routes = topo.routes
-            for series_key, values in series.values.items():
+            # Routes are kept per family and instance, not per series: a host's series are its
+            # instances times its counters, and the cache of each (a million entries at 2,500
+            # hosts) held more memory than every other part of the topology.
+            routes, by_key = topo.routes, resolved.by_key
+            for (key, instance), values in series.values.items():
                 raw = values[index]
                 if raw is None:
                     continue
-                route = routes.get(series_key, _UNROUTED)
-                if route is _UNROUTED:
-                    route = routes[series_key] = _route(series_key, topo, resolved)
-                if route is None:
+                entry = by_key.get(key)
+                if entry is None:
+                    continue  # not one of our counters
+                counter = entry[1]
+                keys = routes.get(counter.family)
+                if keys is None:
+                    keys = routes[counter.family] = {}
+                object_key = keys.get(instance, _UNROUTED)
+                if object_key is _UNROUTED:
+                    object_key = keys[instance] = _object_key(counter.family, instance, topo)
+                if object_key is None:
                     continue
-                if route is _WILDCARD:
+                if object_key is _WILDCARD:
                     wildcards += 1
                     continue
-                family_name, object_key, counter = route
-                family = host_level if family_name == mapping.HOST else getattr(sample, family_name)
+                family = host_level if counter.family == mapping.HOST else getattr(sample, counter.family)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
             for vm, one, at in vm_stamps:
@@ -570,34 +574,27 @@ class VsphereTarget:
 
 def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:
     """One VM's values at one time into the host's sample (Sample.vdisks); returns the wildcard
-    echoes met. Routes are cached per VM as per host."""
-    wildcards, routes, vdisks = 0, vm.routes, sample.vdisks
-    for series_key, values in series.values.items():
+    echoes met. Each instance's (vm, disk) key is cached per VM, as a host's per family."""
+    wildcards, keys, vdisks, by_key = 0, vm.routes, sample.vdisks, resolved.by_key
+    for (key, instance), values in series.values.items():
         raw = values[index]
         if raw is None:
             continue
-        route = routes.get(series_key, _UNROUTED)
-        if route is _UNROUTED:
-            route = routes[series_key] = _vm_route(series_key, vm, resolved)
-        if route is None:
+        entry = by_key.get(key)
+        if entry is None or entry[1].family != mapping.VDISKS:
             continue
-        if route is _WILDCARD:
+        object_key = keys.get(instance, _UNROUTED)
+        if object_key is _UNROUTED:
+            # the VM's aggregate ("") is not a disk; "*": a server's echo of the wildcard
+            object_key = keys[instance] = (_WILDCARD if instance == "*" else (vm.name, instance)) if instance else None
+        if object_key is None:
+            continue
+        if object_key is _WILDCARD:
             wildcards += 1
             continue
-        object_key, counter = route
+        counter = entry[1]
         vdisks.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
     return wildcards
-
-
-def _vm_route(series_key: tuple[int, str], vm: vms.VmTopology, resolved: perf.Resolved):
-    """(vm, disk) and counter of a VM's series; None for one not ours or the VM's aggregate ("")."""
-    key, instance = series_key
-    entry = resolved.by_key.get(key)
-    if entry is None or entry[1].family != mapping.VDISKS or not instance:
-        return None
-    if instance == "*":
-        return _WILDCARD
-    return (vm.name, instance), entry[1]
 
 
 def _copy(inventory: m.Inventory) -> m.Inventory:

@@ -54,7 +54,7 @@ class VmTopology:
     path: str  # inventory path, /DC/vm/folder/name
     host: str  # moid of the host it ran on at discovery
     disks: dict[str, m.VirtualDiskConfig] = field(default_factory=dict)  # perf instance -> backing
-    # (counter key, instance) -> where its values go; filled by the collection, as HostTopology.routes.
+    # perf instance -> its (vm, disk) key (None: not a disk); filled by the collection, as HostTopology.routes.
     routes: dict = field(default_factory=dict)
 
 
@@ -168,39 +168,6 @@ TREE_PROPERTIES = {
     vim.VirtualMachine: ["name", "parent", "parentVApp", "runtime.host", "runtime.powerState"],
     vim.VirtualApp: ["name", "parentFolder", "parentVApp"],  # its parent is a resource pool, not in the path
 }
-
-
-def choose(tree: list[tuple[str, str, dict]], hosts: set[str], selection, path_of) -> list[tuple[str, str, str, str]]:
-    """(moid, name, path, host moid) of the VMs to collect: powered on, on one of these hosts,
-    kept by the selection. path_of(moid) is the inventory path of any tree node."""
-    chosen = []
-    for kind, moid, props in tree:
-        if kind != "VirtualMachine":
-            continue
-        host = _text_of(props.get("runtime.host"))
-        if host not in hosts or _text_of(props.get("runtime.powerState")) != "poweredOn":
-            continue
-        path = path_of(moid)
-        name = _text_of(props.get("name"))
-        if selection.keeps(path, name):
-            chosen.append((moid, name, path, host))
-    return sorted(chosen, key=lambda vm: (vm[3], vm[1]))
-
-
-def retrieve(content, moids: list[str], storage_of) -> dict[str, dict[str, m.VirtualDiskConfig]]:
-    """The disks of these VMs only, by moid: each page of device lists is turned into disks as it
-    comes (a device list is dozens of elements per VM). storage_of(moid): its host's HostStorage."""
-    if not moids:
-        return {}
-    stub = content.propertyCollector._stub
-    spec = vmodl.query.PropertyCollector.FilterSpec(
-        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=vim.VirtualMachine(moid, stub), skip=False) for moid in moids],
-        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.VirtualMachine, pathSet=VM_PROPERTIES)],
-    )
-    return {
-        moid: disks_of(props.get("config.hardware.device"), storage_of(moid))
-        for moid, props in soap.retrieve(content.propertyCollector, spec)
-    }
 
 
 # --- collection -----------------------------------------------------------------------------
