@@ -154,9 +154,6 @@ class Follower:
                 return
             if found is None:
                 continue
-            # Let the changes that come together (DRS moving VMs, a rescan) come in one answer:
-            # one request for a burst instead of one each; well inside a collection interval.
-            self.closed.wait(COALESCE)
             try:
                 with self.lock:
                     self.mirror.apply(found.updates)
@@ -169,6 +166,10 @@ class Follower:
                 log.exception("vsphere target %s: applying a change failed", self.config.name)
                 self.fail("internal error applying a change (see log)")
                 return
+            if not found.truncated:
+                # Let the changes that come together (DRS moving VMs, a rescan) come in one answer:
+                # one request for a burst instead of one each; well inside a collection interval.
+                self.closed.wait(COALESCE)
 
     def fail(self, message: str) -> None:
         if not self.failure:
