@@ -52,7 +52,7 @@ def worker(args) -> dict:
     relay = Relay(host, int(port))
     url = f"https://127.0.0.1:{relay.port}/sdk"
     config = TargetConfig(
-        name="bench", url=url, user=args.user, password_file=args.secret, ca_file=args.cert, timeout=120.0,
+        name="bench", url=url, user=args.user, password_file=args.secret, ca_file=args.cert, timeout=args.timeout,
         selection=HostSelection(shard=(args.k, args.n)),
     )  # fmt: skip
     t = VsphereTarget(config)
@@ -88,7 +88,12 @@ def worker(args) -> dict:
         measured("walk", walk)
         measured("esxcli", lambda: t._read_esxcli(t.topology.hosts))
         print("ready", flush=True)
-        measured("window", lambda: sys.stdin.readline())  # the parent changes the inventory meanwhile
+
+        def window():
+            sys.stdin.readline()  # the parent changes the inventory meanwhile
+            time.sleep(args.drain)  # the last changes' answers come in (a wait ends within max-wait)
+
+        measured("window", window)
         out["changes"] = sum(t.changes.values())
         t.last_timestamp.clear()
         measured("collection", lambda: _check(t.collect(), t))
@@ -164,13 +169,18 @@ def main() -> int:
     parser.add_argument("--splits", type=int, default=4)
     parser.add_argument("--window", type=float, default=60.0, help="seconds of the update stream measured")
     parser.add_argument("--every", type=float, default=5.0, help="seconds between two changes")
+    parser.add_argument("--timeout", type=float, default=120.0, help="the call timeout (max-wait is 2/3 of it)")
+    parser.add_argument("--drain", type=float, default=30.0, help="seconds after the last change, its answer measured too")
     parser.add_argument(
         "--worker", nargs=8, metavar=("MODE", "ROOT", "URL", "CERT", "SECRET", "USER", "K", "N"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     if args.worker:
         mode, root, url, cert, secret, user, k, n = args.worker
-        ns = argparse.Namespace(mode=mode, root=root, url=url, cert=cert, secret=secret, user=user, k=int(k), n=int(n))
+        ns = argparse.Namespace(
+            mode=mode, root=root, url=url, cert=cert, secret=secret, user=user, k=int(k), n=int(n),
+            timeout=args.timeout, drain=args.drain,
+        )  # fmt: skip
         print(json.dumps(worker(ns)), flush=True)
         return 0
 
@@ -190,7 +200,8 @@ def main() -> int:
         churn = Churn(sim)
         for k in range(args.splits):
             for mode, root in (("before", os.path.abspath(args.base)), ("after", str(ROOT))):
-                cmd = [sys.executable, __file__, "--base", args.base, "--worker", mode, root, sim.url, str(sim.cert)]
+                cmd = [sys.executable, __file__, "--base", args.base, "--timeout", str(args.timeout), "--drain", str(args.drain)]
+                cmd += ["--worker", mode, root, sim.url, str(sim.cert)]
                 proc = subprocess.Popen([*cmd, str(secret), USER, str(k), str(args.splits)], cwd=root, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
                 if mode == "after":
@@ -230,7 +241,7 @@ def report(args, results, boot) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     totals = {"before": [0, 0], "after": [0, 0], "collection": [0, 0]}
-    window = args.window
+    window = args.window + args.drain
     for k, (b, a) in enumerate(zip(results["before"], results["after"])):
 
         def cell(part):
@@ -249,6 +260,11 @@ def report(args, results, boot) -> None:
         totals["after"][1] += after_req
         totals["collection"][0] += per * _bytes(a["collection"])
         totals["collection"][1] += per * a["collection"]["requests"]
+    made = sum(a["made"] for a in results["after"])
+    stream = sum(_bytes(a["window"]) for a in results["after"])
+    applied = sum(a["changes"] for a in results["after"])
+    print(f"\nthe update stream: {stream / 1e3:,.0f} kB for {made} changes made ({applied} applied by these exporters), "
+          f"{stream / max(1, made) / 1e3:,.1f} kB a change")  # fmt: skip
     rate = 3600.0 / args.every
     print()
     print(f"Per hour, all {args.splits} exporters, inventory only (changes at {rate:,.0f} an hour):")
