@@ -55,15 +55,36 @@ def median(values):
     return statistics.median(values)
 
 
-def cold_start(t: VsphereTarget, hosts: int) -> bytes:
+def cold_start(t: VsphereTarget, hosts: int) -> tuple[bytes, float, float, float, float]:
     """A target started as `serve` starts it, until every host's first sample is in the store; then
-    the exposition. The threads are stopped and joined after the clock, outside the measure."""
+    the exposition: (body, wall s, CPU s of this process); then until its walk is over, paths,
+    mounts and VMs included (wall s, CPU s from the start). The threads are stopped and joined
+    after the clock, outside the measure."""
     stop = threading.Event()
-    threads = t.start(stop)
-    while sum(1 for h in t.store.hosts.values() if h.samples) < hosts:
-        time.sleep(0.002)
-    body = render(t)
+    with Timer() as first:
+        threads = t.start(stop)
+        while sum(1 for h in t.store.hosts.values() if h.samples) < hosts:
+            time.sleep(0.002)
+        body = render(t)
+    with Timer() as rest:
+        while not t.walks:
+            time.sleep(0.002)
     stop.set()
     for thread in threads:
         thread.join(60)
-    return body
+    return body, first.wall, first.cpu, first.wall + rest.wall, first.cpu + rest.cpu
+
+
+def following(t: VsphereTarget, stop: threading.Event, timeout: float = 600.0) -> threading.Thread:
+    """The target as `serve` runs it, less its collection loop (the benchmark collects itself):
+    walked, then following vCenter's changes (its VM state is current, as in serve)."""
+    t.running = True
+    t.collected.set()  # no collection loop: the walk's later stages wait for none
+    thread = threading.Thread(target=t._discovery_loop, args=(stop,), name="bench-discovery", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not t.walks or not t._following():
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError(f"never following: {t.error}")
+        time.sleep(0.01)
+    return thread

@@ -1,13 +1,18 @@
 """A big vCenter split across N exporters by --vsphere.shard K/N, against one unsplit exporter.
 
-  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--vms 0] [--splits 1,2,4] [--rounds 3] [--device-config-cost]
+  python3 bench/vsphere_shards.py [--hosts 2500] [--luns 8] [--vms 0] [--splits 1,2,4] [--rounds 3] [--repeat 1]
+                                  [--device-config-cost]
 
 One storage simulator holds the whole inventory (8 LUNs x 2 HBAs x 2 paths per host by default,
 and --vms powered-on VMs per host with one or two virtual disks each: --hosts 2500 --vms 16 is
 vCenter's maximum of 40,000 VMs).
 Each exporter of each split runs in a fresh process, one after another (a 2-core machine running
-them at once would measure the machine, not the exporter), and reports: discovery, collection per
-20 s interval (median of --rounds, every host answering), render time, series and peak RSS.
+them at once would measure the machine, not the exporter), and reports: its cold start as `serve`
+runs it (from start to the first complete /metrics, every host's LUN samples rendered, wall and
+CPU; then to the end of its walk: paths, mounts, VMs), collection per 20 s interval while it
+follows the inventory (median of --rounds, every host answering), render time, every host's
+esxcli, series and peak RSS. --repeat R runs each split R times against the same simulator and
+takes each exporter's median of each figure.
 Printed per split: the slowest exporter's figures and their ratio to the unsplit one. With
 --device-config-cost, one more unsplit exporter runs with --no-vsphere.esxcli and
 --no-collector.device-config, in the same run: what the per-device configuration costs.
@@ -16,45 +21,85 @@ Printed per split: the slowest exporter's figures and their ratio to the unsplit
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
-from vsphere_common import ROOT, StorageSim, Timer, median, password_file, render, series_count, target  # noqa: E402
+from vsphere_common import (  # noqa: E402
+    ROOT,
+    StorageSim,
+    Timer,
+    following,
+    median,
+    password_file,
+    render,
+    series_count,
+    target,
+)
 
 from exporter.vsphere.selection import HostSelection  # noqa: E402
 
 
 def worker(url: str, cert: str, secret: str, k: int, n: int, rounds: int, device_config: bool = True) -> dict:
-    """One exporter's share, measured in this process."""
+    """One exporter's share, measured in this process: its cold start as `serve` runs it, then
+    its collections while it follows the inventory (as serve collects)."""
 
     class Sim:  # what vsphere_common.target needs of a simulator
         pass
 
     sim = Sim()
     sim.url, sim.cert = url, cert
-    t = target(sim, Path(secret), selection=HostSelection(shard=(k, n)), esxcli=device_config)
-    assert t.discover(), t.error
+
+    def new_target():
+        return target(sim, Path(secret), selection=HostSelection(shard=(k, n)), esxcli=device_config)
+
+    # Cold start: from start to every host's first sample in the store, rendered (the first
+    # complete /metrics); then to the end of the walk (paths, mounts, VMs).
+    t, stop = new_target(), threading.Event()
+    with Timer() as cold:
+        threads = t.start(stop)
+        while t.topology is None or sum(1 for h in t.store.hosts.values() if h.samples) < len(t.topology.hosts):
+            time.sleep(0.005)
+        render(t, skip=() if device_config else ("device_config",))
+    with Timer() as rest:
+        while not t.walks:
+            time.sleep(0.005)
+    stop.set()
+    for thread in threads:
+        thread.join(120)
+    del threads, t  # a thread keeps its target (and its store) alive: the next one is measured alone
+    gc.collect()
+    t = new_target()
+    stop = threading.Event()
+    following(t, stop)
     collections = []
     for _ in range(rounds):
         t.last_timestamp.clear()  # every host answers with its newest sample, as every 20 s
         with Timer() as timer:
             assert t.collect(), t.error
         collections.append(timer.wall)
-    with Timer() as rendering:
+    if device_config:
+        with Timer() as esxcli_read:  # as after the walk and every hour, in serve's esxcli thread
+            t._read_esxcli(t.topology.hosts)
+    with Timer() as rendering:  # every series, esxcli's settings included, as in serve
         body = render(t, skip=() if device_config else ("device_config",))
-    t.client.close()
+    stop.set()
     counts = t.topology.counts()
     return {
         "hosts": counts["host"],
         "vms": counts["vm"],
         "vdisks": counts["vdisk"],
-        "discovery_s": t.durations["discovery"],  # the API's topology, out before esxcli answers
-        "esxcli_s": t.durations.get("esxcli", 0.0),
+        "cold_start_s": cold.wall,
+        "cold_start_cpu_s": cold.cpu,
+        "walk_s": cold.wall + rest.wall,  # the whole walk: LUNs, paths and mounts, VMs
+        "esxcli_s": esxcli_read.wall if device_config else 0.0,
         "collection_s": median(collections),
         "render_s": rendering.wall,
         "series": series_count(body),
@@ -71,6 +116,7 @@ def main() -> int:
     parser.add_argument("--vms", type=int, default=0, help="powered-on VMs per host (one or two disks each)")
     parser.add_argument("--splits", default="1,2,4", help="numbers of exporters, comma-separated (1 first: the baseline)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each split; each exporter's median is shown")
     parser.add_argument(
         "--device-config-cost",
         action="store_true",
@@ -97,17 +143,18 @@ def main() -> int:
 
     try:
         for n in splits:
-            results[n] = [run(k, n) for k in range(n)]
+            runs = [[run(k, n) for k in range(n)] for _ in range(args.repeat)]
+            results[n] = [{key: median([r[k][key] for r in runs]) for key in runs[0][k]} for k in range(n)]
         bare = run(0, 1, "--without-device-config") if args.device_config_cost else None
     finally:
         sim.stop()
     vms = f", {args.vms} VMs per host" if args.vms else ""
     print(f"# {args.hosts} hosts x {args.luns} LUNs{vms} (simulator built in {boot.wall:.0f} s); each exporter measured alone")
     print(
-        "| exporters | hosts per exporter | VMs (disks) per exporter | discovery s | esxcli s | collection s per 20 s "
-        "| render s | series | peak RSS MiB |"
+        "| exporters | hosts per exporter | VMs (disks) per exporter | first complete /metrics s | CPU s | whole walk s "
+        "| esxcli s | collection s per 20 s | render s | series | peak RSS MiB |"
     )
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = max(results[splits[0]], key=lambda r: r["collection_s"])
 
     def cell(r: dict, key: str, fmt: str) -> str:
@@ -116,7 +163,8 @@ def main() -> int:
         return f"{r[key]:{fmt}} ({r[key] / base[key]:.2f}x)"
 
     def row(label: str, hosts: str, vms: str, r: dict) -> str:
-        keys = (("discovery_s", ".2f"), ("esxcli_s", ".2f"), ("collection_s", ".2f"), ("render_s", ".2f"))
+        keys = (("cold_start_s", ".2f"), ("cold_start_cpu_s", ".2f"), ("walk_s", ".2f"), ("esxcli_s", ".2f"))
+        keys += (("collection_s", ".2f"), ("render_s", ".2f"))
         keys += (("series", ","), ("peak_rss_mib", ".0f"))
         return f"| {label} | {hosts} | {vms} | " + " | ".join(cell(r, key, fmt) for key, fmt in keys) + " |"
 

@@ -264,6 +264,14 @@ def test_query_perf_response_is_read_by_the_fast_parser():
     assert (first.entity, first.sample_info) == ("host-10", "20,2026-01-01T00:00:20Z")
     assert first.series == [(2, "", "2350"), (523, "fc.20:21-fc.50:51-naa.6&1", "14400")]
     assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples
+    # The scan that reads answers without building a tree reads them the same, or not at all.
+    scanned = soap.scan_response(body)
+    assert [(e.entity, e.sample_info, e.series) for e in scanned] == [
+        (e.entity, e.sample_info, e.series) for e in (first, second)
+    ]
+    other = body.replace(b"<value><id><counterId>2</counterId>", b"<value>\n<id><counterId>2</counterId>")
+    assert soap.scan_response(other) is None  # a series in another form: the XML parser's job
+    assert [e.series for e in soap.parse_response(ET.fromstring(other))][0][0] == (2, "", "2350")
 
 
 def test_the_servers_own_query_limit_wins_when_lower():

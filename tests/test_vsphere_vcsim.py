@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from exporter.vsphere import TargetConfig, VsphereTarget, perf
-from exporter.vsphere.discovery import _retrieve_hosts, _tree, host_places, perf_counters
+from exporter.vsphere.discovery import perf_counters, retrieve_hosts
 from tests.support.servers import ROOT, exporter_env, free_port
 from tests.vcsim.sims import PASSWORD, USER, Vcsim
 
@@ -156,9 +156,11 @@ def test_dump_with_a_wrong_password_exits_1_without_leaking_it(vcsim, tmp_path):
 
 
 def test_retrieve_hosts_pages_through_the_inventory(vcsim, password_file):
+    """A host whose storage changed is read again whole: every host the walk found, in one call."""
     target = _target(vcsim, password_file)
-    hosts = sorted(host_places(target.client.call(_tree)))  # every host of the inventory tree
-    rows = target.client.call(lambda content: _retrieve_hosts(content, hosts))
+    assert target.discover(), target.error
+    hosts = sorted(topo.ref._moId for topo in target.topology.hosts)
+    rows = target.client.call(lambda content: retrieve_hosts(content, hosts))
     assert len(rows) == (1 if vcsim.mode == "esx" else 4)
     assert all(props["config.storageDevice.scsiLun"] is not None for _, props in rows)
     target.client.close()

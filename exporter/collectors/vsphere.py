@@ -26,6 +26,11 @@ def collect(store):
         "esxi_vsphere_collection_overruns_total",
         "Collections that took longer than their interval (samples fall behind), by phase.",
     )
+    changes = counter(
+        "esxi_vsphere_inventory_changes_total",
+        "Inventory changes applied as vCenter reported them (between full walks), by kind.",
+    )
+    walks = counter("esxi_vsphere_walks_total", "Full walks of the inventory, by why: start, scheduled (safety net), error.")
     for (kind, name), record in sorted(store.health.items()):
         if kind != "vsphere":
             continue
@@ -42,7 +47,11 @@ def collect(store):
             labels = label_string(("host",), (host,))
             samples.add(labels, float(count))
             last.add(labels, record.last_timestamp.get(host, 0.0))
+        for kind_of_change, count in sorted(record.changes.items()):
+            changes.add(label_string(("target", "kind"), (name, kind_of_change)), float(count))
+        for reason, count in sorted(record.walks.items()):
+            walks.add(label_string(("target", "reason"), (name, reason)), float(count))
         if record.objects:
             for object_kind in OBJECT_KINDS:
                 objects.add(label_string(("target", "kind"), (name, object_kind)), float(record.objects.get(object_kind, 0)))
-    return [up, duration, objects, errors, dropped, samples, last, overruns]
+    return [up, duration, objects, errors, dropped, samples, last, overruns, changes, walks]

@@ -109,7 +109,12 @@ OPTIONS: list[Option] = [
     Option("vsphere.insecure", boolean, False, "Do not verify the server's TLS certificate (logged as a warning)."),
     Option("vsphere.timeout", duration, 30.0, "Timeout of every vSphere call."),
     Option("vsphere.interval", duration, 20.0, "How often to read the real-time (20 s) counters."),
-    Option("vsphere.discovery_interval", duration, 300.0, "How often to re-read the inventory and storage configuration."),
+    Option(
+        "vsphere.discovery_interval",
+        duration,
+        3600.0,
+        "How often to walk the whole inventory again: a safety net while its changes are followed (--vsphere.updates), else the only refresh.",
+    ),
     Option(
         "vsphere.max_query_metrics",
         count,
@@ -162,6 +167,19 @@ OPTIONS: list[Option] = [
         "Read the vSAN clusters: performance service, health, space and resync (a target without vSAN costs no vSAN call).",
     ),
     Option("vsphere.vsan_interval", duration, 300.0, "How often to read vSAN (its performance service keeps 5-minute samples)."),
+    # Following vCenter's changes between walks (exporter/vsphere/follow.py).
+    Option(
+        "vsphere.updates",
+        boolean,
+        True,
+        "Follow the inventory's changes as vCenter reports them (property collector, WaitForUpdatesEx) between full walks.",
+    ),
+    Option(
+        "vsphere.esxcli_interval",
+        duration,
+        3600.0,
+        "How often to read every host's per-device settings with esxcli again, which no update reports (a host whose storage changed is read at once).",
+    ),
     Option("log.level", lambda v: choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 

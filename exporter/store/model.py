@@ -350,3 +350,5 @@ class VsanCluster:
     resync_bytes: float | None = None  # bytes left to resynchronise
     resync_objects: float | None = None  # objects resynchronising
     resync_eta_seconds: float | None = None
+    changes: dict[str, int] = field(default_factory=dict)  # kind -> inventory changes applied as they came (vSphere)
+    walks: dict[str, int] = field(default_factory=dict)  # reason -> full inventory walks (vSphere)

@@ -224,6 +224,7 @@ class Store:
             for host in hosts:
                 state = self.host_states.pop((origin, host), None)
                 self.host_inventories.pop((origin, host), None)
+                self.host_disk_health.pop((origin, host), None)
                 if state is not None and not any(name == host for _, name in self.host_states):
                     stream = f"{state.source}:{host}"
                     for key in [key for key in self.parse_errors if key[0] == stream]:
@@ -260,7 +261,7 @@ class Store:
     # --- local disks' health (exporter.smart) ---------------------------------------------
     def set_disk_health(self, report: m.DiskHealthReport, origin: str = "") -> None:
         """A host's local disks after a SMART round, replaced whole; LUNs the filter leaves out
-        leave their disks out too. Dropped with the host's inventory (drop_inventories)."""
+        leave their disks out too. Dropped with the host (forget_hosts, drop_inventories)."""
         if self.lun_filter is not None:
             report = replace(report, disks={d: h for d, h in report.disks.items() if self.lun_filter.keeps(d)})
         with self.lock:
@@ -270,6 +271,19 @@ class Store:
     @property
     def disk_health(self) -> dict[str, m.DiskHealthReport]:
         return _first_per_host(self.host_disk_health)
+
+    # --- what a source knows is gone (the vSphere source follows vCenter's changes) ----------
+    def drop_objects(self, host: str, gone: dict[str, set], origin: str = "") -> None:
+        """Objects a source knows are gone from a host (a VM destroyed, powered off or moved away,
+        a LUN or path removed): their series go now, not after stale_after. gone: family -> keys."""
+        with self.lock:
+            state = self.host_states.get((origin, host))
+            if state is not None:
+                for family, keys in gone.items():
+                    objects = state.objects.get(family)
+                    for key in keys if objects else ():
+                        objects.pop(key, None)
+            self.version += 1
 
 
 class StoreView:

@@ -1,40 +1,40 @@
-"""Inventory walk: every connected host of a target with its storage configuration, read with one
-paged property-collector query (plus one small OptionManager call per host for DSNRO).
+"""A host's storage configuration from its property-collector answer, and the calls around it.
 
-The answer is read with ElementTree (see soap.py: pyVmomi's own parser took most of the time).
-The result, a Topology, is cached by the source and replaced as a whole on each refresh.
-It also holds the name maps the perf mapping needs: a storagePath instance (the long
-`fc.WWNN:WWPN-fc.WWNN:WWPN-naa.*` form) -> runtime name `vmhbaN:C0:T0:L0`, and a host-level
-datastore instance (VMFS uuid) -> datastore name.
+The answer is read with ElementTree (see soap.py: pyVmomi's own parser took most of the time)
+into a HostTopology: the host's Inventory, and the name maps the perf mapping needs: a
+storagePath instance (the long `fc.WWNN:WWPN-fc.WWNN:WWPN-naa.*` form) -> runtime name
+`vmhbaN:C0:T0:L0`, and a host-level datastore instance (VMFS uuid) -> datastore name. Which
+hosts, and when their configuration is read, is the mirror's and the follower's business
+(mirror.py, follow.py); a Topology is what collection reads, replaced whole on every change.
 """
 
 from __future__ import annotations
 
-import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyVmomi import vim, vmodl
 
 from exporter.store import model as m
 from exporter.vsphere import nfs, soap, vms
-from exporter.vsphere.selection import HostSelection
 
-HOST_PROPERTIES = [
-    "name",
-    "runtime.connectionState",
+# Read in two steps (see mirror.py): what the LUN, adapter and CPU counters need, then paths,
+# mounts and the vmkernel network.
+LUN_PROPERTIES = [
     "config.storageDevice.hostBusAdapter",
     "config.storageDevice.scsiLun",
-    "config.storageDevice.multipathInfo",
-    "config.storageDevice.plugStoreTopology",
-    "config.fileSystemVolume.mountInfo",
     "configManager.advancedOption",
     "configManager.iscsiManager",
     "hardware.cpuInfo.hz",
     "hardware.cpuInfo.numCpuThreads",
+]
+PATH_PROPERTIES = [
+    "config.storageDevice.multipathInfo",
+    "config.storageDevice.plugStoreTopology",
+    "config.fileSystemVolume.mountInfo",
     *nfs.NETWORK_PROPERTIES,
 ]
+HOST_PROPERTIES = ["name", "runtime.connectionState", *LUN_PROPERTIES, *PATH_PROPERTIES]
 DSNRO_OPTION = "Disk.SchedNumReqOutstanding"
 BITS = 8
 _NS = "{urn:vim25}"
@@ -52,6 +52,12 @@ ADAPTER_TYPES = {
 }
 
 
+# The model families whose perf instances a host's topology names: all of them once its whole
+# storage configuration is read; before its paths and mounts are in, LUNs, adapters and CPUs.
+LUN_FAMILIES = frozenset({"luns", "adapters", "cpus", "host"})
+ALL_FAMILIES = LUN_FAMILIES | {"paths", "datastores"}
+
+
 @dataclass(slots=True)
 class HostTopology:
     ref: object  # vim.HostSystem
@@ -65,9 +71,11 @@ class HostTopology:
     extents: dict[str, list[str]] = field(default_factory=dict)  # VMFS datastore name -> its LUNs
     lun_uuids: dict[str, str] = field(default_factory=dict)  # ScsiLun.uuid -> canonical name
     vms: list[vms.VmTopology] = field(default_factory=list)  # its powered-on, selected VMs
-    # (counter key, instance) -> where its values go; filled by the collection, the only writer,
-    # and dropped with the topology when discovery replaces it.
+    # family -> perf instance -> its model key (None: not ours); filled by the collection, the
+    # only writer, and dropped with the topology when its paths or mounts change.
     routes: dict = field(default_factory=dict)
+    families: frozenset = ALL_FAMILIES  # the families whose instances are known (LUN_FAMILIES: paths not read yet)
+    managers: tuple[str, str] = ("", "")  # moids of its advanced-option and iSCSI managers
 
     def instances(self) -> dict[str, int]:
         """Series one counter of each family returns for the host: its instances and the host
@@ -221,10 +229,6 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
     return topo
 
 
-# The inventory tree above the hosts: enough to name each host's path, datacenter and cluster.
-_TREE_TYPES = (vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem)
-
-
 @dataclass(frozen=True, slots=True)
 class Place:
     """Where a host sits: its inventory path (/DC/host/Cluster/esx01), datacenter and cluster."""
@@ -235,50 +239,10 @@ class Place:
     cluster: str = ""  # "" for a standalone host (its own compute resource)
 
 
-def _tree(content, with_vms: bool = False) -> list[tuple[str, str, dict]]:
-    """(type, moid, {name, parent}) of every folder, datacenter, compute resource and host, and
-    with_vms every VM (with its host and power state) and vApp."""
-    types = _TREE_TYPES + (vms.TREE_TYPES if with_vms else ())
-    view = content.viewManager.CreateContainerView(content.rootFolder, list(types), True)
-    spec = vmodl.query.PropertyCollector.FilterSpec(
-        objectSet=[
-            vmodl.query.PropertyCollector.ObjectSpec(
-                obj=view,
-                skip=True,
-                selectSet=[vmodl.query.PropertyCollector.TraversalSpec(name="view", path="view", type=vim.view.ContainerView)],
-            )
-        ],
-        propSet=[
-            vmodl.query.PropertyCollector.PropertySpec(type=t, pathSet=vms.TREE_PROPERTIES.get(t, ["name", "parent"]))
-            for t in types
-        ],
-    )
-    try:
-        return list(soap.retrieve_typed(content.propertyCollector, spec))
-    finally:
-        view.DestroyView()
-
-
-def _nodes(tree: list[tuple[str, str, dict]]) -> dict[str, tuple[str, str, str]]:
-    """moid -> (type, name, parent moid). A VM in a vApp has no parent but its vApp, a vApp its folder."""
-    nodes = {}
-    for kind, moid, props in tree:
-        parent = next(
-            (_text_of(props.get(p)) for p in ("parent", "parentFolder", "parentVApp") if _text_of(props.get(p))),
-            "",
-        )
-        nodes[moid] = (kind, _text_of(props.get("name")), parent)
-    return nodes
-
-
-def host_places(tree: list[tuple[str, str, dict]]) -> dict[str, Place]:
-    """moid of each host -> its Place. The root folder is not part of a path (as in Telegraf)."""
-    nodes = _nodes(tree)
-    return {moid: _place(nodes, moid) for moid, (kind, _, _) in nodes.items() if kind == "HostSystem"}
-
-
 def _place(nodes: dict[str, tuple[str, str, str]], moid: str) -> Place:
-    """Where any node of the tree sits: a host (/DC/host/Cluster/esx01) or a VM (/DC/vm/Folder/db01)."""
+    """Where any node of the tree sits: a host (/DC/host/Cluster/esx01) or a VM (/DC/vm/Folder/db01).
+    nodes: moid -> (type, name, parent moid); the root folder is not one of them (as in Telegraf,
+    it is no part of a path)."""
     _, name, parent = nodes[moid]
     names, datacenter, cluster = [name], "", ""
     while parent in nodes:
@@ -294,8 +258,8 @@ def _place(nodes: dict[str, tuple[str, str, str]], moid: str) -> Place:
     return Place(name=name, path="/" + "/".join(reversed(names)), datacenter=datacenter, cluster=cluster)
 
 
-def _retrieve_hosts(content, moids: list[str]) -> list[tuple[str, dict]]:
-    """The storage configuration of these hosts only (a filtered or sharded exporter reads no other)."""
+def retrieve_hosts(content, moids: list[str]) -> list[tuple[str, dict]]:
+    """The whole storage configuration of these hosts (one whose configuration changed is read again)."""
     if not moids:
         return []
     stub = content.propertyCollector._stub
@@ -304,24 +268,6 @@ def _retrieve_hosts(content, moids: list[str]) -> list[tuple[str, dict]]:
         propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.HostSystem, pathSet=HOST_PROPERTIES)],
     )
     return list(soap.retrieve(content.propertyCollector, spec))
-
-
-# Below this many hosts a second request costs more than it saves.
-_HOSTS_PER_REQUEST_MIN = 16
-
-
-def _retrieve_in_parallel(client, moids: list[str], max_parallel: int) -> list[tuple[str, dict]]:
-    """The chosen hosts' configuration in up to max_parallel requests at once: the server builds
-    each host's storage answer in its own time (most of discovery's wall time), and a vCenter,
-    like the simulator, answers concurrent property retrievals on several cores. The hosts are
-    read by reference, so the inventory is walked once, by the tree."""
-    pieces = max(1, min(max_parallel, len(moids) // _HOSTS_PER_REQUEST_MIN))
-    if pieces == 1:
-        return client.call(lambda content: _retrieve_hosts(content, moids))
-    chunks = [moids[i::pieces] for i in range(pieces)]
-    with ThreadPoolExecutor(max_workers=pieces) as pool:
-        parts = list(pool.map(lambda chunk: client.call(lambda content: _retrieve_hosts(content, chunk)), chunks))
-    return [row for part in parts for row in part]
 
 
 def perf_counters(content) -> list[tuple[int, str]]:
@@ -383,102 +329,17 @@ def _iscsi_link_bytes(iscsi_manager, adapter: str) -> float | None:
     return mbit_bytes(sum(speeds.values())) if speeds else None
 
 
-def _host_settings(topo: HostTopology, options, iscsi) -> None:
-    """The per-host calls: DSNRO, and the NICs behind iSCSI adapters."""
-    if options is not None:
-        topo.inventory.dsnro = _dsnro(options)
-    if iscsi is not None:
+def read_settings(topo: HostTopology, stub) -> None:
+    """The per-host calls of a topology not published yet: DSNRO (the host option), and the NICs
+    behind iSCSI adapters."""
+    options, iscsi = topo.managers
+    if options:
+        topo.inventory.dsnro = _dsnro(vim.option.OptionManager(options, stub))
+    if iscsi and any(a.type == "iscsi" for a in topo.inventory.adapters.values()):
+        manager = vim.host.IscsiManager(iscsi, stub)
         for name, adapter in topo.inventory.adapters.items():
             if adapter.type == "iscsi":
-                adapter.link_speed_bytes_per_second = _iscsi_link_bytes(iscsi, name)
-
-
-def discover(
-    client,
-    max_parallel: int = 4,
-    selection: HostSelection | None = None,
-    with_vms: bool = False,
-    vm_selection: HostSelection | None = None,
-) -> Topology:
-    """Every connected host the selection keeps (inventory paths, shard), with its storage; and
-    with_vms their powered-on VMs that vm_selection keeps, with their virtual disks."""
-    start = time.perf_counter()
-    selection = selection or HostSelection()
-    tree = client.call(lambda content: _tree(content, with_vms))
-    places = host_places(tree)
-    chosen = sorted(moid for moid, place in places.items() if selection.keeps(place.path, place.name))
-    rows = _retrieve_in_parallel(client, chosen, max_parallel)
-    stub = client.content().propertyCollector._stub
-    hosts = []
-    for moid, props in rows:
-        if _text_of(props.get("runtime.connectionState")) != "connected":
-            continue
-        topo = storage_of_host(_text_of(props.get("name")), vim.HostSystem(moid, stub), props)
-        place = places.get(moid)
-        if place is not None:
-            topo.inventory.datacenter, topo.inventory.cluster = place.datacenter, place.cluster
-        core_hz = _text_of(props.get("hardware.cpuInfo.hz"))
-        topo.inventory.cpu_core_hertz = float(core_hz) if core_hz else None  # for CPU cost per I/O
-        threads = _text_of(props.get("hardware.cpuInfo.numCpuThreads"))
-        topo.cpu_threads = int(threads) if threads.isdigit() else 0
-        options = _text_of(props.get("configManager.advancedOption"))
-        iscsi = _text_of(props.get("configManager.iscsiManager"))
-        has_iscsi = any(a.type == "iscsi" for a in topo.inventory.adapters.values())
-        hosts.append(
-            (
-                topo,
-                vim.option.OptionManager(options, stub) if options else None,
-                vim.host.IscsiManager(iscsi, stub) if iscsi and has_iscsi else None,
-            )
-        )
-    if hosts:
-        # Two small calls a host, each mostly a round trip: more of them at once than the big queries.
-        with ThreadPoolExecutor(max_workers=max(1, 4 * max_parallel)) as pool:
-            list(pool.map(lambda host: client.call(lambda _c: _host_settings(*host)), hosts))
-    # How many hosts of this target mount each datastore (by uuid: local datastores often share
-    # a name): above 1 the LUN is shared.
-    shares: dict[str, int] = {}
-    for topo, *_ in hosts:
-        for uuid in set(topo.datastores):
-            shares[uuid] = shares.get(uuid, 0) + 1
-    for topo, *_ in hosts:
-        topo.inventory.datastore_hosts = {topo.datastore_names[uuid]: shares[uuid] for uuid in set(topo.datastores)}
-    topos = sorted((t for t, *_ in hosts), key=lambda t: t.name)
-    if with_vms:
-        _add_vms(client, tree, topos, vm_selection or HostSelection())
-    return Topology(hosts=topos, duration=time.perf_counter() - start)
-
-
-def _add_vms(client, tree, topos: list[HostTopology], selection: HostSelection) -> None:
-    """Each host's powered-on VMs that the selection keeps, with the backing of their disks."""
-    by_moid = {topo.ref._moId: topo for topo in topos}
-    nodes = _nodes(tree)
-    chosen = vms.choose(tree, set(by_moid), selection, lambda moid: _place(nodes, moid).path)
-    host_of = {moid: host for moid, _, _, host in chosen}
-    storage: dict[str, vms.HostStorage] = {}
-
-    def storage_of(moid: str) -> vms.HostStorage:
-        host = host_of[moid]
-        known = storage.get(host)
-        if known is None:
-            topo = by_moid[host]
-            known = storage[host] = vms.HostStorage(
-                datastore_types={ds: config.type for ds, config in topo.inventory.datastores.items()},
-                extents={ds: tuple(luns) for ds, luns in topo.extents.items()},
-                lun_uuids=topo.lun_uuids,
-            )
-        return known
-
-    disks = client.call(lambda content: vms.retrieve(content, list(host_of), storage_of))
-    stub = client.content().propertyCollector._stub
-    for moid, name, path, host in chosen:
-        if moid not in disks:
-            continue  # removed since the walk
-        topo = by_moid[host]
-        vm = vms.VmTopology(ref=vim.VirtualMachine(moid, stub), name=name, path=path, host=host, disks=disks[moid])
-        topo.vms.append(vm)
-        for disk, config in vm.disks.items():
-            topo.inventory.vdisks[(name, disk)] = config
+                adapter.link_speed_bytes_per_second = _iscsi_link_bytes(manager, name)
 
 
 def _flag(element, path: str) -> bool | None:

@@ -85,11 +85,19 @@ def query_specs(
 ) -> list[QuerySpec]:
     """One QuerySpec per host: every counter, every instance, after its newest sample.
     families (counter key -> model family) lets each spec say how many series it will return,
-    from the host's discovered instances."""
-    counters = tuple(keys)
+    from the host's discovered instances, and leaves out the counters of families whose
+    instances the host's topology cannot name yet (its paths and mounts not read yet)."""
+    everything = tuple(keys)
+    by_families: dict = {}  # the host's known families -> its counters
     specs = []
     for host in hosts:
+        counters = everything
         if families:
+            known = getattr(host, "families", None)
+            if known is not None:
+                counters = by_families.get(known)
+                if counters is None:
+                    counters = by_families[known] = tuple(k for k in everything if families[k] in known)
             counts = host.instances()
             series = tuple(counts.get(families[key], 1) for key in counters)
         else:
@@ -184,7 +192,11 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
             continue  # an empty series means no sample
         # One sample per series is the common case (maxSample=1, or one 20 s step since the
         # last collection): no split; otherwise one C-level map(float) per series.
-        parsed = [float(text)] if count == 1 and "," not in text else list(map(float, text.split(",")))
+        if count == 1 and "," not in text:
+            value = float(text)
+            values[(key, instance)] = [value if value >= 0 else None]
+            continue
+        parsed = list(map(float, text.split(",")))
         if len(parsed) != count:
             # vcsim drops zero values from a series; a misaligned series cannot be placed in time.
             misaligned += 1

@@ -36,6 +36,8 @@ TARGET_KEYS = {
     "vm_exclude": parse.str_list,
     "vsan": parse.boolean,
     "vsan_interval": parse.duration,
+    "updates": parse.boolean,
+    "esxcli_interval": parse.duration,
 }
 _SELECTION_KEYS = ("host_include", "host_exclude", "shard")
 _VM_SELECTION_KEYS = ("vm_include", "vm_exclude")
@@ -61,6 +63,8 @@ class TargetConfig:
     vsan: bool = default("vsphere.vsan")  # read the target's vSAN clusters (exporter.vsan)
     vsan_interval: float = default("vsphere.vsan_interval")
     max_answer_size: int = default("vsphere.max_answer_size")  # one process-wide cap (xmlguard), not per target
+    updates: bool = default("vsphere.updates")  # follow the inventory's changes between walks
+    esxcli_interval: float = default("vsphere.esxcli_interval")  # every host's esxcli read again
 
     @property
     def host(self) -> str:
@@ -157,6 +161,8 @@ def targets(settings) -> list[TargetConfig]:
         vsan=_setting(settings, "vsphere.vsan"),
         vsan_interval=_setting(settings, "vsphere.vsan_interval"),
         max_answer_size=_setting(settings, "vsphere.max_answer_size"),
+        updates=_setting(settings, "vsphere.updates"),
+        esxcli_interval=_setting(settings, "vsphere.esxcli_interval"),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):

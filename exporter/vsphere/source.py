@@ -1,5 +1,6 @@
-"""One vSphere target as a source: discovery on its own interval (default 5 min, swapped in
-atomically), real-time collection every 20 s decoupled from scrapes.
+"""One vSphere target as a source: the inventory walked once, then followed as vCenter reports its
+changes (follow.py; a full walk again every hour, and after any error in the update stream), and
+real-time collection every 20 s decoupled from scrapes.
 
 It pushes model objects into the process's one store, each marked with the target's name (the
 store's per-target view serves /probe?target=NAME): Samples, Inventories, and a SourceHealth
@@ -18,6 +19,8 @@ from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
+from exporter.vsphere.follow import Follower
+from exporter.vsphere.mirror import LUNS, Delta, Mirror, gone_objects
 from exporter.vsphere.overruns import Overruns
 from exporter.vsphere.settings import TargetConfig
 
@@ -27,18 +30,13 @@ log = logging.getLogger(__name__)
 _UNROUTED, _WILDCARD = object(), object()
 
 
-def _route(series_key: tuple[int, str], topo: discovery.HostTopology, resolved: perf.Resolved):
-    """Where a (counter key, instance) series goes: (family, object key, counter); None for a
-    series that is not ours; _WILDCARD for a server that echoes "*" instead of real instances (vcsim)."""
-    key, instance = series_key
-    entry = resolved.by_key.get(key)
-    if entry is None:
-        return None
+def _object_key(family: str, instance: str, topo: discovery.HostTopology):
+    """The model key a perf instance of this family goes to; None for one that is not ours (the
+    host aggregate of a disk counter); _WILDCARD for a server that echoes "*" instead of real
+    instances (vcsim)."""
     if instance == "*":
         return _WILDCARD
-    counter = entry[1]
-    object_key = mapping.instance_key(counter.family, instance, topo.path_names, topo.datastore_names)
-    return None if object_key is None else (counter.family, object_key, counter)
+    return mapping.instance_key(family, instance, topo.path_names, topo.datastore_names)
 
 
 class VsphereTarget:
@@ -70,6 +68,16 @@ class VsphereTarget:
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
         self.overruns = Overruns(self.name)  # collections that took longer than their interval
+        self.follower: Follower | None = None  # the last walk's, following its changes while running
+        self.walking: Follower | None = None  # the walk under way
+        self.stopping = False
+        self.published: dict[str, m.Inventory] = {}  # host -> the API's view last handed to the store
+        self.changes: dict[str, int] = {}  # kind -> inventory changes applied as they came
+        self.walks: dict[str, int] = {}  # reason -> full walks
+        self.publishing = threading.Lock()  # one topology and inventory handed over at a time
+        self._esxcli_due: set[str] = set()  # hosts whose esxcli is to be read again now (storage changed)
+        self._esxcli_all = False  # every host's, now (after a walk)
+        self._esxcli_wake = threading.Event()
 
     # --- health --------------------------------------------------------------------------
     def _failed(self, phase: str, message: str) -> None:
@@ -108,53 +116,101 @@ class VsphereTarget:
                 samples=dict(self.samples),
                 last_timestamp=dict(self.last_timestamp),
                 overruns=self.overruns.snapshot(),
+                changes=dict(self.changes),
+                walks=dict(self.walks),
             )
         self.store.set_health(record)
 
-    # --- discovery ---------------------------------------------------------------------
-    def discover(self) -> bool:
+    # --- discovery: a full walk, then its changes as they come ------------------------------
+    def discover(self, reason: str = "start") -> bool:
+        """One full walk of the inventory; not running (dump, a test), every host's esxcli after it."""
         with gcpause.paused():  # see gcpause: the walk builds thousands of elements per host
-            return self._discover()
+            return self._discover(reason)
 
-    def _discover(self) -> bool:
+    def _discover(self, reason: str) -> bool:
         start = time.perf_counter()
+        old, self.follower = self.follower, None
+        if old is not None:
+            old.close()  # its changes stop here: the walk reads the state as it is now
+        follower = Follower(self.client, self.config, self._followed)
+        follower.staged = self.topology is None  # a cold start publishes stage by stage
+        self.walking = follower  # a stop ends the walk too
         try:
             if self.resolved is None:
                 # First run: the counter catalogue is read while the server walks the inventory.
                 with ThreadPoolExecutor(max_workers=1) as pool:
                     counters = pool.submit(self._resolve_counters)
-                    topology = self._walk()
+                    topology = follower.walk(lambda stage: self._between(stage, counters))
                     counters.result()
             else:
-                topology = self._walk()
+                topology = follower.walk(lambda stage: self._between(stage, None))
         except VsphereError as err:
             self._took("discovery", start)
-            self._failed("discovery", str(err))
+            if not self.stopping:
+                self._failed("discovery", str(err))
             return False
+        finally:
+            self.walking = None
         self._took("discovery", start)
-        previous, self.topology = self.topology, topology  # atomic swap: collection reads one consistent topology
+        with self.lock:
+            self.walks[reason] = self.walks.get(reason, 0) + 1
+        previous = {t.name for t in self.topology.hosts} if self.topology is not None else set()
+        self._apply(topology, topology.hosts, (previous | set(self.published)) - {t.name for t in topology.hosts})
         self.discovered.set()  # the collection loop starts its first round now, not at its next poll
-        for topo in topology.hosts:
-            # topo.inventory stays the API's view; esxcli's answers are laid over copies of it.
-            found = self.esxcli_found.get(topo.name) if self.config.esxcli else None
-            self.store.set_inventory(self._with_esxcli(topo, found), origin=self.name)
-        if previous is not None:
-            self._forget({t.name for t in previous.hosts} - {t.name for t in topology.hosts})
+        if self.running and self.config.updates:
+            self.follower = follower  # followed by the discovery loop
+        else:
+            follower.close()  # nobody follows its changes: the server's collectors go now
         self._ok()
         log.debug("vsphere target %s: discovered %s in %.2fs", self.name, topology.counts(), topology.duration)
-        # esxcli after the topology is out: collection starts without waiting for it (on a real
-        # vCenter each host answers esxcli in its own time, hostd by hostd).
         if self.config.esxcli:
             if self.running:
-                # The first time, the first collection goes first: esxcli's thousands of small
-                # answers would share the interpreter with it and delay the first complete /metrics.
-                self.collected.wait(self.config.interval)
-            self._read_esxcli(topology)
+                self._want_esxcli(None)  # every host, in the esxcli thread, after the first collection
+            else:
+                self._read_esxcli(topology.hosts)
         return True
 
-    def _walk(self) -> discovery.Topology:
-        cfg = self.config
-        return discovery.discover(self.client, cfg.max_parallel_queries, cfg.selection, cfg.vms, cfg.vm_selection)
+    def _between(self, stage: str, counters) -> None:
+        """After a stage of the walk is published: collection starts once the hosts' LUNs are in
+        (and the counter catalogue); the first time, the first collection goes before the rest
+        of the walk shares the interpreter with it."""
+        if stage != LUNS:
+            return
+        if counters is not None:
+            counters.result()
+        self.discovered.set()
+        if self.running:
+            self.collected.wait(self.config.interval)
+
+    def _followed(self, delta: Delta, mirror: Mirror) -> None:
+        """A change the follower settled (a stage of a cold start, or a change as it came)."""
+        self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        if mirror.following:  # a change as it came, not a stage of the walk
+            with self.lock:
+                for kind, count in delta.changes.items():
+                    self.changes[kind] = self.changes.get(kind, 0) + count
+            if self.config.esxcli and delta.built:
+                self._want_esxcli({delta.changed[moid].name for moid in delta.built if moid in delta.changed})
+        self._publish()
+
+    def _apply(self, topology: discovery.Topology, changed, removed) -> None:
+        """Swap the topology in (atomic: collection reads one consistent topology), hand the store
+        each changed host's configuration, and drop what is gone: hosts, and the objects a host
+        no longer has (a VM destroyed, powered off or moved away, a LUN or path removed)."""
+        with self.publishing:
+            self.topology = topology
+            for topo in changed:
+                if topo.families != discovery.ALL_FAMILIES:
+                    continue  # its configuration goes out once its paths and mounts are read
+                # topo.inventory stays the API's view; esxcli's answers are laid over copies of it.
+                found = self.esxcli_found.get(topo.name) if self.config.esxcli else None
+                self.store.set_inventory(self._with_esxcli(topo, found), origin=self.name)
+                before = self.published.get(topo.name)
+                self.published[topo.name] = topo.inventory
+                gone = gone_objects(before, topo.inventory) if before is not None else {}
+                if gone:
+                    self.store.drop_objects(topo.name, gone, origin=self.name)
+            self._forget(set(removed))
 
     def _with_esxcli(self, topo: discovery.HostTopology, found: m.Inventory | None) -> m.Inventory:
         """The host's inventory as published: the API's view with esxcli's answer laid over a copy.
@@ -168,7 +224,7 @@ class VsphereTarget:
         _settle_dsnro_source(inventory)
         return inventory
 
-    def _read_esxcli(self, topology: discovery.Topology) -> None:
+    def _read_esxcli(self, hosts: list[discovery.HostTopology]) -> None:
         """Per-device DSNRO, adaptive queue depth and round robin limits from esxcli through each
         host's managed method executer, laid over a copy of what the API said (a setting esxcli no
         longer reports goes away) and handed to the store; a host that cannot answer keeps its last."""
@@ -185,17 +241,22 @@ class VsphereTarget:
                 log.debug(
                     "vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2] if problems else "no answer"
                 )
-            if found is not None:
-                self.esxcli_found[topo.name] = found
-            elif topo.name in self.esxcli_found:
-                return  # keeps esxcli's last answer, already laid over this discovery
-            else:  # never answered: the host option or none, on a copy (the published one is not changed)
-                found = m.Inventory(host=topo.name)
-            self.store.set_inventory(self._with_esxcli(topo, found), origin=self.name)
+            with self.publishing:
+                if found is not None:
+                    self.esxcli_found[topo.name] = found
+                elif topo.name in self.esxcli_found:
+                    return  # keeps esxcli's last answer, already laid over the topology
+                else:  # never answered: the host option or none, on a copy (the published one is not changed)
+                    found = m.Inventory(host=topo.name)
+                # laid over the host's configuration as it is now (a change may have come meanwhile)
+                now = next((t for t in self.topology.hosts if t.name == topo.name), None) if self.topology else None
+                if now is not None and now.families == discovery.ALL_FAMILIES:
+                    self.store.set_inventory(self._with_esxcli(now, found), origin=self.name)
 
         with ThreadPoolExecutor(max_workers=max(1, self.config.max_parallel_queries)) as pool:
-            list(pool.map(one, topology.hosts))
-        names = {topo.name for topo in topology.hosts}
+            list(pool.map(one, hosts))
+        topology = self.topology
+        names = {topo.name for topo in topology.hosts} if topology is not None else set()
         for gone in set(self.esxcli_found) - names:
             del self.esxcli_found[gone]
         self._took("esxcli", start)
@@ -216,6 +277,8 @@ class VsphereTarget:
         if not hosts:
             return
         self.store.forget_hosts(hosts, origin=self.name)
+        for host in hosts:
+            self.published.pop(host, None)
         with self.lock:
             for host in hosts:
                 self.last_timestamp.pop(host, None)
@@ -243,7 +306,12 @@ class VsphereTarget:
         start = time.perf_counter()
         specs = perf.query_specs(topology.hosts, resolved.host_keys, self.last_timestamp, now, resolved.families)
         try:
-            running = self._running_vms(topology) if resolved.vm_keys else {}
+            if not resolved.vm_keys:
+                running = {}
+            elif self._following():  # the topology is as vCenter last said: nothing to check
+                running = {topo.name: topo.vms for topo in topology.hosts if topo.vms}
+            else:
+                running = self._running_vms(topology)
         except VsphereError as err:  # no answer at all: the server or the login is gone
             with self.lock:
                 self.durations["collection"] = time.perf_counter() - start
@@ -342,21 +410,30 @@ class VsphereTarget:
             )
             host_level: dict[str, dict[str, float]] = {}  # "" -> host-wide values
             wildcards = 0
-            routes = topo.routes
-            for series_key, values in series.values.items():
+            # Routes are kept per family and instance, not per series: a host's series are its
+            # instances times its counters, and the cache of each (a million entries at 2,500
+            # hosts) held more memory than every other part of the topology.
+            routes, by_key = topo.routes, resolved.by_key
+            for (key, instance), values in series.values.items():
                 raw = values[index]
                 if raw is None:
                     continue
-                route = routes.get(series_key, _UNROUTED)
-                if route is _UNROUTED:
-                    route = routes[series_key] = _route(series_key, topo, resolved)
-                if route is None:
+                entry = by_key.get(key)
+                if entry is None:
+                    continue  # not one of our counters
+                counter = entry[1]
+                keys = routes.get(counter.family)
+                if keys is None:
+                    keys = routes[counter.family] = {}
+                object_key = keys.get(instance, _UNROUTED)
+                if object_key is _UNROUTED:
+                    object_key = keys[instance] = _object_key(counter.family, instance, topo)
+                if object_key is None:
                     continue
-                if route is _WILDCARD:
+                if object_key is _WILDCARD:
                     wildcards += 1
                     continue
-                family_name, object_key, counter = route
-                family = host_level if family_name == mapping.HOST else getattr(sample, family_name)
+                family = host_level if counter.family == mapping.HOST else getattr(sample, counter.family)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
             for vm, one, at in vm_stamps:
@@ -386,25 +463,114 @@ class VsphereTarget:
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
         self.running = True
-        threads = [
-            threading.Thread(target=self._discovery_loop, args=(stop,), name=f"vsphere-discovery:{self.name}", daemon=True),
-            threading.Thread(target=self._collection_loop, args=(stop,), name=f"vsphere-collect:{self.name}", daemon=True),
+        loops = [
+            (self._discovery_loop, "vsphere-discovery"),
+            (self._collection_loop, "vsphere-collect"),
+            (self._esxcli_loop, "vsphere-esxcli"),
+            (self._stop_following, "vsphere-stop"),
         ]
+        threads = [threading.Thread(target=run, args=(stop,), name=f"{name}:{self.name}", daemon=True) for run, name in loops]
         for thread in threads:
             thread.start()
         return threads
 
+    def _following(self) -> bool:
+        """Changes are applied as they come: the topology is current."""
+        follower = self.follower
+        return self.running and follower is not None and not follower.closed.is_set()
+
     def _discovery_loop(self, stop: threading.Event) -> None:
+        """Walk; follow the changes until the next walk is due (discovery_interval: a safety net)
+        or the update stream fails (walk again at once); without updates, walk on the interval."""
+        reason = "start"
         while not stop.is_set():
             try:
-                ok = self.discover()
+                ok = self.discover(reason)
             except Exception:  # noqa: BLE001 - the loop must survive anything one discovery does
                 log.exception("vsphere target %s: discovery failed", self.name)
                 self._failed("discovery", "internal error (see log)")
                 ok = False
-            # Retry a failed discovery at the collection pace, not after 5 minutes.
-            stop.wait(self.config.discovery_interval if ok else self.config.interval)
+            if not ok:  # retried at the collection pace, not after an hour
+                stop.wait(self.config.interval)
+                reason = "error" if self.topology is not None else "start"
+                continue
+            follower = self.follower
+            if follower is None:  # --no-vsphere.updates
+                stop.wait(self.config.discovery_interval)
+                reason = "scheduled"
+                continue
+            until = time.monotonic() + self.config.discovery_interval
+            following_vms = None
+            if follower.vms is not None:
+                following_vms = threading.Thread(
+                    target=follower.follow, args=(follower.vms, until, stop), name=f"vsphere-vms:{self.name}", daemon=True
+                )
+                following_vms.start()
+            follower.follow(follower.hosts, until, stop)
+            follower.close()
+            if following_vms is not None:
+                following_vms.join(self.config.timeout)
+            if follower.failure and not stop.is_set():
+                self._count_error("updates", f"update stream failed, walking the inventory again: {follower.failure}")
+                reason = "error"
+            else:
+                reason = "scheduled"
+        follower = self.follower
+        if follower is not None:
+            follower.close()
         self.client.close()
+
+    def _stop_following(self, stop: threading.Event) -> None:
+        """A stop ends a running WaitForUpdatesEx at once (it may block on the server for a while)."""
+        stop.wait()
+        self.stopping = True
+        for follower in (self.walking, self.follower):
+            if follower is not None:
+                follower.close()
+        self._esxcli_wake.set()
+
+    def _count_error(self, phase: str, message: str) -> None:
+        """A failure the target recovers from by itself (it stays up): counted and logged."""
+        with self.lock:
+            self.errors[phase] = self.errors.get(phase, 0) + 1
+        log.warning("vsphere target %s: %s", self.name, message)
+        self._publish()
+
+    # --- esxcli: after each walk, every esxcli-interval, and for a host whose storage changed --
+    def _want_esxcli(self, hosts: set[str] | None) -> None:
+        """Read these hosts' esxcli (None: every host) in the esxcli thread."""
+        with self.lock:
+            if hosts is None:
+                self._esxcli_all = True
+            else:
+                self._esxcli_due |= hosts
+        self._esxcli_wake.set()
+
+    def _esxcli_loop(self, stop: threading.Event) -> None:
+        # The first time, the first collection goes first: esxcli's thousands of small answers
+        # would share the interpreter with it and delay the first complete /metrics.
+        while not (stop.is_set() or self.collected.wait(1.0)):
+            pass
+        next_all = time.monotonic() + self.config.esxcli_interval
+        while not stop.is_set():
+            self._esxcli_wake.wait(max(0.0, next_all - time.monotonic()))
+            self._esxcli_wake.clear()
+            if stop.is_set():
+                return
+            with self.lock:
+                everything = self._esxcli_all or time.monotonic() >= next_all
+                due, self._esxcli_due, self._esxcli_all = self._esxcli_due, set(), False
+            topology = self.topology
+            if topology is None or not (everything or due):
+                continue
+            if everything:
+                next_all = time.monotonic() + self.config.esxcli_interval
+            hosts = [t for t in topology.hosts if (everything or t.name in due) and t.families == discovery.ALL_FAMILIES]
+            try:
+                with gcpause.paused():
+                    self._read_esxcli(hosts)
+            except Exception:  # noqa: BLE001 - the loop must survive anything one read does
+                log.exception("vsphere target %s: esxcli failed", self.name)
 
     def _collection_loop(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -423,34 +589,27 @@ class VsphereTarget:
 
 def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:
     """One VM's values at one time into the host's sample (Sample.vdisks); returns the wildcard
-    echoes met. Routes are cached per VM as per host."""
-    wildcards, routes, vdisks = 0, vm.routes, sample.vdisks
-    for series_key, values in series.values.items():
+    echoes met. Each instance's (vm, disk) key is cached per VM, as a host's per family."""
+    wildcards, keys, vdisks, by_key = 0, vm.routes, sample.vdisks, resolved.by_key
+    for (key, instance), values in series.values.items():
         raw = values[index]
         if raw is None:
             continue
-        route = routes.get(series_key, _UNROUTED)
-        if route is _UNROUTED:
-            route = routes[series_key] = _vm_route(series_key, vm, resolved)
-        if route is None:
+        entry = by_key.get(key)
+        if entry is None or entry[1].family != mapping.VDISKS:
             continue
-        if route is _WILDCARD:
+        object_key = keys.get(instance, _UNROUTED)
+        if object_key is _UNROUTED:
+            # the VM's aggregate ("") is not a disk; "*": a server's echo of the wildcard
+            object_key = keys[instance] = (_WILDCARD if instance == "*" else (vm.name, instance)) if instance else None
+        if object_key is None:
+            continue
+        if object_key is _WILDCARD:
             wildcards += 1
             continue
-        object_key, counter = route
+        counter = entry[1]
         vdisks.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
     return wildcards
-
-
-def _vm_route(series_key: tuple[int, str], vm: vms.VmTopology, resolved: perf.Resolved):
-    """(vm, disk) and counter of a VM's series; None for one not ours or the VM's aggregate ("")."""
-    key, instance = series_key
-    entry = resolved.by_key.get(key)
-    if entry is None or entry[1].family != mapping.VDISKS or not instance:
-        return None
-    if instance == "*":
-        return _WILDCARD
-    return (vm.name, instance), entry[1]
 
 
 def _copy(inventory: m.Inventory) -> m.Inventory:

@@ -1,20 +1,22 @@
 """The powered-on VMs of the selected hosts and what backs each of their virtual disks.
 
-Discovery: the inventory walk (discovery._tree) also names every VM with its parent, host and
-power state, so VMs are chosen (running, on a selected host, kept by --vsphere.vm-include/-exclude)
-before any device list is read; then one paged property-collector query reads the chosen VMs'
-`config.hardware.device`. Each disk is named as its perf instance (`scsi0:1` = controller type
-and bus number : unit number) and joined to its datastore (from its file name), the LUNs under a
-VMFS datastore (its extents, as the host mounts it) or an RDM's LUN (lunUuid -> the host's
-ScsiLun), its controller, provisioning and storage I/O allocation.
+Discovery: the walk (follow.py, mirror.py) also names every VM with its parent, host and power
+state, so VMs are chosen (running, on a selected host, kept by --vsphere.vm-include/-exclude)
+before any device list is read; then only the chosen VMs' `config.hardware.device` is read (and
+followed). Each disk is named as its perf instance (`scsi0:1` = controller type and bus number :
+unit number) and joined to its datastore (from its file name), the LUNs under a VMFS datastore (its
+extents, as the host mounts it) or an RDM's LUN (lunUuid -> the host's ScsiLun), its controller,
+provisioning and storage I/O allocation; the device list is parsed once (device_specs) and joined
+to a host's mounts (resolve) again when the VM moves.
 
-Collection: before each QueryPerf a small query reads each selected host's VMs' host and power
-state, so a VM powered off, moved or removed since discovery is left out (and counted) instead of
-being asked for, or having its samples put under the wrong host.
+Collection without --vsphere.updates: before each QueryPerf a small query reads each selected
+host's VMs' host and power state, so a VM powered off, moved or removed since the walk is left out
+(and counted) instead of being asked for, or having its samples put under the wrong host.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -52,7 +54,7 @@ class VmTopology:
     path: str  # inventory path, /DC/vm/folder/name
     host: str  # moid of the host it ran on at discovery
     disks: dict[str, m.VirtualDiskConfig] = field(default_factory=dict)  # perf instance -> backing
-    # (counter key, instance) -> where its values go; filled by the collection, as HostTopology.routes.
+    # perf instance -> its (vm, disk) key (None: not a disk); filled by the collection, as HostTopology.routes.
     routes: dict = field(default_factory=dict)
 
 
@@ -76,8 +78,24 @@ def _number(text: str) -> float | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class DiskSpec:
+    """One disk as its VM's device list says, before a host's mounts say what its datastore is
+    (config: datastore_type and devices left empty): a VM that moves to another host is resolved
+    again against that host's mounts, without reading its device list again."""
+
+    config: m.VirtualDiskConfig
+    lun_uuid: str = ""  # an RDM's LUN, by ScsiLun.uuid
+    device_name: str = ""  # an RDM's LUN, by the last part of its device path
+
+
 def disks_of(devices: ET.Element | None, storage: HostStorage) -> dict[str, m.VirtualDiskConfig]:
     """A VM's `config.hardware.device` answer -> perf instance -> backing of each virtual disk."""
+    return resolve(device_specs(devices), storage)
+
+
+def device_specs(devices: ET.Element | None) -> dict[str, DiskSpec]:
+    """A VM's `config.hardware.device` answer -> perf instance -> what its device list says of each disk."""
     controllers = {}  # key -> (label, instance prefix, bus)
     disks = []
     for device in _all(devices, "VirtualDevice"):
@@ -93,44 +111,55 @@ def disks_of(devices: ET.Element | None, storage: HostStorage) -> dict[str, m.Vi
         if controller is None or not unit:
             continue  # a disk on a controller this list does not describe has no instance name
         label, prefix, bus = controller
-        found[f"{prefix}{bus}:{unit}"] = _backing(disk, label, storage)
+        found[f"{prefix}{bus}:{unit}"] = _spec(disk, label)
     return found
 
 
-def _backing(disk: ET.Element, controller: str, storage: HostStorage) -> m.VirtualDiskConfig:
+def resolve(specs: dict[str, DiskSpec], storage: HostStorage) -> dict[str, m.VirtualDiskConfig]:
+    """Each disk's backing on this host: its datastore's kind, and the LUNs under it (a VMFS
+    datastore's extents as the host mounts it, or an RDM's LUN among the host's)."""
+    found = {}
+    for instance, spec in specs.items():
+        config = spec.config
+        datastore_type = storage.datastore_types.get(config.datastore, "")
+        if config.backing == "rdm":
+            lun = storage.lun_uuids.get(spec.lun_uuid)
+            if lun is None and spec.device_name in storage.lun_uuids.values():  # the device path names it too
+                lun = spec.device_name
+            devices = (lun,) if lun else ()
+        else:
+            devices = storage.extents.get(config.datastore, ()) if datastore_type == "vmfs" else ()
+        found[instance] = dataclasses.replace(config, datastore_type=datastore_type, devices=devices)
+    return found
+
+
+def _spec(disk: ET.Element, controller: str) -> DiskSpec:
     backing = disk.find(_NS + "backing")
     kind = _kind(backing)
     match = _DATASTORE.match(_text(backing, "fileName"))
-    datastore = match.group(1) if match else ""
-    datastore_type = storage.datastore_types.get(datastore, "")
-    config = m.VirtualDiskConfig(datastore=datastore, datastore_type=datastore_type, controller=controller)
+    config = m.VirtualDiskConfig(datastore=match.group(1) if match else "", controller=controller)
+    lun_uuid = device_name = ""
     if kind == _RDM:
         config.backing = "rdm"
         config.compatibility_mode = _text(backing, "compatibilityMode").removesuffix("Mode")
-        lun = storage.lun_uuids.get(_text(backing, "lunUuid"))
-        if lun is None:  # the device path names it too: /vmfs/devices/disks/naa....
-            name = _text(backing, "deviceName").rsplit("/", 1)[-1]
-            lun = name if name in storage.lun_uuids.values() else None
-        config.devices = (lun,) if lun else ()
-    else:
-        if kind in _FLAT:
-            config.backing = "flat"
-            if _text(backing, "thinProvisioned") == "true":
-                config.provisioning = "thin"
-            else:
-                config.provisioning = "thick_eager" if _text(backing, "eagerlyScrub") == "true" else "thick_lazy"
-        elif kind in _SPARSE:
-            config.backing, config.provisioning = "sparse", "thin"
+        lun_uuid = _text(backing, "lunUuid")
+        device_name = _text(backing, "deviceName").rsplit("/", 1)[-1]  # /vmfs/devices/disks/naa....
+    elif kind in _FLAT:
+        config.backing = "flat"
+        if _text(backing, "thinProvisioned") == "true":
+            config.provisioning = "thin"
         else:
-            config.backing = "other"
-        if datastore_type == "vmfs":
-            config.devices = storage.extents.get(datastore, ())
+            config.provisioning = "thick_eager" if _text(backing, "eagerlyScrub") == "true" else "thick_lazy"
+    elif kind in _SPARSE:
+        config.backing, config.provisioning = "sparse", "thin"
+    else:
+        config.backing = "other"
     allocation = disk.find(_NS + "storageIOAllocation")
     if allocation is not None:
         limit = _number(_text(allocation, "limit"))
         config.iops_limit = limit if limit is not None and limit >= 0 else None  # -1: unlimited
         config.shares = _number(_text(allocation, "shares/shares"))
-    return config
+    return DiskSpec(config, lun_uuid, device_name)
 
 
 # --- discovery ------------------------------------------------------------------------------
@@ -139,39 +168,6 @@ TREE_PROPERTIES = {
     vim.VirtualMachine: ["name", "parent", "parentVApp", "runtime.host", "runtime.powerState"],
     vim.VirtualApp: ["name", "parentFolder", "parentVApp"],  # its parent is a resource pool, not in the path
 }
-
-
-def choose(tree: list[tuple[str, str, dict]], hosts: set[str], selection, path_of) -> list[tuple[str, str, str, str]]:
-    """(moid, name, path, host moid) of the VMs to collect: powered on, on one of these hosts,
-    kept by the selection. path_of(moid) is the inventory path of any tree node."""
-    chosen = []
-    for kind, moid, props in tree:
-        if kind != "VirtualMachine":
-            continue
-        host = _text_of(props.get("runtime.host"))
-        if host not in hosts or _text_of(props.get("runtime.powerState")) != "poweredOn":
-            continue
-        path = path_of(moid)
-        name = _text_of(props.get("name"))
-        if selection.keeps(path, name):
-            chosen.append((moid, name, path, host))
-    return sorted(chosen, key=lambda vm: (vm[3], vm[1]))
-
-
-def retrieve(content, moids: list[str], storage_of) -> dict[str, dict[str, m.VirtualDiskConfig]]:
-    """The disks of these VMs only, by moid: each page of device lists is turned into disks as it
-    comes (a device list is dozens of elements per VM). storage_of(moid): its host's HostStorage."""
-    if not moids:
-        return {}
-    stub = content.propertyCollector._stub
-    spec = vmodl.query.PropertyCollector.FilterSpec(
-        objectSet=[vmodl.query.PropertyCollector.ObjectSpec(obj=vim.VirtualMachine(moid, stub), skip=False) for moid in moids],
-        propSet=[vmodl.query.PropertyCollector.PropertySpec(type=vim.VirtualMachine, pathSet=VM_PROPERTIES)],
-    )
-    return {
-        moid: disks_of(props.get("config.hardware.device"), storage_of(moid))
-        for moid, props in soap.retrieve(content.propertyCollector, spec)
-    }
 
 
 # --- collection -----------------------------------------------------------------------------

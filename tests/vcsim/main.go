@@ -464,6 +464,7 @@ func buildNetwork(base *types.HostNetworkInfo, n *Network) *types.HostNetworkInf
 // disks by instance (scsi0:0 ...; stock vcsim answers only aggregate VM counters).
 type PerfManager struct {
 	*simulator.PerformanceManager
+	mu    sync.Mutex              // hosts and vms: entities added after start are derived on first query
 	hosts map[string]*hostStorage // host moref value -> storage
 	vms   map[string]*vmPerf      // VM moref value -> its virtual disks' counters
 	names map[int32]string        // counter key -> group.name.rollup
@@ -473,16 +474,30 @@ type PerfManager struct {
 type vmPerf struct {
 	vm        *simulator.VirtualMachine
 	instances map[string]map[string]map[string]int64
+	derived   bool // created after start: its counters follow its devices
 }
 
 // entity is the counters of a host or VM; running is false for a VM that is not powered on,
-// which has no real-time samples (as on vCenter).
-func (p *PerfManager) entity(ref types.ManagedObjectReference) (instances map[string]map[string]map[string]int64, running, ok bool) {
+// which has no real-time samples (as on vCenter). A host added or a VM created after start gets
+// counters for its own devices (changes.go).
+func (p *PerfManager) entity(ctx *simulator.Context, ref types.ManagedObjectReference) (instances map[string]map[string]map[string]int64, running, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if hs, ok := p.hosts[ref.Value]; ok && ref.Type == "HostSystem" {
 		return hs.instances, true, true
 	}
-	if v, ok := p.vms[ref.Value]; ok && ref.Type == "VirtualMachine" {
+	if v, ok := p.vms[ref.Value]; ok && ref.Type == "VirtualMachine" && !v.derived {
 		return v.instances, v.vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn, true
+	}
+	switch obj := ctx.Map.Get(ref).(type) {
+	case *simulator.HostSystem:
+		hs := derivedHost(obj)
+		p.hosts[ref.Value] = hs
+		return hs.instances, true, true
+	case *simulator.VirtualMachine:
+		v := derivedVM(obj) // again at every query: its disks may have changed
+		p.vms[ref.Value] = v
+		return v.instances, obj.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn, true
 	}
 	return nil, false, false
 }
@@ -520,7 +535,7 @@ func (p *PerfManager) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) so
 	body := &methods.QueryPerfBody{Res: &types.QueryPerfResponse{}}
 	latest := time.Now().UTC().Truncate(20 * time.Second)
 	for _, qs := range req.QuerySpec {
-		hs, running, ok := p.entity(qs.Entity)
+		hs, running, ok := p.entity(ctx, qs.Entity)
 		if !ok {
 			body.Fault_ = simulator.Fault("", &types.InvalidArgument{InvalidProperty: "entity"})
 			return body
@@ -781,6 +796,8 @@ func main() {
 		reg.OptionManager().Setting = append(reg.OptionManager().Setting,
 			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
 	}
+
+	installChanges(reg, *model.ServiceContent.ViewManager, perf, placed)
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u
