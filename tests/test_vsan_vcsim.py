@@ -380,3 +380,35 @@ def test_one_clusters_faults_hide_nothing_else(tmp_path):
     assert {h["name"] for h in doc["hosts"]} <= lun_hosts
     warnings = [line for line in result.stderr.splitlines() if "vSAN" in line and "failed" in line]
     assert len(warnings) == 4 and all("vsan-osa" in w or "vsan-esa" in w for w in warnings)
+
+
+def test_a_uuid_the_last_discovery_did_not_name_is_named_by_the_next_round(tmp_path):
+    """A VM created after discovery: the performance service reports its uuid, which nothing names
+    yet; it is counted (unknown_entity), and the round discovers again at once, so the next
+    round exports the VM."""
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        assert source.discover()
+        osa = next(c for c in source.clusters if c.name == "vsan-osa")
+        uuid, _host = osa.vms.pop("db22")  # as if db22 were created after the discovery
+        del osa.names.vms[uuid]
+        source.collect()
+        assert "db22" not in target.store.vsan["vsan-osa"].sample.vms
+        assert target.store.health[("vsan", "vsan-osa")].dropped == {"unknown_entity": 1}
+        source.unnamed = False
+        source.taken.clear()  # the same sample again, as a new one would come
+        source.run_round()  # collects (meets the uuid again), then discovers at once
+        assert not source.unnamed
+        assert "db22" in next(c for c in source.clusters if c.name == "vsan-osa").vms
+        source.taken.clear()
+        source.collect()
+        assert "db22" in target.store.vsan["vsan-osa"].sample.vms
+    finally:
+        target.client.close()
+        sim.stop()

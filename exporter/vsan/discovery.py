@@ -24,7 +24,7 @@ from exporter.configuration.sharding import shard_of
 from exporter.store import model as m
 from exporter.vsan.perfcsv import Names
 from exporter.vsphere import soap
-from exporter.vsphere.discovery import host_places
+from exporter.vsphere.discovery import place
 from exporter.vsphere.selection import HostSelection
 
 _TREE_TYPES = (vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem)
@@ -103,7 +103,8 @@ def _tree(content) -> list[tuple[str, str, dict]]:
 
 def choose(tree: list[tuple[str, str, dict]], selection: HostSelection) -> list[ClusterTopology]:
     """The vSAN clusters of the tree this exporter takes (see the module's docstring)."""
-    places = host_places(tree)
+    nodes = {moid: (kind, _value(props.get("name")), _value(props.get("parent"))) for kind, moid, props in tree}
+    places = {moid: place(nodes, moid) for moid, (kind, _, _) in nodes.items() if kind == "HostSystem"}
     paths_only = dataclasses.replace(selection, shard=None)
     clusters: dict[str, ClusterTopology] = {}
     for kind, moid, props in tree:
@@ -125,8 +126,8 @@ def choose(tree: list[tuple[str, str, dict]], selection: HostSelection) -> list[
         if kind != "HostSystem":
             continue
         cluster = clusters.get(_value(props.get("parent")))
-        place = places.get(moid)
-        if cluster is not None and place is not None and (paths_only.everything or paths_only.keeps(place.path, place.name)):
+        where = places.get(moid)
+        if cluster is not None and where is not None and (paths_only.everything or paths_only.keeps(where.path, where.name)):
             cluster.host_moids.append(moid)
     return sorted((c for c in clusters.values() if c.host_moids), key=lambda c: c.name)
 

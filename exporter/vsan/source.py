@@ -49,6 +49,7 @@ class VsanSource:
         self.dropped: dict[str, dict[str, int]] = {}  # cluster -> reason -> values not placed so far
         self.samples: dict[str, int] = {}  # cluster -> samples taken
         self.last_error: dict[tuple[str, str], str] = {}  # (cluster, call) -> last message, logged on change
+        self.unnamed = False  # a round met uuids the configuration does not name (a new VM, host or disk)
 
     # --- discovery -------------------------------------------------------------------------
     def discover(self) -> bool:
@@ -106,6 +107,8 @@ class VsanSource:
             except VsphereError as err:
                 failed.add(call)
                 self._failed(topo.name, call, str(err))
+        if dropped.get("unknown_entity"):
+            self.unnamed = True  # read the configuration again before the next round
         record.sample = self.latest.get(topo.name)
         if record.sample is not None:
             record.vms = {vm: topo.vms[vm] for vm in record.sample.vms if vm in topo.vms}
@@ -177,14 +180,22 @@ class VsanSource:
         thread.start()
         return [thread]
 
+    def run_round(self) -> None:
+        """One round of the loop: discovery when due, every cluster, and discovery again at once
+        when the answers named a VM, host or disk the last discovery did not see."""
+        if self.discovered_at < 0 or time.monotonic() - self.discovered_at >= self.config.discovery_interval:
+            self.discover()
+        self.collect()
+        if self.unnamed:
+            self.unnamed = False
+            self.discover()
+
     def _loop(self, stop: threading.Event) -> None:
-        interval, rediscover = self.config.vsan_interval, self.config.discovery_interval
+        interval = self.config.vsan_interval
         while not stop.is_set():
             started = time.monotonic()
             try:
-                if self.discovered_at < 0 or started - self.discovered_at >= rediscover:
-                    self.discover()
-                self.collect()
+                self.run_round()
             except Exception:  # noqa: BLE001 - the loop must survive anything one round does
                 log.exception("vsphere target %s: vSAN collection failed", self.name)
             self.overruns.check("vsan", time.monotonic() - started, interval)

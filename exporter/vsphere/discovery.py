@@ -239,7 +239,7 @@ class Place:
     cluster: str = ""  # "" for a standalone host (its own compute resource)
 
 
-def _place(nodes: dict[str, tuple[str, str, str]], moid: str) -> Place:
+def place(nodes: dict[str, tuple[str, str, str]], moid: str) -> Place:
     """Where any node of the tree sits: a host (/DC/host/Cluster/esx01) or a VM (/DC/vm/Folder/db01).
     nodes: moid -> (type, name, parent moid); the root folder is not one of them (as in Telegraf,
     it is no part of a path)."""

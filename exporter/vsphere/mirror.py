@@ -191,7 +191,7 @@ class Mirror:
         return sorted(moid for moid, place in places.items() if self._host_wanted(moid, place))
 
     def _host_places(self) -> dict[str, discovery.Place]:
-        return {moid: discovery._place(self.nodes, moid) for moid, e in self.entities.items() if e.type == "HostSystem"}
+        return {moid: discovery.place(self.nodes, moid) for moid, e in self.entities.items() if e.type == "HostSystem"}
 
     def _host_wanted(self, moid: str, place: discovery.Place) -> bool:
         entity = self.entities.get(moid)
@@ -236,7 +236,7 @@ class Mirror:
         topo = self.hosts.get(entity.host)
         if topo is None or topo.families != ALL_FAMILIES:
             return None
-        if not self.vm_selection.everything and not self.vm_selection.keeps(discovery._place(self.nodes, moid).path, entity.name):
+        if not self.vm_selection.everything and not self.vm_selection.keeps(discovery.place(self.nodes, moid).path, entity.name):
             return None
         return entity.host
 
@@ -256,7 +256,7 @@ class Mirror:
             if places is not None and moid in places:
                 place = places[moid]
             else:  # a host that left the tree has no place
-                place = discovery._place(self.nodes, moid) if moid in self.nodes else None
+                place = discovery.place(self.nodes, moid) if moid in self.nodes else None
             self._settle_host(moid, place, delta, wants)
         self._share_datastores(mounts_before, delta)
         if self.with_vms:
@@ -384,7 +384,7 @@ class Mirror:
             placed = vms.VmTopology(
                 ref=vim.VirtualMachine(moid, self.stub),
                 name=entity.name,
-                path=discovery._place(self.nodes, moid).path,
+                path=discovery.place(self.nodes, moid).path,
                 host=target,
                 disks=vms.resolve(self.specs[moid], storage),
             )
