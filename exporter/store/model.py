@@ -203,6 +203,8 @@ class SourceHealth:
     samples: dict[str, int] = field(default_factory=dict)  # host -> samples ingested
     last_timestamp: dict[str, float] = field(default_factory=dict)  # host -> newest sample time
     overruns: dict[str, int] = field(default_factory=dict)  # phase -> runs longer than their interval
+    changes: dict[str, int] = field(default_factory=dict)  # kind -> inventory changes applied as they came (vSphere)
+    walks: dict[str, int] = field(default_factory=dict)  # reason -> full inventory walks (vSphere)
 
 
 # --- physical disk health (exporter.smart): SMART pages and NVMe health logs ------------------
@@ -350,5 +352,3 @@ class VsanCluster:
     resync_bytes: float | None = None  # bytes left to resynchronise
     resync_objects: float | None = None  # objects resynchronising
     resync_eta_seconds: float | None = None
-    changes: dict[str, int] = field(default_factory=dict)  # kind -> inventory changes applied as they came (vSphere)
-    walks: dict[str, int] = field(default_factory=dict)  # reason -> full inventory walks (vSphere)
