@@ -180,7 +180,10 @@ def test_the_inventory_intervals_and_esxcli_switches(tmp_path):
     assert settings["esxtop.ssh_inventory_interval"] == 600.0 and settings["esxtop.ssh_esxcli"] is False
     defaults = settings_from(tmp_path, "{}\n")
     assert defaults["esxtop.ssh_esxcli"] is True and defaults["vsphere.esxcli"] is True
-    assert defaults["esxtop.ssh_inventory_interval"] == 300.0 == defaults["vsphere.discovery_interval"]
+    # esxcli over SSH every 5 minutes; through the API every hour, and at once for a host whose
+    # storage changed (the vSphere inventory follows vCenter's changes, a full walk hourly)
+    assert defaults["esxtop.ssh_inventory_interval"] == 300.0
+    assert defaults["vsphere.esxcli_interval"] == 3600.0 == defaults["vsphere.discovery_interval"]
 
 
 def test_a_password_file_readable_by_everyone_is_warned_about(tmp_path, caplog):
