@@ -42,7 +42,11 @@ class Timer:
 
 
 def series_count(body: bytes) -> int:
-    return sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    """Sample lines, counted without splitting the body: 1.8 million line objects at 2,500 hosts
+    were 250 MiB of the benchmark's own in the exporter's peak."""
+    lines = body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
+    comments = body.count(b"\n#") + body.startswith(b"#")
+    return lines - comments - body.count(b"\n\n")
 
 
 def render(t: VsphereTarget, skip: tuple[str, ...] = ()) -> bytes:

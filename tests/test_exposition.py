@@ -152,3 +152,78 @@ def test_a_bad_probe_answers_400_without_echoing_the_input_or_naming_a_target():
             assert ok.status == 200
     finally:
         server.shutdown()
+
+
+def test_each_collector_is_rendered_before_the_next_one_collects():
+    """The body is rendered collector by collector: a family is encoded and its lines let go
+    before the next collector builds its own, so at most one collector's lines exist at once
+    (at 2,500 hosts every line at once held more than the store's state)."""
+    from exporter.collectors.textformat import gauge
+
+    first = gauge("esxi_test_first", "First.")
+    seen = {}
+
+    def one(store):
+        for i in range(3):
+            first.add(f'{{i="{i}"}}', float(i))
+        return [first]
+
+    def two(store):
+        seen["first's lines when the second collects"] = list(first.lines)
+        family = gauge("esxi_test_second", "Second.")
+        family.add("", 1.0)
+        yield family
+
+    text = Exposition(loaded_store(), [], extra=[("one", one), ("two", two)]).body().decode()
+    assert seen == {"first's lines when the second collects": []}
+    assert 'esxi_test_first{i="2"} 2.0\n' in text and "esxi_test_second 1.0\n" in text
+    assert text.index("esxi_test_first") < text.index("esxi_test_second") < text.index("esxi_scrape_collector_duration")
+
+
+def test_a_collectors_duration_is_its_own_time_not_the_encoding_of_its_families(monkeypatch):
+    """Families are encoded between two of a collector's yields; that time is the render's."""
+    import time
+
+    from exporter.collectors.textformat import gauge
+
+    real_render = exposition_module.render
+
+    def slow_render(families):
+        def slowly():
+            for family in families:
+                if family.name == "esxi_test_slow_to_encode":
+                    time.sleep(0.5)
+                yield family
+
+        return real_render(slowly())
+
+    monkeypatch.setattr(exposition_module, "render", slow_render)
+
+    def quick(store):
+        family = gauge("esxi_test_slow_to_encode", "Encoded slowly.")
+        family.add("", 1.0)
+        yield family
+
+    text = Exposition(loaded_store(), [], extra=[("quick", quick)]).body().decode()
+    line = next(
+        line for line in text.splitlines() if line.startswith('esxi_scrape_collector_duration_seconds{collector="quick"}')
+    )
+    assert float(line.split()[-1]) < 0.25, line
+
+
+def test_a_collector_that_fails_midway_keeps_what_it_yielded_and_releases_the_lock():
+    from exporter.collectors.textformat import gauge
+
+    def halfway(store):
+        family = gauge("esxi_test_half", "Half.")
+        family.add("", 1.0)
+        yield family
+        raise RuntimeError("boom")
+
+    store = loaded_store()
+    text = Exposition(store, ["lun"], extra=[("halfway", halfway)]).body().decode()
+    assert "esxi_test_half 1.0\n" in text
+    assert 'esxi_scrape_collector_success{collector="halfway"} 0.0' in text
+    assert 'esxi_scrape_collector_success{collector="lun"} 1.0' in text
+    assert store.lock.acquire(timeout=1)
+    store.lock.release()

@@ -172,6 +172,80 @@ def test_hosts_are_built_in_two_steps_luns_first():
     assert wants.settings == ["host-1", "host-2"]  # DSNRO and iSCSI links: read before publishing
 
 
+def test_a_host_built_from_its_luns_keeps_nothing_of_their_answer():
+    """The LUN answer's elements go once the host is built from them, not a stage later: kept
+    until its paths came, the objects built among them left the interpreter's memory pages
+    half empty after the walk (350 of 420 MiB at 2,500 hosts)."""
+    import weakref
+
+    mirror = Mirror(None)
+    mirror.apply(TREE_UPDATES)
+    mirror.list_hosts(LUNS, ["host-1"])
+    answer = luns("host-1", "naa.1", "naa.2")
+    kept = [weakref.ref(element) for element in answer.changes.values()]
+    mirror.apply([answer])
+    mirror.settle()
+    del answer
+    assert mirror.hosts["host-1"].families == discovery.LUN_FAMILIES
+    assert "host-1" not in mirror.parts
+    assert [ref() for ref in kept] == [None, None, None]
+
+
+def test_a_host_built_in_two_steps_is_the_host_read_whole_at_once():
+    two_steps = walked(with_vms=False).hosts["host-1"]
+    mirror = walked(with_vms=False)
+    mirror.apply([paths("host-1", {"ds1": "naa.1", "ds2": "naa.2"}, event="modify")])
+    assert mirror.settle()[1].reread == ["host-1"]
+    mirror.host_read(
+        "host-1", {**luns("host-1", "naa.1", "naa.2").changes, **paths("host-1", {"ds1": "naa.1", "ds2": "naa.2"}).changes}
+    )
+    mirror.settle()
+    at_once = mirror.hosts["host-1"]
+    assert at_once is not two_steps
+    for name in ("name", "inventory", "path_names", "path_devices", "datastore_names", "datastores", "cpu_threads", "extents"):
+        assert getattr(at_once, name) == getattr(two_steps, name), name
+    assert (at_once.lun_uuids, at_once.families, at_once.managers) == (
+        two_steps.lun_uuids,
+        two_steps.families,
+        two_steps.managers,
+    )
+    assert list(at_once.inventory.adapters) == list(two_steps.inventory.adapters) == ["vmhba2"]
+    assert two_steps.keys is None  # the LUN stage's keys go with it
+    assert two_steps.inventory.luns["naa.1"].datastore == "ds1" and two_steps.cpu_threads == 8
+
+
+def test_the_lun_stage_is_not_changed_when_its_paths_come():
+    """Collection may be reading the LUN stage's topology: the host built whole is new objects."""
+    mirror = Mirror(None)
+    mirror.apply(TREE_UPDATES)
+    mirror.list_hosts(LUNS, ["host-1"])
+    mirror.apply([luns("host-1", "naa.1")])
+    mirror.settle()
+    stage = mirror.hosts["host-1"]
+    mirror.list_hosts(PATHS, ["host-1"])
+    mirror.apply([paths("host-1", {"ds1": "naa.1"})])
+    mirror.settle()
+    whole = mirror.hosts["host-1"]
+    assert whole.families == discovery.ALL_FAMILIES and stage.families == discovery.LUN_FAMILIES
+    assert stage.inventory.luns["naa.1"].datastore == "" and not stage.inventory.paths and stage.keys is not None
+    assert whole.inventory.luns["naa.1"] is not stage.inventory.luns["naa.1"]
+    assert whole.inventory.adapters["vmhba2"] is not stage.inventory.adapters["vmhba2"]
+
+
+def test_a_lun_change_before_the_paths_came_is_read_again_whole():
+    mirror = Mirror(None)
+    mirror.apply(TREE_UPDATES)
+    mirror.list_hosts(LUNS, ["host-1"])
+    mirror.apply([luns("host-1", "naa.1")])
+    mirror.settle()
+    mirror.apply([ObjectUpdate(LUNS, "modify", "HostSystem", "host-1", {"hardware.cpuInfo.numCpuThreads": val("16")})])
+    delta, wants = mirror.settle()
+    assert wants.reread == ["host-1"] and not delta.changed  # not rebuilt from one property
+    mirror.host_read("host-1", {**luns("host-1", "naa.1").changes, **paths("host-1", {"ds1": "naa.1"}).changes})
+    delta, _ = mirror.settle()
+    assert delta.changed["host-1"].families == discovery.ALL_FAMILIES
+
+
 def test_a_host_chosen_by_its_path_and_shard():
     mirror = Mirror(None, HostSelection(include=("/DC0/host/Prod/esx02",)))
     mirror.apply(TREE_UPDATES)
@@ -207,6 +281,24 @@ def test_a_changed_host_is_read_again_whole_and_its_removed_objects_are_named():
     assert delta.changes == {"host_storage_changed": 1} and wants.settings == ["host-1"]
     assert gone_objects(before, after) == {"luns": {"naa.2"}, "paths": {"vmhba2:C0:T0:L1"}, "datastores": {"ds2"}}
     assert mirror.hosts["host-2"].inventory.datastore_hosts == {"ds1": 2, "ds2": 1}  # host-1 no longer mounts ds2
+
+
+def test_a_host_read_again_with_the_same_mounts_keeps_how_many_hosts_mount_them():
+    """A path disabled reads its host again; its mounts did not change, and esxi_datastore_hosts
+    of a datastore it alone mounts must not go with the read."""
+    mirror = walked(with_vms=False)
+    mirror.apply([paths("host-1", {"ds1": "naa.1", "ds2": "naa.2"}, dead=("naa.2",), event="modify")])
+    mirror.settle()
+    mirror.host_read(
+        "host-1",
+        {
+            **luns("host-1", "naa.1", "naa.2").changes,
+            **paths("host-1", {"ds1": "naa.1", "ds2": "naa.2"}, dead=("naa.2",)).changes,
+        },
+    )
+    delta, _ = mirror.settle()
+    assert delta.changed["host-1"].inventory.paths["vmhba2:C0:T0:L1"].state == "dead"
+    assert delta.changed["host-1"].inventory.datastore_hosts == {"ds1": 2, "ds2": 2}
 
 
 def test_a_cluster_renamed_relabels_its_hosts_without_reading_them():

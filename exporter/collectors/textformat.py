@@ -66,8 +66,9 @@ def counter(name: str, help_text: str) -> Family:
 def render(families) -> bytes:
     """The families' text. Each family's lines are encoded into one buffer and freed as it goes,
     and the buffer is handed over without a copy: holding every line, their joined text and its
-    encoding at once cost three times the body (600 MiB at 1.6 million series). A family is
-    rendered once."""
+    encoding at once cost three times the body (600 MiB at 1.6 million series). families may be
+    a generator that builds each family only when asked (the exposition's): then no more than
+    one collector's lines exist at once. A family is rendered once."""
     out = io.BytesIO()
     for family in families:
         if family.lines:

@@ -10,6 +10,7 @@ hosts, and when their configuration is read, is the mirror's and the follower's 
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -76,6 +77,9 @@ class HostTopology:
     routes: dict = field(default_factory=dict)
     families: frozenset = ALL_FAMILIES  # the families whose instances are known (LUN_FAMILIES: paths not read yet)
     managers: tuple[str, str] = ("", "")  # moids of its advanced-option and iSCSI managers
+    # (adapter key -> device, ScsiLun key -> canonical name): how its paths name them; kept from
+    # luns_of_host until with_paths, None once its paths are read
+    keys: tuple[dict[str, str], dict[str, str]] | None = None
 
     def instances(self) -> dict[str, int]:
         """Series one counter of each family returns for the host: its instances and the host
@@ -150,8 +154,61 @@ def _path_state(path) -> str:
 def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopology:
     """One host's Inventory and name maps from its storageDevice parts, its mounts and (for NFS
     datastores) its network configuration."""
+    return with_paths(luns_of_host(name, ref, props), props)
+
+
+def luns_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopology:
+    """What the LUN, adapter and CPU counters need (LUN_PROPERTIES): the host's adapters and LUNs,
+    with the keys its paths will name them by (HostTopology.keys), so that its paths and mounts
+    can be laid over it later (with_paths) without keeping the answer they came in."""
     inv = m.Inventory(host=name)
     topo = HostTopology(ref=ref, name=name, inventory=inv)
+    adapters, lun_names = {}, {}
+    for hba in _all(props.get("config.storageDevice.hostBusAdapter"), "HostHostBusAdapter"):
+        kind = ADAPTER_TYPES.get(hba.get(_XSI_TYPE, "").split(":")[-1], "other")
+        device = _text(hba, "device")
+        adapters[_text(hba, "key")] = device
+        inv.adapters[device] = m.AdapterConfig(
+            type=kind,
+            model=_text(hba, "model"),
+            driver=_text(hba, "driver"),
+            link_speed_bytes_per_second=link_speed_bytes(kind, _text(hba, "speed")),
+        )
+    for lun in _all(props.get("config.storageDevice.scsiLun"), "ScsiLun"):
+        canonical = _text(lun, "canonicalName")
+        lun_names[_text(lun, "key")] = canonical
+        topo.lun_uuids[_text(lun, "uuid")] = canonical
+        depth = _text(lun, "queueDepth")
+        inv.luns[canonical] = m.LunConfig(
+            display_name=_text(lun, "displayName"),
+            vendor=_text(lun, "vendor"),
+            model=_text(lun, "model"),
+            configured_queue_depth=float(depth) if depth else None,
+            # Standard-API device state and flags (no esxcli needed): the first operational state
+            # is the device's, the rest qualify it.
+            operational_state=_text(lun, "operationalState"),
+            is_ssd=_flag(lun, "ssd"),
+            is_local=_flag(lun, "localDisk"),
+            is_vvol_pe=_flag(lun, "protocolEndpoint"),
+        )
+    topo.keys = (adapters, lun_names)
+    return topo
+
+
+def with_paths(base: HostTopology, props: dict[str, ET.Element]) -> HostTopology:
+    """A new topology: base (luns_of_host's) with the host's paths, mounts and NFS vmknics
+    (PATH_PROPERTIES) laid over copies of its adapters and LUNs; base is not changed (collection
+    may be reading it)."""
+    adapters, lun_names = base.keys
+    inv = m.Inventory(host=base.name, cpu_core_hertz=base.inventory.cpu_core_hertz)
+    topo = HostTopology(
+        ref=base.ref,
+        name=base.name,
+        inventory=inv,
+        lun_uuids=base.lun_uuids,
+        cpu_threads=base.cpu_threads,
+        managers=base.managers,
+    )
     extent_datastore: dict[str, str] = {}
     nas = []  # (datastore, nfs | nfs41, server)
     for mount in _all(props.get("config.fileSystemVolume.mountInfo"), "HostFileSystemMountInfo"):
@@ -172,36 +229,10 @@ def storage_of_host(name: str, ref, props: dict[str, ET.Element]) -> HostTopolog
             topo.extents.setdefault(volume_name, []).append(_text(extent, "diskName"))
     if nas:
         _nas_datastores(inv, nas, props)
-    adapters = {}
-    for hba in _all(props.get("config.storageDevice.hostBusAdapter"), "HostHostBusAdapter"):
-        kind = ADAPTER_TYPES.get(hba.get(_XSI_TYPE, "").split(":")[-1], "other")
-        device = _text(hba, "device")
-        adapters[_text(hba, "key")] = device
-        inv.adapters[device] = m.AdapterConfig(
-            type=kind,
-            model=_text(hba, "model"),
-            driver=_text(hba, "driver"),
-            link_speed_bytes_per_second=link_speed_bytes(kind, _text(hba, "speed")),
-        )
-    lun_names = {}
-    for lun in _all(props.get("config.storageDevice.scsiLun"), "ScsiLun"):
-        canonical = _text(lun, "canonicalName")
-        lun_names[_text(lun, "key")] = canonical
-        topo.lun_uuids[_text(lun, "uuid")] = canonical
-        depth = _text(lun, "queueDepth")
-        inv.luns[canonical] = m.LunConfig(
-            display_name=_text(lun, "displayName"),
-            vendor=_text(lun, "vendor"),
-            model=_text(lun, "model"),
-            datastore=extent_datastore.get(canonical, ""),
-            configured_queue_depth=float(depth) if depth else None,
-            # Standard-API device state and flags (no esxcli needed): the first operational state
-            # is the device's, the rest qualify it.
-            operational_state=_text(lun, "operationalState"),
-            is_ssd=_flag(lun, "ssd"),
-            is_local=_flag(lun, "localDisk"),
-            is_vvol_pe=_flag(lun, "protocolEndpoint"),
-        )
+    for device, adapter in base.inventory.adapters.items():
+        inv.adapters[device] = dataclasses.replace(adapter)
+    for canonical, lun in base.inventory.luns.items():
+        inv.luns[canonical] = dataclasses.replace(lun, datastore=extent_datastore.get(canonical, ""))
     multipath = props.get("config.storageDevice.multipathInfo")
     for unit in _all(multipath, "lun"):
         device = lun_names.get(_text(unit, "lun"), _text(unit, "id"))
