@@ -241,7 +241,7 @@ def report(args, results, boot) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     totals = {"before": [0, 0], "after": [0, 0], "collection": [0, 0]}
-    window = args.window + args.drain
+    rate = HOUR / args.every  # changes an hour
     for k, (b, a) in enumerate(zip(results["before"], results["after"])):
 
         def cell(part):
@@ -252,8 +252,11 @@ def report(args, results, boot) -> None:
               f"{a['made']} made / {a['changes']} applied | {cell(b['collection'])} |")  # fmt: skip
         before = 12 * _bytes(b["discovery"]) + per * _bytes(b["state_check"])
         before_req = 12 * b["discovery"]["requests"] + per * b["state_check"]["requests"]
-        after = _bytes(a["walk"]) + _bytes(a["esxcli"]) + _bytes(a["window"]) * HOUR / window
-        after_req = a["walk"]["requests"] + a["esxcli"]["requests"] + a["window"]["requests"] * HOUR / window
+        # The stream per change made (the window's idle waits included), at --every's rate for an
+        # hour: the window's own length would count the drain's quiet seconds as an hour's pace.
+        changes = rate / max(1, a["made"])
+        after = _bytes(a["walk"]) + _bytes(a["esxcli"]) + _bytes(a["window"]) * changes
+        after_req = a["walk"]["requests"] + a["esxcli"]["requests"] + a["window"]["requests"] * changes
         totals["before"][0] += before
         totals["before"][1] += before_req
         totals["after"][0] += after
@@ -265,7 +268,8 @@ def report(args, results, boot) -> None:
     applied = sum(a["changes"] for a in results["after"])
     print(f"\nthe update stream: {stream / 1e3:,.0f} kB for {made} changes made ({applied} applied by these exporters), "
           f"{stream / max(1, made) / 1e3:,.1f} kB a change")  # fmt: skip
-    rate = 3600.0 / args.every
+    if applied < made:
+        print(f"NOT A MEASUREMENT: {made - applied} of {made} changes were not applied within the window and --drain")
     print()
     print(f"Per hour, all {args.splits} exporters, inventory only (changes at {rate:,.0f} an hour):")
     print("| | bytes per hour | requests per hour |")

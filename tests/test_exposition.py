@@ -3,6 +3,7 @@ is isolated and reported."""
 
 from __future__ import annotations
 
+import gzip
 import threading
 import urllib.request
 
@@ -27,7 +28,7 @@ def test_one_render_per_change_shared_by_concurrent_scrapers(monkeypatch):
     store = loaded_store()
     renders = []
     real_render = exposition_module.render
-    monkeypatch.setattr(exposition_module, "render", lambda families: renders.append(1) or real_render(families))
+    monkeypatch.setattr(exposition_module, "render", lambda families, **kw: renders.append(1) or real_render(families, **kw))
     exposition = Exposition(store)
     server = MetricsServer(exposition, "127.0.0.1:0")
     server.serve_in_thread()
@@ -188,14 +189,14 @@ def test_a_collectors_duration_is_its_own_time_not_the_encoding_of_its_families(
 
     real_render = exposition_module.render
 
-    def slow_render(families):
+    def slow_render(families, **kw):
         def slowly():
             for family in families:
                 if family.name == "esxi_test_slow_to_encode":
                     time.sleep(0.5)
                 yield family
 
-        return real_render(slowly())
+        return real_render(slowly(), **kw)
 
     monkeypatch.setattr(exposition_module, "render", slow_render)
 
@@ -225,5 +226,86 @@ def test_a_collector_that_fails_midway_keeps_what_it_yielded_and_releases_the_lo
     assert "esxi_test_half 1.0\n" in text
     assert 'esxi_scrape_collector_success{collector="halfway"} 0.0' in text
     assert 'esxi_scrape_collector_success{collector="lun"} 1.0' in text
+    assert store.lock.acquire(timeout=1)
+    store.lock.release()
+
+
+def _without_durations(text: str) -> str:
+    return "".join(line for line in text.splitlines(True) if not line.startswith("esxi_scrape_collector_duration_seconds{"))
+
+
+def test_a_gzip_scrape_renders_the_gzip_stream_alone_and_a_plain_one_gets_the_same_text(monkeypatch):
+    """Prometheus asks for gzip: the render compresses family by family and the plain text (190 MiB
+    at 2,500 hosts) is never built; a plain scrape of the same version gets that text back."""
+    import gzip
+
+    calls = []
+    real_render = exposition_module.render
+    monkeypatch.setattr(exposition_module, "render", lambda families, **kw: calls.append(kw) or real_render(families, **kw))
+    store = loaded_store()
+    exposition = Exposition(store)
+    packed = exposition.body(gzipped=True)
+    assert calls == [{"gzipped": True}]
+    assert exposition._body is None  # no plain text held beside the gzip stream
+    text = gzip.decompress(packed).decode()
+    assert exposition.body().decode() == text and len(calls) == 1  # the same version: no render
+    fresh = Exposition(store).body().decode()  # rendered plain, by another exposition
+    assert _without_durations(text) == _without_durations(fresh)
+    assert text.count("\nesxi_lun_reads_total{") > 0
+    store.touch()
+    exposition.body()
+    assert calls[-1] == {"gzipped": False} and exposition._gzipped is None  # the old stream went
+
+
+def test_a_render_that_raised_is_done_again_for_the_scraper_that_waited():
+    """Two scrapers arrive together; the render of the one that takes the lock first raises. The
+    other, which counted renders before that one started, renders itself: it is not handed the
+    body of no render (empty, or None since a render builds only the form asked for)."""
+    store = loaded_store()
+    exposition = Exposition(store, ["lun"])
+    real_families = exposition.families
+    first = []
+
+    def families():
+        if not first:
+            first.append(1)
+            raise RuntimeError("broken")
+        yield from real_families()
+
+    exposition.families = families
+
+    class Lock:  # the exposition's render lock: the first scraper enters once the second has come
+        def __init__(self):
+            self.lock, self.entered, self.second = threading.Lock(), 0, threading.Event()
+
+        def __enter__(self):
+            self.entered += 1
+            if self.entered == 1:
+                assert self.second.wait(10)
+            else:
+                self.second.set()
+            self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+
+    exposition._render_lock = Lock()
+    errors, bodies = [], []
+
+    def scrape(gzipped):
+        try:
+            bodies.append(exposition.body(gzipped=gzipped))
+        except RuntimeError as error:
+            errors.append(error)
+
+    scrapers = [threading.Thread(target=scrape, args=(gzipped,)) for gzipped in (True, False)]
+    for scraper in scrapers:
+        scraper.start()
+    for scraper in scrapers:
+        scraper.join(10)
+    assert len(errors) == 1 and len(bodies) == 1, (errors, bodies)
+    body = bodies[0]
+    text = (gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body).decode()
+    assert "esxi_lun_reads_total{" in text
     assert store.lock.acquire(timeout=1)
     store.lock.release()

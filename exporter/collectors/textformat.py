@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import zlib
 
 
 def escape_label(value: str) -> str:
@@ -63,15 +64,22 @@ def counter(name: str, help_text: str) -> Family:
     return Family(name, "counter", help_text)
 
 
-def render(families) -> bytes:
-    """The families' text. Each family's lines are encoded into one buffer and freed as it goes,
-    and the buffer is handed over without a copy: holding every line, their joined text and its
-    encoding at once cost three times the body (600 MiB at 1.6 million series). families may be
-    a generator that builds each family only when asked (the exposition's): then no more than
-    one collector's lines exist at once. A family is rendered once."""
+def render(families, gzipped: bool = False) -> bytes:
+    """The families' text, or with gzipped its gzip stream. Each family's lines are encoded (and
+    compressed) into one buffer and freed as it goes, and the buffer is handed over without a
+    copy: holding every line, their joined text and its encoding at once cost three times the
+    body (600 MiB at 1.6 million series). families may be a generator that builds each family only
+    when asked (the exposition's): then no more than one collector's lines exist at once. Gzipped,
+    the whole text never exists at all (190 MiB at 1.8 million series, a tenth of it compressed).
+    A family is rendered once."""
     out = io.BytesIO()
+    # Level 1, as gzip.compress(body, compresslevel=1) did: a tenth of the size at little CPU.
+    pack = zlib.compressobj(1, zlib.DEFLATED, 31) if gzipped else None  # wbits 16+15: a gzip member
     for family in families:
         if family.lines:
-            out.write((family.header() + "".join(family.lines)).encode())
+            text = (family.header() + "".join(family.lines)).encode()
             family.lines = []
+            out.write(pack.compress(text) if pack else text)
+    if pack:
+        out.write(pack.flush())
     return out.getvalue()

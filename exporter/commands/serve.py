@@ -9,7 +9,7 @@ from exporter.app import App, has_live_source
 from exporter.configuration import config
 from exporter.configuration.flags import add_option_flags, exporter_options, fail
 from exporter.esxtop import EsxtopError
-from exporter.serving import webconfig
+from exporter.serving import allocator, webconfig
 from exporter.serving.http import MetricsServer
 
 log = logging.getLogger("exporter")
@@ -47,6 +47,7 @@ def run(args) -> int:
         )
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")
+    log.debug("malloc settings: %s", allocator.tune() or "left as they are")
     app.start_live()
     host, port = server.address[:2]
     scheme = "https" if web and web.tls else "http"

@@ -87,18 +87,21 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
 
         def _metrics(self, source):
             gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
-            body = source.body(gzipped=gzipped)
-            self._send(200, CONTENT_TYPE_LATEST, body, {"Content-Encoding": "gzip"} if gzipped else {})
+            parts = source.parts(gzipped=gzipped)
+            self._send(200, CONTENT_TYPE_LATEST, parts, {"Content-Encoding": "gzip"} if gzipped else {})
 
         def _send(self, code, content_type, body, headers=None):
+            """body: bytes, or a tuple of them written in turn (never joined into a copy)."""
+            parts = body if isinstance(body, tuple) else (body,)
             self.send_response(code)
             self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(sum(len(part) for part in parts)))
             for name, value in {**extra_headers, **(headers or {})}.items():
                 self.send_header(name, value)
             self.end_headers()
             if not self.head:
-                self.wfile.write(body)
+                for part in parts:
+                    self.wfile.write(part)
 
         def log_message(self, fmt, *args):  # access logs only at debug level
             log.debug("%s %s", self.address_string(), fmt % args)
