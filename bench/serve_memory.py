@@ -1,11 +1,11 @@
 """One `serve` process's peak memory against one vCenter, as a user runs it: before and after,
 side by side in one run.
 
-  python3 bench/serve_memory.py [--base DIR] [--hosts 2500] [--luns 8] [--vms 0] [--repeat 3]
+  python3 bench/serve_memory.py [--base DIR ...] [--hosts 2500] [--luns 8] [--vms 0] [--repeat 3]
                                 [--after 60] [--scrape 15]
 
-One storage simulator. `python -m exporter serve` of each code (DIR, the code before, if given;
-then this checkout) in turn, a fresh process each time, every setting its default but the
+One storage simulator. `python -m exporter serve` of each code (each --base DIR, code before,
+named by its directory; then this checkout) in turn, a fresh process each time, every setting its default but the
 target's. The process is scraped with gzip as Prometheus scrapes it, every --scrape seconds,
 from its start until its inventory walk is over and every host's esxcli settings are in
 /metrics, then for --after seconds more (collections every 20 s, more scrapes). Its peak
@@ -93,7 +93,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--base", type=Path, help="a checkout of the code before (git worktree add DIR REV)")
+    parser.add_argument(
+        "--base", type=Path, action="append", default=[], help="a checkout of code before (git worktree add DIR REV); repeatable"
+    )
     parser.add_argument("--hosts", type=int, default=2500)
     parser.add_argument("--luns", type=int, default=8)
     parser.add_argument("--vms", type=int, default=0)
@@ -108,7 +110,7 @@ def main() -> int:
     secret = tmp / "password"
     secret.write_text(PASSWORD + "\n")
     secret.chmod(0o600)
-    codes = ([("before", args.base.resolve())] if args.base else []) + [("this", ROOT)]
+    codes = [(base.name, base.resolve()) for base in args.base] + [("this", ROOT)]
     results: dict[str, list[dict]] = {name: [] for name, _ in codes}
     try:
         for i in range(args.repeat):
