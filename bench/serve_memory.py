@@ -5,12 +5,13 @@ side by side in one run.
                                 [--after 60] [--scrape 15]
 
 One storage simulator. `python -m exporter serve` of each code (each --base DIR, code before,
-named by its directory; then this checkout) in turn, a fresh process each time, every setting its default but the
-target's. The process is scraped with gzip as Prometheus scrapes it, every --scrape seconds,
-from its start until its inventory walk is over and every host's esxcli settings are in
-/metrics, then for --after seconds more (collections every 20 s, more scrapes). Its peak
-resident set is the kernel's (VmHWM in /proc/PID/status), read at the end; the series are
-counted from the last body. Medians of --repeat runs, the codes alternating.
+named by its directory; then this checkout) in turn, a fresh process each time, every setting its
+default but the target's. The process is scraped with gzip as Prometheus scrapes it, every
+--scrape seconds, from its start until its inventory walk is over and every host's esxcli
+settings are in /metrics, then for --after seconds more (collections every 20 s, more scrapes).
+Its peak resident set is the kernel's (VmHWM in /proc/PID/status), read at the end with its CPU
+time (the same work in the same time for every code); the series are counted from the last
+body. Medians of --repeat runs, the codes alternating.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def status_mib(pid: int, field: str) -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024  # kB -> MiB
     raise KeyError(field)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of the process so far (/proc/PID/stat, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def scrape(url: str) -> bytes:
@@ -80,13 +87,13 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
             if now - start > 1800:
                 raise RuntimeError(f"not ready in 30 minutes: see {log}")
             time.sleep(max(0.0, every - (time.monotonic() - now)))
-        peak, rss = status_mib(proc.pid, "VmHWM"), status_mib(proc.pid, "VmRSS")
+        peak, rss, cpu = status_mib(proc.pid, "VmHWM"), status_mib(proc.pid, "VmRSS"), cpu_seconds(proc.pid)
     finally:
         proc.terminate()
         proc.wait(60)
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
-    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "series": series_count(body)}
+    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "cpu_s": cpu, "series": series_count(body)}
 
 
 def main() -> int:
@@ -121,14 +128,14 @@ def main() -> int:
     finally:
         sim.stop()
     print(f"# {args.hosts} hosts x {args.luns} LUNs, {args.vms} VMs a host (simulator built in {built:.0f} s)")
-    print("| code | walked and esxcli read s | series | peak RSS MiB (runs) | median | RSS at the end MiB |")
-    print("|---|---:|---:|---|---:|---:|")
+    print("| code | walked and esxcli read s | series | peak RSS MiB (runs) | median | RSS at the end MiB | CPU s in all |")
+    print("|---|---:|---:|---|---:|---:|---:|")
     for name, runs in results.items():
         peaks = [r["peak_mib"] for r in runs]
         print(
             f"| {name} | {statistics.median(r['ready_s'] for r in runs):.1f} | {runs[-1]['series']:,} "
             f"| {', '.join(f'{p:.0f}' for p in peaks)} | **{statistics.median(peaks):.0f}** "
-            f"| {statistics.median(r['rss_mib'] for r in runs):.0f} |"
+            f"| {statistics.median(r['rss_mib'] for r in runs):.0f} | {statistics.median(r['cpu_s'] for r in runs):.1f} |"
         )
     return 0
 
