@@ -32,17 +32,10 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(HERE))  # runnable as a script or with -m
 
-from vsphere_common import series_count  # noqa: E402
+from vsphere_common import series_count, status_mib  # noqa: E402
 
 from tests.support.servers import free_port  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
-
-
-def status_mib(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024  # kB -> MiB
-    raise KeyError(field)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -87,7 +80,7 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
             if now - start > 1800:
                 raise RuntimeError(f"not ready in 30 minutes: see {log}")
             time.sleep(max(0.0, every - (time.monotonic() - now)))
-        peak, rss, cpu = status_mib(proc.pid, "VmHWM"), status_mib(proc.pid, "VmRSS"), cpu_seconds(proc.pid)
+        peak, rss, cpu = status_mib("VmHWM", proc.pid), status_mib("VmRSS", proc.pid), cpu_seconds(proc.pid)
     finally:
         proc.terminate()
         proc.wait(60)

@@ -27,18 +27,11 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
-from vsphere_common import StorageSim, Timer, following, password_file, render, series_count, target  # noqa: E402
+from vsphere_common import StorageSim, Timer, following, password_file, render, series_count, status_mib, target  # noqa: E402
 
 from exporter.collectors import textformat  # noqa: E402
 
 MIB = 1024 * 1024
-
-
-def _status(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024  # kB -> MiB
-    return 0.0
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -86,7 +79,7 @@ class Phases:
 
     def done(self, name: str) -> None:
         traced, traced_peak = tracemalloc.get_traced_memory() if self.trace else (0, 0)
-        self.rows.append((name, _status("VmRSS"), _status("VmHWM"), *allocators(), traced / MIB, traced_peak / MIB))
+        self.rows.append((name, status_mib("VmRSS"), status_mib("VmHWM"), *allocators(), traced / MIB, traced_peak / MIB))
         self.reset()
 
 
