@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts import generate
 from tests.support.captures import device_columns, header, row
+from tests.support.rules import rule_file
 from tests.support.servers import Alertmanager, Exporter, Prometheus
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
@@ -256,10 +256,7 @@ def prometheus_dir(tmp: Path, exporters: dict[str, Exporter], alertmanager_port:
     config["global"].update(scrape_interval="1s", scrape_timeout="1s", evaluation_interval="1s")
     for sub in ("rules", "targets", "alertmanagers"):
         (tmp / sub).mkdir(parents=True, exist_ok=True)
-    rules = generate.load_config()
-    rules["values"] = {name: {**entry, "value": FAST.get(name, entry["value"])} for name, entry in rules["values"].items()}
-    rules["scope_labels"] = ["scenario"]
-    (tmp / "rules" / "esxi-storage.rules.yml").write_text(generate.rule_file(generate.render_groups(rules)))
+    rule_file(tmp / "rules" / "esxi-storage.rules.yml", FAST, scope_labels=["scenario"])
     (tmp / "targets" / "scenarios.yml").write_text(
         yaml.safe_dump([{"targets": [f"127.0.0.1:{e.port}"], "labels": {"scenario": name}} for name, e in exporters.items()])
     )
@@ -425,13 +422,8 @@ def test_the_capacity_rules_and_vm_alerts_work_from_the_vsphere_api_alone(tmp_pa
             "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
             "--vsphere.ca-file", str(sim.cert), "--vsphere.interval=1s", log_path=tmp_path / "exporter.log",
         )  # fmt: skip
-        rules = generate.load_config()
-        rules["values"] = {
-            name: {**entry, "value": VSPHERE_FAST.get(name, entry["value"])} for name, entry in rules["values"].items()
-        }
-        rule_file = tmp_path / "esxi-storage.rules.yml"
-        rule_file.write_text(generate.rule_file(generate.render_groups(rules)))
-        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
+        rules = rule_file(tmp_path / "esxi-storage.rules.yml", VSPHERE_FAST)
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
         assert not prometheus.query("esxi_lun_world_active_commands")  # the API alone
 
         def firing() -> set[tuple[str, str, str]]:

@@ -11,10 +11,10 @@ from importlib import resources
 import pytest
 import yaml
 
-from alerts import generate
 from exporter.simulator import ScenarioError, Simulation, load_scenario, scenario_from_text
 from exporter.simulator.live import read_disks
 from tests.support.promtext import eventually, value
+from tests.support.rules import rule_file
 from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env
 
 SCENARIO = "disk-reallocating"
@@ -102,11 +102,7 @@ def test_serve_simulate_raises_the_reallocation_alert_in_prometheus(tmp_path):
     hdd.update(reallocating_from="0s", reallocations_per_hour=7200, pending_per_hour=0)
     scenario = tmp_path / "disk-reallocating-fast.yaml"
     scenario.write_text(yaml.safe_dump(data))
-    rules = generate.load_config()
-    fast = {"for_disk_warning": "5s", "disk_sectors_window": "10m"}
-    rules["values"] = {name: {**entry, "value": fast.get(name, entry["value"])} for name, entry in rules["values"].items()}
-    rule_file = tmp_path / "rules.yml"
-    rule_file.write_text(generate.rule_file(generate.render_groups(rules)))
+    rules = rule_file(tmp_path / "rules.yml", {"for_disk_warning": "5s", "disk_sectors_window": "10m"})
     exporter = Exporter("--simulate", str(scenario), "--simulate.interval", "1s", log_path=tmp_path / "exporter.log")
     prometheus = None
     try:
@@ -114,7 +110,7 @@ def test_serve_simulate_raises_the_reallocation_alert_in_prometheus(tmp_path):
         assert value(text, "esxi_disk_smart_up", host=HOST) == 1
         assert value(text, "esxi_disk_smart_status", host=HOST, device=USB, status="unsupported") == 1
         assert value(text, "esxi_lun_local", host=HOST, device=HDD) == 1  # the LUN families' device label
-        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
         firing = prometheus.wait_for('ALERTS{alertname="EsxiDiskSectorsReallocating",alertstate="firing"}', timeout=60)
         assert [(a["metric"]["host"], a["metric"]["device"], a["metric"]["sectors"]) for a in firing] == [
             (HOST, HDD, "reallocated")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from alerts import generate
 from exporter.configuration import thresholds
 from exporter.vsan import metrics as vm
 from tests.support.promtext import samples, value
+from tests.support.rules import rule_file
 from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env
 from tests.vcsim.sims import FIXTURE, HERE, PASSWORD, USER, StorageSim
 
@@ -290,13 +290,8 @@ def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
             *_vsphere_args(sim, _password(tmp_path)), "--vsphere.interval=1s", "--vsphere.vsan-interval=1s",
             log_path=tmp_path / "exporter.log",
         )  # fmt: skip
-        rules = generate.load_config()
-        rules["values"] = {
-            name: {**entry, "value": VSAN_FAST.get(name, entry["value"])} for name, entry in rules["values"].items()
-        }
-        rule_file = tmp_path / "esxi-storage.rules.yml"
-        rule_file.write_text(generate.rule_file(generate.render_groups(rules)))
-        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rule_file])
+        rules = rule_file(tmp_path / "esxi-storage.rules.yml", VSAN_FAST)
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
 
         def firing() -> set[tuple]:
             found = set()
