@@ -3,13 +3,11 @@
 // The govmomi simulator changes some objects without telling its property collector, and tells
 // it too much about others. Here, for the exporter's tests of following vCenter's changes:
 //
-//   - Views: a filter over a view of the stock simulator re-sends every object of the view
-//     as entering whenever the view's membership changes (a VM created, a host added to a list
-//     view). vCenter reports only the object that entered. These views change their membership
-//     without the change that makes the simulator re-send (a list view's additions are then
-//     announced by a change to the view manager, which no filter watches). A list view's removal
-//     is not reported as a leave (the simulator has no way to say it); the exporter does not rely
-//     on it.
+//   - Views: a container view's membership follows objects created and destroyed under its
+//     container, with the subtypes of its types (the stock view misses ClusterComputeResource
+//     under ComputeResource and walks the inventory for each object created). A list view
+//     reports its own changes; the property collector, patched (testdata/simulator), then sends
+//     only the objects that entered or left, as vCenter does.
 //   - Hosts: DisconnectHost_Task and ReconnectHost_Task change runtime.connectionState without an
 //     update; here the change is reported when the task ends.
 //   - Storage: HostStorageSystem.DisableMultipathPath, EnableMultipathPath and
@@ -128,12 +126,11 @@ func (v *containerView) DestroyView(ctx *simulator.Context, c *types.DestroyView
 // listView: the objects its client chose.
 type listView struct {
 	mo.ListView
-	manager *ViewManager
 }
 
 func (m *ViewManager) CreateListView(ctx *simulator.Context, req *types.CreateListView) soap.HasFault {
 	body := &methods.CreateListViewBody{}
-	v := &listView{manager: m}
+	v := &listView{}
 	v.Self = types.ManagedObjectReference{Type: "ListView"}
 	if missing := v.add(ctx, req.Obj); len(missing) != 0 {
 		body.Fault_ = simulator.Fault("", &types.ManagedObjectNotFound{Obj: missing[0]})
@@ -155,11 +152,9 @@ func (v *listView) add(ctx *simulator.Context, refs []types.ManagedObjectReferen
 	return missing
 }
 
-// announce makes every waiting property collector look at its filters again (a change to the view
-// manager, which no filter watches): the objects just added to the list enter, alone.
+// announce reports the list's change: filters over it select again, and what entered or left is sent.
 func (v *listView) announce(ctx *simulator.Context) {
-	manager := v.manager
-	ctx.Map.Update(ctx, manager, []types.PropertyChange{{Name: "viewList", Val: manager.ViewList}})
+	ctx.Map.Update(ctx, v, []types.PropertyChange{{Name: "view", Val: v.View}})
 }
 
 func (v *listView) ModifyListView(ctx *simulator.Context, req *types.ModifyListView) soap.HasFault {

@@ -2,6 +2,8 @@
 
 - `StorageSim`: this directory's Go program (govmomi simulator + storage fixture). Built once
   into a cache directory keyed by the hash of its sources, so tests start in well under a second.
+  The build makes one change to govmomi's simulator package (`testdata/simulator/`): waiting
+  collectors are answered from what changed, as vCenter answers them (see `_patched_govmomi`).
 - `Vcsim`: stock vcsim (`go install github.com/vmware/govmomi/vcsim@v0.46.0`, by .ci/install).
 
 `python3 tests/vcsim/sims.py` builds the storage simulator (used by .ci/install) and prints its path.
@@ -34,9 +36,52 @@ def _go() -> str:
     return go
 
 
+OVERLAY = HERE / "testdata" / "simulator"
+
+# WaitForUpdatesEx's loop over its filters (govmomi v0.52.0, simulator/property_collector.go),
+# replaced by a call to followUpdates (testdata/simulator/wait_updates.go).
+_WAIT_LOOP_START = "\t\t\tfor _, f := range pc.Filter {\n\t\t\t\tfilter := ctx.Session.Get(f).(*PropertyFilter)\n\t\t\t\tfilter.update(ctx)\n"
+_WAIT_LOOP_END = "\t\t\t\tif len(fu.ObjectSet) != 0 {\n\t\t\t\t\tset.FilterSet = append(set.FilterSet, fu)\n\t\t\t\t}\n\t\t\t}\n"
+_WAIT_LOOP_NEW = """\t\t\tif fault := pc.followUpdates(ctx, updates, set); fault != nil {
+\t\t\t\tbody.Fault_ = Fault("", fault)
+\t\t\t\tbody.Res = nil
+\t\t\t\treturn body
+\t\t\t}
+"""
+
+
 def _sources() -> list[Path]:
-    """What the build reads: go.mod, go.sum and every Go file of the directory, in a fixed order."""
-    return [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go"))]
+    """What the build reads: go.mod, go.sum, every Go file of the directory and of the overlay,
+    in a fixed order."""
+    return [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go")), *sorted(OVERLAY.glob("*.go"))]
+
+
+def _patched_govmomi(go: str, env: dict, workdir: Path) -> Path:
+    """A go.mod for the build that replaces govmomi by a copy of it in workdir, with
+    property_collector.go's wait loop replaced and wait_updates.go added to the simulator
+    package. (go build -overlay cannot replace files in the module cache.) Fails loudly if
+    govmomi's text is not the one this was written for."""
+    module = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Dir}}", "github.com/vmware/govmomi"], cwd=HERE, env=env, check=True,
+        capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    copy = workdir / "govmomi"
+    shutil.copytree(module, copy, copy_function=shutil.copyfile)
+    for directory, _, _ in os.walk(copy):
+        os.chmod(directory, 0o755)  # the module cache's directories are read-only
+    target = copy / "simulator" / "property_collector.go"
+    text = target.read_text()
+    if text.count(_WAIT_LOOP_START) != 1:
+        raise RuntimeError(f"{module}: WaitForUpdatesEx's filter loop not found; update tests/vcsim/sims.py")
+    start = text.index(_WAIT_LOOP_START)
+    end = text.index(_WAIT_LOOP_END, start) + len(_WAIT_LOOP_END)
+    target.write_text(text[:start] + _WAIT_LOOP_NEW + text[end:])
+    for added in sorted(OVERLAY.glob("*.go")):
+        shutil.copyfile(added, copy / "simulator" / added.name)
+    gomod = workdir / "go.mod"
+    gomod.write_text((HERE / "go.mod").read_text() + f"\nreplace github.com/vmware/govmomi => {copy}\n")
+    shutil.copyfile(HERE / "go.sum", workdir / "go.sum")
+    return gomod
 
 
 def _source_bytes(path: Path) -> bytes:
@@ -47,13 +92,20 @@ def _source_bytes(path: Path) -> bytes:
 
 def storagesim_binary() -> Path:
     """The compiled simulator, built if its sources changed (same path as .ci/install builds)."""
-    digest = hashlib.sha256(b"".join(_source_bytes(p) for p in _sources())).hexdigest()[:16]
+    sources = b"".join(_source_bytes(p) for p in _sources()) + _WAIT_LOOP_NEW.encode()
+    digest = hashlib.sha256(sources).hexdigest()[:16]
     binary = _cache_dir() / f"storagesim-{digest}"
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, GOFLAGS="-mod=mod")
         tmp = binary.with_suffix(f".tmp{os.getpid()}")
-        subprocess.run([_go(), "build", "-o", str(tmp), "."], cwd=HERE, env=env, check=True)
+        workdir = binary.with_suffix(f".build{os.getpid()}")
+        workdir.mkdir()
+        try:
+            gomod = _patched_govmomi(_go(), env, workdir)
+            subprocess.run([_go(), "build", f"-modfile={gomod}", "-o", str(tmp), "."], cwd=HERE, env=env, check=True)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
         tmp.rename(binary)  # atomic: parallel builders never see half a binary
     return binary
 
