@@ -40,7 +40,9 @@ OVERLAY = HERE / "testdata" / "simulator"
 
 # WaitForUpdatesEx's loop over its filters (govmomi v0.52.0, simulator/property_collector.go),
 # replaced by a call to followUpdates (testdata/simulator/wait_updates.go).
-_WAIT_LOOP_START = "\t\t\tfor _, f := range pc.Filter {\n\t\t\t\tfilter := ctx.Session.Get(f).(*PropertyFilter)\n\t\t\t\tfilter.update(ctx)\n"
+_WAIT_LOOP_START = (
+    "\t\t\tfor _, f := range pc.Filter {\n\t\t\t\tfilter := ctx.Session.Get(f).(*PropertyFilter)\n\t\t\t\tfilter.update(ctx)\n"
+)
 _WAIT_LOOP_END = "\t\t\t\tif len(fu.ObjectSet) != 0 {\n\t\t\t\t\tset.FilterSet = append(set.FilterSet, fu)\n\t\t\t\t}\n\t\t\t}\n"
 _WAIT_LOOP_NEW = """\t\t\tif fault := pc.followUpdates(ctx, updates, set); fault != nil {
 \t\t\t\tbody.Fault_ = Fault("", fault)
