@@ -165,7 +165,7 @@ func (v *listView) ModifyListView(ctx *simulator.Context, req *types.ModifyListV
 			simulator.RemoveReference(&v.View, ref)
 		}
 	})
-	if len(req.Add) != 0 {
+	if len(req.Add) != 0 || len(req.Remove) != 0 {
 		v.announce(ctx)
 	}
 	return body
