@@ -63,10 +63,13 @@ def _patched_govmomi(go: str, env: dict, workdir: Path) -> Path:
     property_collector.go's wait loop replaced and wait_updates.go added to the simulator
     package. (go build -overlay cannot replace files in the module cache.) Fails loudly if
     govmomi's text is not the one this was written for."""
+    subprocess.run([go, "mod", "download", "github.com/vmware/govmomi"], cwd=HERE, env=env, check=True)
     module = subprocess.run(
         [go, "list", "-m", "-f", "{{.Dir}}", "github.com/vmware/govmomi"], cwd=HERE, env=env, check=True,
         capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
+    if not module:
+        raise RuntimeError("go list found no source directory for github.com/vmware/govmomi")
     copy = workdir / "govmomi"
     shutil.copytree(module, copy, copy_function=shutil.copyfile)
     for directory, _, _ in os.walk(copy):
