@@ -9,24 +9,22 @@ esx03.
 
 from __future__ import annotations
 
-import ssl
 import time
 
 import pytest
 
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from tests.support.vsphere_api import connect, named, wait
+from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
-    from pyVim.connect import Disconnect, SmartConnect
+    from pyVim.connect import Disconnect
 
     sim = StorageSim(tmp_path_factory.mktemp("sim"))
-    si = SmartConnect(
-        host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=ssl.create_default_context(cafile=str(sim.cert))
-    )
+    si = connect(sim)
     yield si.RetrieveContent()
     Disconnect(si)
     sim.stop()
@@ -66,24 +64,6 @@ class Watch:
         raise AssertionError(f"updates still coming after {within} s: {found[-5:]}")
 
 
-def wait(task, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while task.info.state not in ("success", "error"):
-        assert time.monotonic() < deadline, f"{task} still {task.info.state}"
-        time.sleep(0.05)
-    assert task.info.state == "success", task.info.error
-
-
-def vms(content) -> dict:
-    from pyVmomi import vim
-
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return {vm.name: vm for vm in view.view}
-    finally:
-        view.DestroyView()
-
-
 def test_a_power_off_is_one_modify_of_one_property(api):
     from pyVmomi import vim
 
@@ -94,7 +74,7 @@ def test_a_power_off_is_one_modify_of_one_property(api):
         ("enter", n) for n in ("app01", "batch01", "db01", "old01", "web01")
     ]
 
-    batch01 = vms(api)["batch01"]
+    batch01 = named(api, vim.VirtualMachine, "batch01")
     wait(batch01.PowerOffVM_Task())
     assert watch.changes() == [("modify", batch01._moId, {"runtime.powerState": "poweredOff"})]
     wait(batch01.PowerOnVM_Task())
@@ -114,7 +94,7 @@ def test_a_vm_created_enters_alone_and_leaves_alone(api):
     wait(datacenter.vmFolder.CreateVM_Task(config=spec, pool=host.parent.resourcePool, host=host))
     assert watch.changes() == [("enter", "enter01", {"name": "enter01"})]  # not the other five again
 
-    enter01 = vms(api)["enter01"]
+    enter01 = named(api, vim.VirtualMachine, "enter01")
     wait(enter01.Destroy_Task())
     assert watch.changes() == [("leave", enter01._moId, {})]
 

@@ -12,13 +12,13 @@ esx03. One exporter follows them through the whole module, in order.
 
 from __future__ import annotations
 
-import ssl
 import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.servers import Exporter
+from tests.support.vsphere_api import connect, named, wait
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -37,11 +37,9 @@ def sim(tmp_path_factory):
 @pytest.fixture(scope="module")
 def api(sim):
     """A pyVmomi session of the test's own, to change the inventory behind the exporter's back."""
-    from pyVim.connect import Disconnect, SmartConnect
+    from pyVim.connect import Disconnect
 
-    si = SmartConnect(
-        host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=ssl.create_default_context(cafile=str(sim.cert))
-    )
+    si = connect(sim)
     yield si.RetrieveContent()
     Disconnect(si)
 
@@ -103,30 +101,13 @@ class Scrape:
 def vm_named(content, name):
     from pyVmomi import vim
 
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return next(vm for vm in view.view if vm.name == name)
-    finally:
-        view.DestroyView()
+    return named(content, vim.VirtualMachine, name)
 
 
 def host_named(content, name):
     from pyVmomi import vim
 
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
-    try:
-        return next(host for host in view.view if host.name == name)
-    finally:
-        view.DestroyView()
-
-
-def wait(task, timeout: float = 30.0):
-    """Until the task ends (pyVim's WaitForTask trips over the simulator's Destroy task name)."""
-    deadline = time.monotonic() + timeout
-    while task.info.state not in ("success", "error"):
-        assert time.monotonic() < deadline, f"{task} still {task.info.state}"
-        time.sleep(0.05)
-    assert task.info.state == "success", task.info.error
+    return named(content, vim.HostSystem, name)
 
 
 def vm_series(scrape: Scrape, host: str, vm: str) -> list:
@@ -429,12 +410,7 @@ def test_without_updates_the_inventory_is_walked_on_the_interval(tmp_path):
 
 
 def _api_content(sim):
-    from pyVim.connect import SmartConnect
-
-    si = SmartConnect(
-        host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=ssl.create_default_context(cafile=str(sim.cert))
-    )
-    return si.RetrieveContent()
+    return connect(sim).RetrieveContent()
 
 
 def test_a_cold_start_publishes_luns_then_paths_then_vms_collecting_after_the_first(tmp_path, monkeypatch):

@@ -12,10 +12,8 @@ esx03, batch01 on ds-local-03 through NVMe. Expected values are the fixture's ra
 
 from __future__ import annotations
 
-import ssl
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -26,6 +24,7 @@ from exporter.store.store import Store
 from exporter.vsphere import TargetConfig, VsphereTarget, perf, vms
 from exporter.vsphere.selection import HostSelection
 from tests.support.servers import ROOT, exporter_env
+from tests.support.vsphere_api import connect, named, wait
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -82,32 +81,13 @@ def collected(vc, password_file):
 
 
 def api(sim):
-    """A pyVmomi session of the test's own, to change the inventory behind the exporter's back."""
-    from pyVim.connect import SmartConnect
-
-    si = SmartConnect(
-        host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=ssl.create_default_context(cafile=str(sim.cert))
-    )
-    return si.RetrieveContent()
+    return connect(sim).RetrieveContent()
 
 
 def vm_named(content, name):
     from pyVmomi import vim
 
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return next(vm for vm in view.view if vm.name == name)
-    finally:
-        view.DestroyView()
-
-
-def wait(task, timeout: float = 30.0):
-    """Until the task ends (pyVim's WaitForTask trips over the simulator's Destroy task name)."""
-    deadline = time.monotonic() + timeout
-    while task.info.state not in ("success", "error"):
-        assert time.monotonic() < deadline, f"{task} still {task.info.state}"
-        time.sleep(0.05)
-    assert task.info.state == "success", task.info.error
+    return named(content, vim.VirtualMachine, name)
 
 
 # --- discovery: what backs each disk --------------------------------------------------------

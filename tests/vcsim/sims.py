@@ -36,7 +36,7 @@ def _go() -> str:
     return go
 
 
-OVERLAY = HERE / "testdata" / "simulator"
+SIMULATOR_PATCH = HERE / "testdata" / "simulator"
 
 # WaitForUpdatesEx's loop over its filters (govmomi v0.52.0, simulator/property_collector.go),
 # replaced by a call to followUpdates (testdata/simulator/wait_updates.go).
@@ -53,9 +53,9 @@ _WAIT_LOOP_NEW = """\t\t\tif fault := pc.followUpdates(ctx, updates, set); fault
 
 
 def _sources() -> list[Path]:
-    """What the build reads: go.mod, go.sum, every Go file of the directory and of the overlay,
+    """What the build reads: go.mod, go.sum, every Go file of the directory and of the simulator patch,
     in a fixed order."""
-    return [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go")), *sorted(OVERLAY.glob("*.go"))]
+    return [HERE / "go.mod", HERE / "go.sum", *sorted(HERE.glob("*.go")), *sorted(SIMULATOR_PATCH.glob("*.go"))]
 
 
 def _patched_govmomi(go: str, env: dict, workdir: Path) -> Path:
@@ -81,7 +81,7 @@ def _patched_govmomi(go: str, env: dict, workdir: Path) -> Path:
     start = text.index(_WAIT_LOOP_START)
     end = text.index(_WAIT_LOOP_END, start) + len(_WAIT_LOOP_END)
     target.write_text(text[:start] + _WAIT_LOOP_NEW + text[end:])
-    for added in sorted(OVERLAY.glob("*.go")):
+    for added in sorted(SIMULATOR_PATCH.glob("*.go")):
         shutil.copyfile(added, copy / "simulator" / added.name)
     gomod = workdir / "go.mod"
     gomod.write_text((HERE / "go.mod").read_text() + f"\nreplace github.com/vmware/govmomi => {copy}\n")

@@ -1,0 +1,36 @@
+"""A pyVmomi session of a test's own against the storage simulator, to change the inventory
+behind the exporter's back: log in, find an object by name, wait for a task."""
+
+from __future__ import annotations
+
+import ssl
+import time
+
+
+def connect(sim):
+    """The service instance of a session on the simulator (pyVim.connect.Disconnect ends it)."""
+    from pyVim.connect import SmartConnect
+
+    from tests.vcsim.sims import PASSWORD, USER
+
+    context = ssl.create_default_context(cafile=str(sim.cert))
+    return SmartConnect(host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=context)
+
+
+def named(content, kind, name: str):
+    """The object of this managed type (vim.VirtualMachine, vim.HostSystem, ...) with this name."""
+    view = content.viewManager.CreateContainerView(content.rootFolder, [kind], True)
+    try:
+        return next(obj for obj in view.view if obj.name == name)
+    finally:
+        view.DestroyView()
+
+
+def wait(task, timeout: float = 30.0) -> None:
+    """Until the task ends, successfully (pyVim's WaitForTask trips over the simulator's Destroy
+    task name)."""
+    deadline = time.monotonic() + timeout
+    while task.info.state not in ("success", "error"):
+        assert time.monotonic() < deadline, f"{task} still {task.info.state}"
+        time.sleep(0.05)
+    assert task.info.state == "success", task.info.error
