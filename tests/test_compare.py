@@ -360,3 +360,22 @@ def test_a_line_over_the_cap_is_an_error_with_bounded_memory(tmp_path, monkeypat
     finally:
         tracemalloc.stop()
     assert peak < 8 << 20, peak
+
+
+@pytest.mark.parametrize("where", ["cut row", "timestamp"])
+def test_bytes_that_are_not_utf8_in_a_cr_capture_read_as_question_marks(tmp_path, where):
+    """Bare CR line ends go through pyarrow, which gets a native copy with each byte that is not
+    UTF-8 replaced by '?': a cut last row is noted, a bad stamp is one line naming it."""
+    rows = [header("h", HOSTILE_COLUMNS)] + [row(5 * n, [32, 100, 2]) for n in range(4)]
+    if where == "cut row":
+        rows.append(row(20, [32, 100, 2]).split(",")[0] + ',"3\xff')
+    else:
+        rows[2] = rows[2].replace("00:00:05", "00:\xff0:05")
+    path = tmp_path / "latin.csv"
+    path.write_bytes(("\r".join(rows) + "\r").encode("utf-8").replace("\xff".encode(), b"\xff"))
+    done = run_cli("compare", path, path)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    if where == "cut row":
+        assert done.returncode == 0 and f"{path}:6: truncated last line" in done.stdout, done.stderr
+    else:
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and f"{path}:3:" in done.stderr, done.stderr

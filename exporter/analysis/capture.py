@@ -12,7 +12,9 @@ declines (bare CR line ends, a header with a quoted comma) go through pyarrow's 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,10 +23,11 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from exporter.analysis import fastcsv
-from exporter.analysis.progress import CountingFile, Progress
+from exporter.analysis.progress import Progress
 from exporter.esxtop.reader import HEADER_MARK, MAX_LINE, EsxtopError, EsxtopReader, read_file, utf16_hint
 
 MIN_BLOCK = 16 << 20  # pyarrow needs a block larger than the longest row
+_CHUNK = 1 << 20
 
 
 class CaptureError(ValueError):
@@ -199,16 +202,19 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
         invalid.append(row)
         return "skip"
 
-    try:
-        stream = pcsv.open_csv(
-            _ValidUtf8(raw, progress),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False),
-            parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
-            convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False),
-        )
-        table = pa.Table.from_batches(list(stream))
-    except pa.ArrowException:
-        raise _locate_error(path) from None
+    with _native_body(path, raw, progress) as body:
+        try:
+            stream = pcsv.open_csv(
+                body,
+                read_options=pcsv.ReadOptions(
+                    column_names=names, block_size=max(MIN_BLOCK, 4 * header_length), use_threads=False
+                ),
+                parse_options=pcsv.ParseOptions(invalid_row_handler=skip, newlines_in_values=False),
+                convert_options=pcsv.ConvertOptions(include_columns=list(wanted), column_types=wanted, strings_can_be_null=False),
+            )
+            table = pa.Table.from_batches(list(stream))
+        except pa.ArrowException:
+            raise _locate_error(path) from None
     values = (
         np.column_stack(
             [
@@ -231,30 +237,46 @@ def _read_with_pyarrow(path: str, raw, layout, needed, header_length: int, progr
     return fastcsv.Columns(values, table.column("c0").to_pylist(), good_lines, bad)
 
 
-class _ValidUtf8(CountingFile):
-    """A counted binary file whose reads are valid UTF-8, each byte that is not replaced by '?'
-    (one byte for one, so lengths and commas stay where they were). pyarrow decodes a row it
-    rejects strictly before calling the invalid-row handler: on bytes that are not UTF-8 it
-    prints a traceback ("Exception ignored in") instead. Only files fastcsv declines come here."""
+@contextlib.contextmanager
+def _native_body(path: str, raw, progress):
+    """The rows after the header as an Arrow-native file, positioned at their start.
 
-    def __init__(self, raw, progress):
-        super().__init__(raw, progress)
-        self._pending = b""
-        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-
-    def read(self, size=-1):
-        if size is None or size < 0:
-            return self._pending + self._valid(super().read(), True)
-        while len(self._pending) < size:
-            data = super().read(size)
-            self._pending += self._valid(data, not data)
-            if not data:
-                break
-        out, self._pending = self._pending[:size], self._pending[size:]
-        return out
-
-    def _valid(self, data: bytes, final: bool) -> bytes:
-        return self._decoder.decode(data, final).encode("utf-8", "replace")  # an escaped byte -> '?'
+    pyarrow reads a Python file object from its own IO threads; a process that exits while one of
+    those threads still holds Python state may abort in Arrow's thread-pool teardown ("terminate
+    called without an active exception", apache/arrow#34314, #50482). So Arrow is given a memory
+    map: of the capture itself when its body is valid UTF-8 (checked here, on this thread, which
+    also draws the progress bar), else of a temporary copy whose bytes that are not UTF-8 are
+    replaced by '?' one for one (pyarrow decodes a row it rejects strictly before calling the
+    invalid-row handler, and prints a traceback on bytes that are not UTF-8)."""
+    start = raw.tell()
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    valid = True
+    while chunk := raw.read(_CHUNK):
+        progress.advance(len(chunk))
+        try:
+            decoder.decode(chunk)
+        except UnicodeDecodeError:
+            valid = False
+            break
+    if valid:
+        try:
+            decoder.decode(b"", True)
+        except UnicodeDecodeError:
+            valid = False
+    if valid:
+        with pa.memory_map(path) as body:
+            body.seek(start)
+            yield body
+        return
+    raw.seek(start)
+    with tempfile.NamedTemporaryFile(prefix="esxtop-utf8-") as copy:
+        replacer = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        while chunk := raw.read(_CHUNK):
+            copy.write(replacer.decode(chunk).encode("utf-8", "replace"))  # an escaped byte -> '?'
+        copy.write(replacer.decode(b"", True).encode("utf-8", "replace"))
+        copy.flush()
+        with pa.memory_map(copy.name) as body:
+            yield body
 
 
 def _check_bad_rows(path: str, columns: fastcsv.Columns, width: int) -> list[str]:

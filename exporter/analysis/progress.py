@@ -27,26 +27,3 @@ class Progress:
         if self.enabled:
             self.stream.write("\r" + " " * (len(self.label) + 40) + "\r")
             self.stream.flush()
-
-
-class CountingFile:
-    """A binary file wrapper that reports every read to a Progress (pyarrow reads through it)."""
-
-    def __init__(self, raw, progress: Progress):
-        self.raw, self.progress = raw, progress
-        self.closed = False
-
-    def read(self, size=-1):
-        data = self.raw.read(size)
-        self.progress.advance(len(data))
-        return data
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return False
-
-    def close(self):
-        self.closed = True
-        self.raw.close()
