@@ -190,6 +190,15 @@ def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
         assert result.returncode == 0, result.stderr
         calls[name] = [line for line in (tmp_path / name / "storagesim.log").read_text().splitlines() if "vsan: " in line]
     assert calls["plain"] == []
+    # Every VsanPerfQueryPerf the reference allows: one wildcard spec alone, one entity type a call,
+    # each type of each cluster once (OSA six types, ESA three: no disk groups); none refused.
+    assert [line for line in calls["vsan"] if "refused" in line] == []
+    asked = sorted(
+        line.split("vsan: VsanPerfQueryPerf specs ", 1)[1] for line in calls["vsan"] if "VsanPerfQueryPerf specs" in line
+    )
+    assert asked == sorted(
+        [f"1 spec: {kind}:*" for kind in vm.METRICS] + [f"1 spec: {kind}:*" for kind in (vm.CLUSTER, vm.HOST, vm.VM)]
+    )
     methods = {line.split("vsan: ", 1)[1].split()[0] for line in calls["vsan"]}
     assert {
         "VsanPerfQueryPerf",
@@ -364,17 +373,24 @@ def test_one_clusters_faults_hide_nothing_else(tmp_path):
         "space": 1.0,
         "resync": 1.0,
     }
-    # vsan-esa: no performance, the rest read
+    # vsan-esa: no performance (one call per entity type, each failed once), the rest read
     assert value(text, "esxi_vsan_sample_timestamp_seconds", cluster="vsan-esa") is None
-    assert value(text, "esxi_vsan_errors_total", cluster="vsan-esa", call="perf") == 1.0
+    assert {
+        labels["entity_type"]: v
+        for n, labels, v in samples(text)
+        if n == "esxi_vsan_errors_total" and labels["cluster"] == "vsan-esa"
+    } == {vm.CLUSTER: 1.0, vm.HOST: 1.0, vm.VM: 1.0}
     assert value(text, "esxi_vsan_cluster_health", cluster="vsan-esa", state="green") == 1.0
     assert value(text, "esxi_vsan_capacity_bytes", cluster="vsan-esa") is not None
     assert {value(text, "esxi_vsan_up", cluster=c) for c in ("vsan-osa", "vsan-esa")} == {0.0}
     # the hosts' LUN collection is untouched
     lun_hosts = {labels["host"] for n, labels, _ in samples(text) if n == "esxi_lun_queue_depth"}
     assert {h["name"] for h in doc["hosts"]} <= lun_hosts
+    # one line per cluster and failure: vsan-esa's three performance calls failing alike are one
     warnings = [line for line in result.stderr.splitlines() if "vSAN" in line and "failed" in line]
     assert len(warnings) == 4 and all("vsan-osa" in w or "vsan-esa" in w for w in warnings)
+    (esa,) = [w for w in warnings if "vsan-esa" in w]
+    assert "perf:cluster-domclient, perf:host-domclient, perf:virtual-machine of cluster vsan-esa failed: NotFound" in esa
 
 
 def test_a_uuid_the_last_discovery_did_not_name_is_named_by_the_next_round(tmp_path):
@@ -407,3 +423,72 @@ def test_a_uuid_the_last_discovery_did_not_name_is_named_by_the_next_round(tmp_p
     finally:
         target.client.close()
         sim.stop()
+
+
+@pytest.mark.parametrize(
+    ("api_version", "form", "vm_call"),
+    [
+        ("8.0.0.4", "multi", "1 spec: virtual-machine:<6 uuids>"),  # vSAN 8.0U3: multi-entity specs
+        ("8.0.0.2", "plain", "6 specs: virtual-machine x6"),  # vSAN 8.0U1: plain specs, 100 a call
+    ],
+)
+def test_a_failing_type_loses_only_itself_and_a_refused_wildcard_is_asked_by_uuid(tmp_path, caplog, api_version, form, vm_call):
+    """vsan-osa: its VMs and capacity disks refuse the wildcard, its disk groups answer NotSupported;
+    vsan-esa's performance service answers NotSupported (the host asked is not the stats master).
+    Over three rounds: the refusing types are asked by uuid (multi-entity specs or plain ones, as
+    the server's vSAN version allows) from the first round on and their wildcard is not asked
+    again; every other type of vsan-osa is read; each failing call is counted by cluster and
+    entity type every round and logged once; the simulator refuses nothing else the exporter sends."""
+    import logging
+
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    doc = fixture()
+    doc["vsan"]["api_version"] = api_version
+    clusters = {c["name"]: c for c in doc["vsan"]["clusters"]}
+    clusters["vsan-osa"]["wildcard_refused"] = [vm.VM, vm.CAPACITY_DISK]
+    clusters["vsan-osa"]["perf_faults"] = {vm.DISK_GROUP: "NotSupported"}
+    clusters["vsan-esa"]["faults"] = {"perf": "NotSupported"}
+    path = tmp_path / "strict.json"
+    path.write_text(json.dumps(doc))
+    sim = StorageSim(tmp_path / "sim", fixture=path)
+    target = None
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        with caplog.at_level(logging.INFO, logger="exporter.vsan.source"):
+            assert source.discover()
+            for _ in range(3):
+                source.taken.clear()  # every round takes a sample, as every 5 minutes
+                source.collect()
+        osa = target.store.vsan["vsan-osa"].sample
+        health = {name: target.store.health[("vsan", name)] for name in ("vsan-osa", "vsan-esa")}
+    finally:
+        if target is not None:
+            target.client.close()
+        sim.stop()
+    perf = clusters["vsan-osa"]["perf"]
+    assert set(osa.vms) == set(perf[vm.VM])  # asked by uuid
+    capacity = {device for device in perf[vm.CAPACITY_DISK]}
+    assert capacity and capacity <= {device for _host, device in osa.disks}  # asked by uuid
+    assert set(osa.hosts) == set(perf[vm.HOST]) and osa.cluster  # the wildcard still serves these
+    assert osa.disk_groups == {}  # NotSupported: this type only is lost
+    assert source.forms == {("vsan-osa", vm.VM): form, ("vsan-osa", vm.CAPACITY_DISK): form}
+    assert health["vsan-osa"].errors == {f"perf:{vm.DISK_GROUP}": 3}
+    assert health["vsan-esa"].errors == {f"perf:{kind}": 3 for kind in (vm.CLUSTER, vm.HOST, vm.VM)}
+    assert health["vsan-esa"].up == 0 and health["vsan-osa"].up == 0
+    log_lines = (tmp_path / "sim" / "storagesim.log").read_text().splitlines()
+    refusals = [line for line in log_lines if "refused" in line]
+    assert len(refusals) == 2 and all("refuses the wildcard (the fixture's)" in line for line in refusals)  # once a type
+    assert sum(vm_call in line for line in log_lines) == 3  # the VMs, by uuid, every round
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings  # once per cluster and failure, not every round
+    assert any("perf:disk-group of cluster vsan-osa failed: NotSupported" in w for w in warnings)
+    assert any(
+        "perf:cluster-domclient, perf:host-domclient, perf:virtual-machine of cluster vsan-esa failed: NotSupported" in w
+        for w in warnings
+    )
+    moved = [r.getMessage() for r in caplog.records if "refused the wildcard query" in r.getMessage()]
+    assert len(moved) == 2
