@@ -69,7 +69,8 @@
 //
 // Zero-valued optional fields are left out of the answer (govmomi's types are omitempty): a
 // client reads an unset totalBytesToSync, freeCapacityB, ... as 0. Every call is logged to stderr
-// ("vsan: METHOD cluster NAME"), so a test can see which clusters were asked.
+// ("vsan: METHOD cluster NAME"; a VsanPerfQueryPerf refused for its specs is logged as refused
+// instead), so a test can see which clusters were asked.
 //
 // Faults, as vSAN answers them (the reference lists InvalidArgument, NotSupported when the host
 // asked is not the stats master, and NotFound when no host could be contacted): a cluster whose
