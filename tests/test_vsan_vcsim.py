@@ -492,3 +492,50 @@ def test_a_failing_type_loses_only_itself_and_a_refused_wildcard_is_asked_by_uui
     )
     moved = [r.getMessage() for r in caplog.records if "refused the wildcard query" in r.getMessage()]
     assert len(moved) == 2
+
+
+def test_over_400_vms_by_uuid_are_split_as_the_reference_allows(tmp_path):
+    """A generated cluster of 4 hosts and 404 VMs asked in each form: multi-entity specs of 400
+    uuids at most, plain specs 100 a call at most; the simulator refuses none, and every form
+    places the same values as the wildcard."""
+    from exporter.vsan import perf
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    sim = StorageSim(tmp_path / "sim", "-hosts", "4", "-luns", "1", "-vms", "101", "-vsan-clusters", "1", fixture=None)
+    target = None
+    placed = {}
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        assert source.discover()
+        (cluster,) = source.clusters
+        assert len(cluster.vms) == 404
+        for form in perf.FORMS:
+            source.first_form = form
+            source.taken.clear()
+            source.collect()
+            sample = target.store.vsan[cluster.name].sample
+            placed[form] = (len(sample.vms), len(sample.hosts), len(sample.disks), len(sample.disk_groups))
+            assert target.store.health[("vsan", cluster.name)].errors == {}, form
+    finally:
+        if target is not None:
+            target.client.close()
+        sim.stop()
+    assert placed[perf.WILDCARD] == (404, 4, 32, 8)
+    assert placed[perf.MULTI] == placed[perf.PLAIN] == placed[perf.WILDCARD]
+    lines = (tmp_path / "sim" / "storagesim.log").read_text().splitlines()
+    assert [line for line in lines if "refused" in line] == []
+    asked = [line.split("VsanPerfQueryPerf specs ", 1)[1] for line in lines if "VsanPerfQueryPerf specs" in line]
+    vm_calls = [a for a in asked if "virtual-machine" in a]
+    assert vm_calls == [
+        "1 spec: virtual-machine:*",
+        "1 spec: virtual-machine:<400 uuids>",
+        "1 spec: virtual-machine:<4 uuids>",
+        "100 specs: virtual-machine x100",
+        "100 specs: virtual-machine x100",
+        "100 specs: virtual-machine x100",
+        "100 specs: virtual-machine x100",
+        "4 specs: virtual-machine x4",
+    ]
