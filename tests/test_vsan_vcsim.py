@@ -539,3 +539,41 @@ def test_over_400_vms_by_uuid_are_split_as_the_reference_allows(tmp_path):
         "100 specs: virtual-machine x100",
         "4 specs: virtual-machine x4",
     ]
+
+
+def test_every_spec_has_its_window_and_none_spans_more_than_the_lookback(tmp_path):
+    """startTime and endTime are set in every spec the source sends; after a long outage (the last
+    sample taken two days ago) the window is still the 15-minute lookback, far under the
+    reference's 24 hours, and the newest sample is taken."""
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
+    target = None
+    sent = []
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        assert source.discover()
+        query_perf = source.service.query_perf
+
+        def recording(moid, specs):
+            sent.extend(specs)
+            return query_perf(moid, specs)
+
+        source.service.query_perf = recording
+        now = time.time()
+        source.taken = {c.name: now - 2 * 86400 for c in source.clusters}
+        source.collect(now)
+        taken = dict(source.taken)
+    finally:
+        if target is not None:
+            target.client.close()
+        sim.stop()
+    assert len(sent) == 6 + 3  # OSA: six types, ESA: three, one wildcard spec each
+    for spec in sent:
+        assert spec.startTime is not None and spec.endTime is not None
+        assert spec.endTime.timestamp() == pytest.approx(now)
+        assert spec.startTime.timestamp() == pytest.approx(now - 900)
+    assert all(stamp > now - 900 for stamp in taken.values())

@@ -161,10 +161,13 @@ class VsanService:
                 return soap.invoke(manager, _QUERY_PERF, [specs, vim.ClusterComputeResource(cluster_moid)])
             except vim.fault.NotAuthenticated:
                 raise
-            except vmodl.MethodFault as fault:
-                raise PerfFault(fault._wsdlName, " ".join(str(fault.msg or "").split())[:300]) from None
+            except vmodl.MethodFault as fault:  # returned, not raised: the client would make it a plain error
+                return PerfFault(fault._wsdlName, " ".join(str(fault.msg or "").split())[:300])
 
-        return self.call(ask)
+        answer = self.call(ask)
+        if isinstance(answer, PerfFault):
+            raise answer
+        return answer
 
     def health_summary(self, cluster_moid: str):
         def ask(stub):

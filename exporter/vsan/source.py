@@ -27,8 +27,9 @@ from exporter.vsphere.client import VsphereError
 log = logging.getLogger(__name__)
 
 CALLS = ("perf", "health", "space", "resync")
-# The first query of a cluster looks back this many intervals for its newest complete sample.
-_FIRST_LOOKBACK_SAMPLES = 3
+# A query looks back at most this many intervals for the newest complete sample (the first one of
+# a cluster, and one after an outage, this far).
+_LOOKBACK_SAMPLES = 3
 
 
 class VsanSource:
@@ -127,7 +128,11 @@ class VsanSource:
         """The newest complete sample after the last one taken, if there is one yet, from every
         entity type that answered; a type that failed is in `failed` ("perf:<type>" -> message)."""
         after = self.taken.get(topo.name)
-        start = after if after is not None else now - _FIRST_LOOKBACK_SAMPLES * perfcsv.DEFAULT_INTERVAL
+        # The window: since the last sample taken, at most the lookback (only the newest sample is
+        # taken; the reference asks for spans under 24 hours, and a long outage must not make one).
+        start = now - _LOOKBACK_SAMPLES * perfcsv.DEFAULT_INTERVAL
+        if after is not None and after > start:
+            start = after
         rows: list[perfcsv.EntityRow] = []
         for kind in perf.entity_types(topo.esa):
             labels = perf.labels_for(kind, self.supported)
@@ -137,7 +142,7 @@ class VsanSource:
                 rows += self._entity_type(topo, kind, labels, start, now, dropped)
             except VsphereError as err:
                 failed[f"perf:{kind}"] = str(err)
-        stamp = perfcsv.newest_complete(rows, after if after is not None else start, now)
+        stamp = perfcsv.newest_complete(rows, start, now)
         if stamp is None:
             return  # no new complete sample yet: the last one stays, with its own time
         sample = perfcsv.sample_at(rows, stamp, topo.names, dropped)
