@@ -647,6 +647,19 @@ def test_without_the_vcenter_session_a_call_is_not_authenticated(vc):
         ),
         (lambda fx: fx["vsan"]["clusters"][1].update(faults={"perf": "Boom"}), '"Boom" is not one of'),
         (lambda fx: fx["hosts"][5].update(vsan={}), "hosts[esx41.lab.local].vsan: the host is in no cluster"),
+        (lambda fx: fx["vsan"].update(api_version="8.0.5"), 'vsan.api_version: "8.0.5" is not one of 8.0.0.4, 8.0.0.3'),
+        (
+            lambda fx: fx["vsan"]["clusters"][0].update(wildcard_refused=["vscsi"]),
+            "vsan.clusters[vsan-osa].wildcard_refused: vscsi is not an entity type this simulator serves",
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][0].update(perf_faults={"disk-group": "Boom"}),
+            'vsan.clusters[vsan-osa].perf_faults.disk-group: "Boom" is not one of',
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][0].update(perf_faults={"vscsi": "NotFound"}),
+            "vsan.clusters[vsan-osa].perf_faults.vscsi: not an entity type this simulator serves",
+        ),
     ],
 )
 def test_a_bad_vsan_fixture_is_one_line_naming_the_field(tmp_path, fixture, change, message):
