@@ -31,12 +31,21 @@ knows, whatever its release.
 OSA cluster vsan-osa (esx21-23, two disk groups of one cache and two capacity disks each, two VMs
 a host), ESA cluster vsan-esa (esx31-32, no disk groups, one VM each), esx41 in the simulator's
 own cluster DC0_C0 without vSAN. A second simulator (`faulty`) serves the same fixture with 2 s
-samples, vsan-esa's performance service off and vsan-osa's health, space and resync faulting.
+samples, vsan-esa's performance service off, vsan-osa's health, space and resync faulting, its
+VMs and capacity disks refusing the wildcard and its disk groups answering NotSupported. A third
+(`older`) serves vSAN API 8.0.0.2 (8.0U1: no multi-entity specs) with vsan-esa's performance
+service answering NotSupported (the host asked is not the stats master).
+
+VsanPerfQueryPerf follows the vSAN Management API reference (VsanPerformanceManager, its
+querySpecs parameter): startTime and endTime in every spec; a wildcard spec (`type:*`) or a
+multi-entity spec (`type:uuid1,uuid2,...`, from 8.0U2, at most 400 uuids) alone in its call;
+otherwise at most 100 specs; InvalidArgument for anything else.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import json
 import ssl
 import subprocess
@@ -135,15 +144,34 @@ def vc(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory, fixture):
-    """vsan.json with vsan-esa's performance service off and vsan-osa's three other methods faulting, 2 s samples."""
+    """vsan.json with vsan-esa's performance service off, vsan-osa's three other methods faulting,
+    its VMs and capacity disks refusing the wildcard and its disk groups NotSupported, 2 s samples."""
     tmp = tmp_path_factory.mktemp("vsan-faulty")
     data = json.loads(json.dumps(fixture))
     osa, esa = data["vsan"]["clusters"]
     esa["perf_service"] = False
     osa["faults"] = {"health": "VsanFault", "space": "NotSupported", "resync": "Timedout"}
+    osa["wildcard_refused"] = ["virtual-machine", "capacity-disk"]
+    osa["perf_faults"] = {"disk-group": "NotSupported"}
     path = tmp / "vsan-faulty.json"
     path.write_text(json.dumps(data))
     sim = StorageSim(tmp, "-vsan-sample-seconds", "2", fixture=path)
+    session = Session(sim)
+    yield session
+    session.close()
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def older(tmp_path_factory, fixture):
+    """vsan.json served as vSAN API 8.0.0.2 (vSAN 8.0U1), vsan-esa's performance service answering NotSupported."""
+    tmp = tmp_path_factory.mktemp("vsan-older")
+    data = json.loads(json.dumps(fixture))
+    data["vsan"]["api_version"] = "8.0.0.2"
+    data["vsan"]["clusters"][1]["faults"] = {"perf": "NotSupported"}
+    path = tmp / "vsan-older.json"
+    path.write_text(json.dumps(data))
+    sim = StorageSim(tmp, fixture=path)
     session = Session(sim)
     yield session
     session.close()
@@ -305,14 +333,18 @@ def window():
 
 
 def expected_stamps(start: dt.datetime, end: dt.datetime, sample: int = SAMPLE) -> list[dt.datetime]:
-    first = -(-int(start.timestamp() + (start.microsecond > 0)) // sample)
+    """start < t <= end: the reference's "returned samples do not include the sample at startTime"."""
+    first = int(start.timestamp()) // sample + 1
     return [dt.datetime.fromtimestamp(k * sample, UTC) for k in range(first, int(end.timestamp()) // sample + 1)]
+
+
+TYPES = ["cluster-domclient", "host-domclient", "disk-group", "cache-disk", "capacity-disk", "virtual-machine"]
 
 
 def test_every_entity_type_answers_the_fixture_values_exactly(vc, fixture):
     start, end = window()
-    types = ["cluster-domclient", "host-domclient", "disk-group", "cache-disk", "capacity-disk", "virtual-machine"]
-    answer = vc.perf("vsan-osa", *(spec(f"{t}:*", start, end) for t in types))
+    types = TYPES
+    answer = [metric for t in types for metric in vc.perf("vsan-osa", spec(f"{t}:*", start, end))]  # a wildcard alone
     uuids = entity_uuids(vc, fixture)
     perf = fixture["vsan"]["clusters"][0]["perf"]
     want_stamps = expected_stamps(start, end)
@@ -367,13 +399,7 @@ def test_labels_filter_in_request_order_and_unknown_labels_are_left_out(vc, fixt
 
 def test_esa_has_cluster_host_and_vm_entities_and_no_disk_groups(vc):
     start, end = window()
-    answer = vc.perf(
-        "vsan-esa",
-        *(
-            spec(f"{t}:*", start, end)
-            for t in ("cluster-domclient", "host-domclient", "disk-group", "cache-disk", "capacity-disk", "virtual-machine")
-        ),
-    )
+    answer = [metric for t in TYPES for metric in vc.perf("vsan-esa", spec(f"{t}:*", start, end))]
     kinds = sorted(m.entityRefId.split(":")[0] for m in answer)
     assert kinds == ["cluster-domclient", "host-domclient", "host-domclient", "virtual-machine", "virtual-machine"]
     (cluster,) = [m for m in answer if m.entityRefId == f"cluster-domclient:{ESA_UUID}"]
@@ -401,6 +427,132 @@ def test_no_sample_after_now_or_after_the_end_and_none_before_the_start(faulty):
         "vsan-osa", spec("cluster-domclient:*", after + dt.timedelta(minutes=5), after + dt.timedelta(minutes=10))
     )
     assert stamps(future) == [] and all(v.values in (None, "") for v in future.value)
+    on_sample = dt.datetime.fromtimestamp(int(end.timestamp()) // 2 * 2, UTC)  # a sample's own time
+    (since,) = faulty.perf("vsan-osa", spec("cluster-domclient:*", on_sample, on_sample + dt.timedelta(seconds=4)))
+    assert stamps(since) == [on_sample + dt.timedelta(seconds=2), on_sample + dt.timedelta(seconds=4)]  # not the one at startTime
+
+
+# --- the reference's rules on querySpecs ---
+
+
+def refused(session, cluster: str, *specs) -> str:
+    """The invalidProperty of the InvalidArgument the call is refused with (fails if it answers)."""
+    with pytest.raises(vmodl.fault.InvalidArgument) as error:
+        session.perf(cluster, *specs)
+    assert error.value.msg.startswith("A specified parameter was not correct: ")
+    return error.value.invalidProperty or ""
+
+
+def test_a_wildcard_or_multi_entity_spec_is_alone_in_its_call(vc, fixture):
+    start, end = window()
+    uuids = entity_uuids(vc, fixture)
+    host = next(iter(uuids["host-domclient"].values()))
+    vms = ",".join(uuids["virtual-machine"].values())
+    # six wildcards in one call: what the exporter used to send, refused
+    assert refused(vc, "vsan-osa", *(spec(f"{t}:*", start, end) for t in TYPES)) == ""
+    assert refused(vc, "vsan-osa", spec("host-domclient:*", start, end), spec(f"host-domclient:{host}", start, end)) == ""
+    assert refused(vc, "vsan-osa", spec(f"host-domclient:{host}", start, end), spec("cluster-domclient:*", start, end)) == ""
+    assert refused(vc, "vsan-osa", spec(f"virtual-machine:{vms}", start, end), spec(f"host-domclient:{host}", start, end)) == ""
+    assert refused(vc, "vsan-osa", spec(f"virtual-machine:{vms}", start, end), spec(f"virtual-machine:{vms}", start, end)) == ""
+    # each alone answers
+    assert len(vc.perf("vsan-osa", spec("host-domclient:*", start, end))) == 3
+    multi = vc.perf("vsan-osa", spec(f"virtual-machine:{vms}", start, end))
+    assert sorted(m.entityRefId for m in multi) == sorted(f"virtual-machine:{u}" for u in uuids["virtual-machine"].values())
+    with open(vc.sim.log.name) as log:
+        text = log.read()
+    assert "vsan: VsanPerfQueryPerf refused (InvalidArgument ): a wildcard spec with 5 other specs in one call" in text
+    assert "vsan: VsanPerfQueryPerf specs 1 spec: virtual-machine:<6 uuids>" in text
+
+
+def test_start_and_end_times_are_required(vc):
+    start, end = window()
+    assert refused(vc, "vsan-osa", spec("cluster-domclient:*")) == "startTime"
+    assert refused(vc, "vsan-osa", spec("cluster-domclient:*", end=end)) == "startTime"
+    assert refused(vc, "vsan-osa", spec("cluster-domclient:*", start=start)) == "endTime"
+    uuid = OSA_UUID
+    assert (
+        refused(vc, "vsan-osa", spec(f"cluster-domclient:{uuid}", start, end), spec(f"cluster-domclient:{uuid}", start))
+        == "endTime"
+    )
+    # no spec at all (pyVmomi will not send it: written by hand)
+    cluster = vc.clusters["vsan-osa"]._moId
+    body = (
+        '<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>'
+        '<VsanPerfQueryPerf xmlns="urn:vsan"><_this type="VsanPerformanceManager">vsan-performance-manager</_this>'
+        f'<cluster type="ClusterComputeResource">{cluster}</cluster></VsanPerfQueryPerf></soapenv:Body></soapenv:Envelope>'
+    )
+    conn = http.client.HTTPSConnection("127.0.0.1", vc.sim.port, context=vc.ctx)
+    conn.request("POST", "/vsanHealth", body, {"Cookie": vc.si._stub.cookie, "Content-Type": "text/xml"})
+    answer = conn.getresponse()
+    text = answer.read().decode()
+    conn.close()
+    assert answer.status == 500 and "InvalidArgument" in text and "querySpecs" in text, text
+
+
+def test_at_most_100_plain_specs_a_call(vc, fixture):
+    start, end = window()
+    uuids = entity_uuids(vc, fixture)
+    every = [spec(f"{t}:{u}", start, end) for t in TYPES[:-1] for u in uuids[t].values()]
+    every += [spec(f"virtual-machine:{u}", start, end) for u in uuids["virtual-machine"].values()]
+    assert len(every) == 34
+    answer = vc.perf("vsan-osa", *every)  # several types and entities in one call: allowed
+    assert len(answer) == 34
+    unknown = [spec(f"virtual-machine:5000{n:04d}-0000-0000-0000-000000000000", start, end) for n in range(66)]
+    assert len(vc.perf("vsan-osa", *every, *unknown)) == 34  # 100 specs: allowed; unknown uuids answer nothing
+    assert refused(vc, "vsan-osa", *every, *unknown, spec(f"cluster-domclient:{OSA_UUID}", start, end)) == ""  # 101
+
+
+def test_a_multi_entity_spec_holds_at_most_400_uuids(vc, fixture):
+    start, end = window()
+    vms = list(entity_uuids(vc, fixture)["virtual-machine"].values())
+    fillers = [f"5000{n:04d}-0000-0000-0000-000000000000" for n in range(400)]
+    answer = vc.perf("vsan-osa", spec("virtual-machine:" + ",".join(vms + fillers[: 400 - len(vms)]), start, end))
+    assert sorted(m.entityRefId for m in answer) == sorted(f"virtual-machine:{u}" for u in vms)
+    assert (
+        refused(vc, "vsan-osa", spec("virtual-machine:" + ",".join(vms + fillers[: 401 - len(vms)]), start, end)) == "entityRefId"
+    )
+    assert refused(vc, "vsan-osa", spec(f"virtual-machine:{vms[0]},,{vms[1]}", start, end)) == "entityRefId"
+
+
+def test_before_8_0u2_there_is_no_multi_entity_spec(older, fixture):
+    """vSAN API 8.0.0.2 (8.0U1): vsanServiceVersions.xml says so, and "type:a,b" is one uuid that
+    names nothing; plain specs still answer."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"https://127.0.0.1:{older.sim.port}/sdk/vsanServiceVersions.xml", context=older.ctx) as answer:
+        versions = answer.read().decode()
+    assert "<version>8.0.0.2</version>" in versions and "8.0.0.3" not in versions and "8.0.0.4" not in versions
+    start, end = window()
+    vms = list(entity_uuids(older, fixture)["virtual-machine"].values())
+    assert list(older.perf("vsan-osa", spec("virtual-machine:" + ",".join(vms), start, end))) == []
+    assert len(older.perf("vsan-osa", *(spec(f"virtual-machine:{u}", start, end) for u in vms))) == len(vms)
+
+
+def test_not_the_stats_master_answers_not_supported(older):
+    start, end = window()
+    with pytest.raises(vmodl.fault.NotSupported):
+        older.perf("vsan-esa", spec("host-domclient:*", start, end))
+    assert older.perf("vsan-osa", spec("host-domclient:*", start, end))  # the other cluster answers
+
+
+def test_a_type_can_refuse_the_wildcard_and_answer_by_uuid(faulty, fixture):
+    """vsan-osa of `faulty`: virtual-machine and capacity-disk refuse "type:*" (InvalidArgument
+    entityRefId, as some types do on a real vSAN) and answer by uuid; disk-group answers
+    NotSupported whatever it is asked; the other types answer."""
+    start, end = window()
+    uuids = entity_uuids(faulty, fixture)
+    for kind in ("virtual-machine", "capacity-disk"):
+        assert refused(faulty, "vsan-osa", spec(f"{kind}:*", start, end)) == "entityRefId"
+        multi = faulty.perf("vsan-osa", spec(f"{kind}:" + ",".join(uuids[kind].values()), start, end))
+        assert len(multi) == len(uuids[kind])
+        plain = faulty.perf("vsan-osa", *(spec(f"{kind}:{u}", start, end) for u in uuids[kind].values()))
+        assert len(plain) == len(uuids[kind])
+    with pytest.raises(vmodl.fault.NotSupported):
+        faulty.perf("vsan-osa", spec("disk-group:*", start, end))
+    with pytest.raises(vmodl.fault.NotSupported):
+        faulty.perf("vsan-osa", *(spec(f"disk-group:{u}", start, end) for u in uuids["disk-group"].values()))
+    for kind in ("cluster-domclient", "host-domclient", "cache-disk"):
+        assert len(faulty.perf("vsan-osa", spec(f"{kind}:*", start, end))) == len(uuids[kind])
 
 
 # --- health, space, resync ---
@@ -432,13 +584,14 @@ def test_health_summary_space_and_resync(vc):
 
 
 def test_performance_service_off_answers_not_found_and_hides_nothing_else(faulty):
+    start, end = window()
     with pytest.raises(vim.fault.NotFound) as off:
-        faulty.perf("vsan-esa", spec("cluster-domclient:*"))
+        faulty.perf("vsan-esa", spec("cluster-domclient:*", start, end))
     assert off.value.msg == ""  # govmomi reads it as "ServerFaultCode: NotFound", like a real vCenter's
     assert faulty.health("vsan-esa").overallHealth == "green"
     assert faulty.space("vsan-esa").totalCapacityB == 15360000000000
     # vsan-osa: its health, space and resync fault, its performance service still answers
-    assert faulty.perf("vsan-osa", spec("host-domclient:*"))
+    assert faulty.perf("vsan-osa", spec("host-domclient:*", start, end))
     with pytest.raises(vim.fault.VsanFault):
         faulty.health("vsan-osa")
     with pytest.raises(vmodl.fault.NotSupported):
@@ -455,7 +608,7 @@ def test_an_unknown_entity_type_is_an_invalid_argument_and_a_cluster_without_vsa
             vc.perf("vsan-osa", spec(bad))
         assert error.value.invalidProperty == "entityRefId"
     with pytest.raises(vim.fault.NotFound):
-        vc.perf("DC0_C0", spec("cluster-domclient:*"))
+        vc.perf("DC0_C0", spec("cluster-domclient:*", *window()))
     with pytest.raises(vim.fault.NotFound):
         vc.space("DC0_C0")
 
@@ -494,6 +647,19 @@ def test_without_the_vcenter_session_a_call_is_not_authenticated(vc):
         ),
         (lambda fx: fx["vsan"]["clusters"][1].update(faults={"perf": "Boom"}), '"Boom" is not one of'),
         (lambda fx: fx["hosts"][5].update(vsan={}), "hosts[esx41.lab.local].vsan: the host is in no cluster"),
+        (lambda fx: fx["vsan"].update(api_version="8.0.5"), 'vsan.api_version: "8.0.5" is not one of 8.0.0.4, 8.0.0.3'),
+        (
+            lambda fx: fx["vsan"]["clusters"][0].update(wildcard_refused=["vscsi"]),
+            "vsan.clusters[vsan-osa].wildcard_refused: vscsi is not an entity type this simulator serves",
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][0].update(perf_faults={"disk-group": "Boom"}),
+            'vsan.clusters[vsan-osa].perf_faults.disk-group: "Boom" is not one of',
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][0].update(perf_faults={"vscsi": "NotFound"}),
+            "vsan.clusters[vsan-osa].perf_faults.vscsi: not an entity type this simulator serves",
+        ),
     ],
 )
 def test_a_bad_vsan_fixture_is_one_line_naming_the_field(tmp_path, fixture, change, message):
@@ -524,8 +690,14 @@ def test_generated_inventory_splits_hosts_into_vsan_clusters(tmp_path):
             local = {lun.canonicalName for lun in props["config.storageDevice.scsiLun"] if lun.localDisk}
             assert {m.ssd.canonicalName for m in mapping} | {d.canonicalName for m in mapping for d in m.nonSsd} == local
         start, end = window()
-        first = session.perf("vsan000", spec("virtual-machine:*", start, end), spec("disk-group:*", start, end))
-        again = session.perf("vsan000", spec("virtual-machine:*", start, end), spec("disk-group:*", start, end))
+        first = [
+            *session.perf("vsan000", spec("virtual-machine:*", start, end)),
+            *session.perf("vsan000", spec("disk-group:*", start, end)),
+        ]
+        again = [
+            *session.perf("vsan000", spec("virtual-machine:*", start, end)),
+            *session.perf("vsan000", spec("disk-group:*", start, end)),
+        ]
         assert [(m.entityRefId, m.value[0].values) for m in first] == [(m.entityRefId, m.value[0].values) for m in again]
         vms = [m for m in first if m.entityRefId.startswith("virtual-machine:")]
         assert len(vms) == 8 and len([m for m in first if m.entityRefId.startswith("disk-group:")]) == 8

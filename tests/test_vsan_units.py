@@ -185,9 +185,92 @@ def test_esa_asks_for_no_disk_groups_and_labels_follow_the_server():
     supported = {vm.HOST: {"iopsRead", "latencyAvgRead", "notOurs"}}
     assert perf.labels_for(vm.HOST, supported) == ["iopsRead", "latencyAvgRead"]
     assert perf.labels_for(vm.VM, supported) == [metric.label for metric in vm.METRICS[vm.VM]]  # not listed: all of ours
-    specs = perf.query_specs([vm.HOST], supported, T0, T1)
-    assert [(s.entityRefId, list(s.labels)) for s in specs] == [("host-domclient:*", ["iopsRead", "latencyAvgRead"])]
-    assert specs[0].startTime.timestamp() == T0 and specs[0].endTime.timestamp() == T1
+    ((spec,),) = perf.calls(vm.HOST, perf.WILDCARD, [], perf.labels_for(vm.HOST, supported), T0, T1)
+    assert (spec.entityRefId, list(spec.labels)) == ("host-domclient:*", ["iopsRead", "latencyAvgRead"])
+    assert spec.startTime.timestamp() == T0 and spec.endTime.timestamp() == T1
+
+
+UUIDS = [f"52000000-0000-0000-0000-{n:012d}" for n in range(1001)]
+
+
+@pytest.mark.parametrize("count", [0, 1, 99, 100, 101, 399, 400, 401, 1001])
+def test_every_call_of_every_form_is_one_the_reference_allows(count):
+    """A wildcard alone; multi-entity specs alone, 400 uuids at most; plain specs 100 a call at
+    most; one entity type a call; every uuid asked once; times always set."""
+    uuids, labels = UUIDS[:count], ["iopsRead"]
+    wildcard = perf.calls(vm.VM, perf.WILDCARD, uuids, labels, T0, T1)
+    assert [[s.entityRefId for s in call] for call in wildcard] == [["virtual-machine:*"]]
+    multi = perf.calls(vm.VM, perf.MULTI, uuids, labels, T0, T1)
+    assert [len(call) for call in multi] == [1] * -(-count // 400)
+    plain = perf.calls(vm.VM, perf.PLAIN, uuids, labels, T0, T1)
+    assert [len(call) for call in plain] == [min(100, count - i) for i in range(0, count, 100)]
+    for calls, asked in (
+        (multi, [u for call in multi for u in call[0].entityRefId.split(":", 1)[1].split(",")]),
+        (plain, [s.entityRefId.split(":", 1)[1] for call in plain for s in call]),
+    ):
+        assert asked == uuids
+        for call in calls:
+            assert perf.refusal(call) is None
+            assert {s.entityRefId.split(":")[0] for s in call} == {vm.VM}
+            assert all(s.startTime.timestamp() == T0 and s.endTime.timestamp() == T1 for s in call)
+    assert perf.refusal(wildcard[0]) is None
+
+
+def test_the_rules_refuse_what_the_reference_refuses():
+    def spec(ref, start=T0, end=T1):
+        return perf.calls(vm.VM, perf.PLAIN, [ref], [], start, end)[0][0] if ref else None
+
+    ok = [spec(u) for u in UUIDS[:2]]
+    assert perf.refusal(ok) is None
+    assert "with 1 other" in perf.refusal([spec("*"), ok[0]])
+    assert "multi-entity spec with 1 other" in perf.refusal([spec(",".join(UUIDS[:2])), ok[0]])
+    assert "with 1 other" in perf.refusal([spec("*"), spec("*")])
+    assert "401 uuids" in perf.refusal([spec(",".join(UUIDS[:401]))])
+    assert "101 specs" in perf.refusal([spec(u) for u in UUIDS[:101]])
+    assert perf.refusal([spec(u) for u in UUIDS[:100]]) is None
+    no_start = spec(UUIDS[0])
+    no_start.startTime = None
+    assert "startTime and endTime" in perf.refusal([no_start])
+    no_end = spec(UUIDS[0])
+    no_end.endTime = None
+    assert "startTime and endTime" in perf.refusal([no_end])
+    assert perf.refusal([]) == "no query spec"
+
+
+def test_a_refused_wildcard_is_asked_by_uuid_multi_entity_where_the_server_takes_it():
+    assert perf.next_form(perf.WILDCARD, multi_entity=True) == perf.MULTI
+    assert perf.next_form(perf.WILDCARD, multi_entity=False) == perf.PLAIN
+    assert perf.next_form(perf.MULTI, multi_entity=True) == perf.PLAIN
+    assert perf.next_form(perf.PLAIN, multi_entity=True) is None
+    with pytest.raises(ValueError, match="not a query form"):
+        perf.calls(vm.VM, "all-in-one", [], [], T0, T1)
+
+
+def test_uuids_by_entity_type_come_from_the_discovery():
+    from exporter.vsan.discovery import ClusterTopology
+
+    topo = ClusterTopology(
+        moid="domain-c1",
+        name="vsan-a",
+        uuid="52aa",
+        hosts={"esx1": "n1", "esx2": "n2", "esx3": ""},
+        disks={
+            ("esx1", "naa.c1"): m.VsanDisk("esx1", "naa.c1", "naa.c1", "cache", "c1"),
+            ("esx1", "naa.d1"): m.VsanDisk("esx1", "naa.d1", "naa.c1", "capacity", "d1"),
+            ("esx2", "naa.d2"): m.VsanDisk("esx2", "naa.d2", "naa.c2", "capacity", "d2"),
+            ("esx2", "naa.c2"): m.VsanDisk("esx2", "naa.c2", "naa.c2", "cache", "c2"),
+        },
+        vms={"db01": ("vm-b", "esx1"), "web01": ("vm-a", "esx2")},
+    )
+    assert {kind: topo.uuids(kind) for kind in vm.METRICS} == {
+        vm.CLUSTER: ["52aa"],
+        vm.HOST: ["n1", "n2"],  # a host without a node uuid is not asked for
+        vm.DISK_GROUP: ["c1", "c2"],  # a disk group is named by its cache disk
+        vm.CACHE_DISK: ["c1", "c2"],
+        vm.CAPACITY_DISK: ["d1", "d2"],
+        vm.VM: ["vm-a", "vm-b"],
+    }
+    assert topo.uuids("vscsi") == []
 
 
 @pytest.mark.parametrize(
@@ -242,7 +325,15 @@ def _store_with_cluster() -> Store:
         origin="vc",
     )
     store.set_health(
-        m.SourceHealth(kind="vsan", name="vsan-a", origin="vc", up=1, durations={"collection": 0.2}, samples={"vsan-a": 1})
+        m.SourceHealth(
+            kind="vsan",
+            name="vsan-a",
+            origin="vc",
+            up=1,
+            durations={"collection": 0.2},
+            samples={"vsan-a": 1},
+            errors={"perf:virtual-machine": 2, "space": 1},  # one performance call per entity type
+        )
     )
     return store
 
@@ -272,6 +363,8 @@ def test_collector_families():
         'esxi_vsan_resync_bytes{cluster="vsan-a"} 0.0',
         'esxi_vsan_up{cluster="vsan-a"} 1.0',
         'esxi_vsan_samples_total{cluster="vsan-a"} 1.0',
+        'esxi_vsan_errors_total{cluster="vsan-a",call="perf",entity_type="virtual-machine"} 2.0',
+        'esxi_vsan_errors_total{cluster="vsan-a",call="space"} 1.0',
     ]
     lines = set(text.splitlines())
     assert [line for line in expected if line not in lines] == []
@@ -313,3 +406,20 @@ def test_the_vsan_api_version_is_the_newest_both_sides_know():
     assert choose_version(None) == newest  # no file (vsanapiutils does the same)
     assert choose_version(b"<!DOCTYPE a [<!ENTITY b 'c'>]><a>&b;</a>") == newest  # never parsed
     assert choose_version(b"not xml") == newest
+
+
+def test_multi_entity_specs_only_where_the_server_says_its_vsan_is_8_0u2_or_later():
+    from exporter.vsan.service import takes_multi_entity
+
+    def offering(*versions):
+        prior = "".join(f"<version>{v}</version>" for v in versions[1:])
+        return f"<namespaces><namespace><version>{versions[0]}</version><priorVersions>{prior}</priorVersions></namespace></namespaces>".encode()
+
+    assert takes_multi_entity(offering("8.0.0.4", "8.0.0.3", "8.0.0.2"))
+    assert takes_multi_entity(offering("8.0.0.3", "8.0.0.2"))
+    assert takes_multi_entity(offering("9.1.1.0", "9.0.0.0", "8.0.0.3"))
+    assert not takes_multi_entity(offering("8.0.0.2", "8.0.0.1", "7.4"))  # vSAN 8.0U1
+    assert not takes_multi_entity(offering("vSAN 7.0U3", "6.7"))
+    assert not takes_multi_entity(offering("99.0"))  # nothing pyVmomi knows: not assumed
+    assert not takes_multi_entity(None)  # no file: not assumed
+    assert not takes_multi_entity(b"not xml")

@@ -190,6 +190,15 @@ def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
         assert result.returncode == 0, result.stderr
         calls[name] = [line for line in (tmp_path / name / "storagesim.log").read_text().splitlines() if "vsan: " in line]
     assert calls["plain"] == []
+    # Every VsanPerfQueryPerf the reference allows: one wildcard spec alone, one entity type a call,
+    # each type of each cluster once (OSA six types, ESA three: no disk groups); none refused.
+    assert [line for line in calls["vsan"] if "refused" in line] == []
+    asked = sorted(
+        line.split("vsan: VsanPerfQueryPerf specs ", 1)[1] for line in calls["vsan"] if "VsanPerfQueryPerf specs" in line
+    )
+    assert asked == sorted(
+        [f"1 spec: {kind}:*" for kind in vm.METRICS] + [f"1 spec: {kind}:*" for kind in (vm.CLUSTER, vm.HOST, vm.VM)]
+    )
     methods = {line.split("vsan: ", 1)[1].split()[0] for line in calls["vsan"]}
     assert {
         "VsanPerfQueryPerf",
@@ -364,17 +373,24 @@ def test_one_clusters_faults_hide_nothing_else(tmp_path):
         "space": 1.0,
         "resync": 1.0,
     }
-    # vsan-esa: no performance, the rest read
+    # vsan-esa: no performance (one call per entity type, each failed once), the rest read
     assert value(text, "esxi_vsan_sample_timestamp_seconds", cluster="vsan-esa") is None
-    assert value(text, "esxi_vsan_errors_total", cluster="vsan-esa", call="perf") == 1.0
+    assert {
+        labels["entity_type"]: v
+        for n, labels, v in samples(text)
+        if n == "esxi_vsan_errors_total" and labels["cluster"] == "vsan-esa"
+    } == {vm.CLUSTER: 1.0, vm.HOST: 1.0, vm.VM: 1.0}
     assert value(text, "esxi_vsan_cluster_health", cluster="vsan-esa", state="green") == 1.0
     assert value(text, "esxi_vsan_capacity_bytes", cluster="vsan-esa") is not None
     assert {value(text, "esxi_vsan_up", cluster=c) for c in ("vsan-osa", "vsan-esa")} == {0.0}
     # the hosts' LUN collection is untouched
     lun_hosts = {labels["host"] for n, labels, _ in samples(text) if n == "esxi_lun_queue_depth"}
     assert {h["name"] for h in doc["hosts"]} <= lun_hosts
+    # one line per cluster and failure: vsan-esa's three performance calls failing alike are one
     warnings = [line for line in result.stderr.splitlines() if "vSAN" in line and "failed" in line]
     assert len(warnings) == 4 and all("vsan-osa" in w or "vsan-esa" in w for w in warnings)
+    (esa,) = [w for w in warnings if "vsan-esa" in w]
+    assert "perf:cluster-domclient, perf:host-domclient, perf:virtual-machine of cluster vsan-esa failed: NotFound" in esa
 
 
 def test_a_uuid_the_last_discovery_did_not_name_is_named_by_the_next_round(tmp_path):
@@ -407,3 +423,157 @@ def test_a_uuid_the_last_discovery_did_not_name_is_named_by_the_next_round(tmp_p
     finally:
         target.client.close()
         sim.stop()
+
+
+@pytest.mark.parametrize(
+    ("api_version", "form", "vm_call"),
+    [
+        ("8.0.0.4", "multi", "1 spec: virtual-machine:<6 uuids>"),  # vSAN 8.0U3: multi-entity specs
+        ("8.0.0.2", "plain", "6 specs: virtual-machine x6"),  # vSAN 8.0U1: plain specs, 100 a call
+    ],
+)
+def test_a_failing_type_loses_only_itself_and_a_refused_wildcard_is_asked_by_uuid(tmp_path, caplog, api_version, form, vm_call):
+    """vsan-osa: its VMs and capacity disks refuse the wildcard, its disk groups answer NotSupported;
+    vsan-esa's performance service answers NotSupported (the host asked is not the stats master).
+    Over three rounds: the refusing types are asked by uuid (multi-entity specs or plain ones, as
+    the server's vSAN version allows) from the first round on and their wildcard is not asked
+    again; every other type of vsan-osa is read; each failing call is counted by cluster and
+    entity type every round and logged once; the simulator refuses nothing else the exporter sends."""
+    import logging
+
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    doc = fixture()
+    doc["vsan"]["api_version"] = api_version
+    clusters = {c["name"]: c for c in doc["vsan"]["clusters"]}
+    clusters["vsan-osa"]["wildcard_refused"] = [vm.VM, vm.CAPACITY_DISK]
+    clusters["vsan-osa"]["perf_faults"] = {vm.DISK_GROUP: "NotSupported"}
+    clusters["vsan-esa"]["faults"] = {"perf": "NotSupported"}
+    path = tmp_path / "strict.json"
+    path.write_text(json.dumps(doc))
+    sim = StorageSim(tmp_path / "sim", fixture=path)
+    target = None
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        with caplog.at_level(logging.INFO, logger="exporter.vsan.source"):
+            assert source.discover()
+            for _ in range(3):
+                source.taken.clear()  # every round takes a sample, as every 5 minutes
+                source.collect()
+        osa = target.store.vsan["vsan-osa"].sample
+        health = {name: target.store.health[("vsan", name)] for name in ("vsan-osa", "vsan-esa")}
+    finally:
+        if target is not None:
+            target.client.close()
+        sim.stop()
+    perf = clusters["vsan-osa"]["perf"]
+    assert set(osa.vms) == set(perf[vm.VM])  # asked by uuid
+    capacity = {device for device in perf[vm.CAPACITY_DISK]}
+    assert capacity and capacity <= {device for _host, device in osa.disks}  # asked by uuid
+    assert set(osa.hosts) == set(perf[vm.HOST]) and osa.cluster  # the wildcard still serves these
+    assert osa.disk_groups == {}  # NotSupported: this type only is lost
+    assert source.forms == {("vsan-osa", vm.VM): form, ("vsan-osa", vm.CAPACITY_DISK): form}
+    assert health["vsan-osa"].errors == {f"perf:{vm.DISK_GROUP}": 3}
+    assert health["vsan-esa"].errors == {f"perf:{kind}": 3 for kind in (vm.CLUSTER, vm.HOST, vm.VM)}
+    assert health["vsan-esa"].up == 0 and health["vsan-osa"].up == 0
+    log_lines = (tmp_path / "sim" / "storagesim.log").read_text().splitlines()
+    refusals = [line for line in log_lines if "refused" in line]
+    assert len(refusals) == 2 and all("refuses the wildcard (the fixture's)" in line for line in refusals)  # once a type
+    assert sum(vm_call in line for line in log_lines) == 3  # the VMs, by uuid, every round
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings  # once per cluster and failure, not every round
+    assert any("perf:disk-group of cluster vsan-osa failed: NotSupported" in w for w in warnings)
+    assert any(
+        "perf:cluster-domclient, perf:host-domclient, perf:virtual-machine of cluster vsan-esa failed: NotSupported" in w
+        for w in warnings
+    )
+    moved = [r.getMessage() for r in caplog.records if "refused the wildcard query" in r.getMessage()]
+    assert len(moved) == 2
+
+
+def test_over_400_vms_by_uuid_are_split_as_the_reference_allows(tmp_path):
+    """A generated cluster of 4 hosts and 404 VMs asked in each form: multi-entity specs of 400
+    uuids at most, plain specs 100 a call at most; the simulator refuses none, and every form
+    places the same values as the wildcard."""
+    from exporter.vsan import perf
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    sim = StorageSim(tmp_path / "sim", "-hosts", "4", "-luns", "1", "-vms", "101", "-vsan-clusters", "1", fixture=None)
+    target = None
+    placed = {}
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        assert source.discover()
+        (cluster,) = source.clusters
+        assert len(cluster.vms) == 404
+        for form in perf.FORMS:
+            source.first_form = form
+            source.taken.clear()
+            source.collect()
+            sample = target.store.vsan[cluster.name].sample
+            placed[form] = (len(sample.vms), len(sample.hosts), len(sample.disks), len(sample.disk_groups))
+            assert target.store.health[("vsan", cluster.name)].errors == {}, form
+    finally:
+        if target is not None:
+            target.client.close()
+        sim.stop()
+    assert placed[perf.WILDCARD] == (404, 4, 32, 8)
+    assert placed[perf.MULTI] == placed[perf.PLAIN] == placed[perf.WILDCARD]
+    lines = (tmp_path / "sim" / "storagesim.log").read_text().splitlines()
+    assert [line for line in lines if "refused" in line] == []
+    asked = [line.split("VsanPerfQueryPerf specs ", 1)[1] for line in lines if "VsanPerfQueryPerf specs" in line]
+    vm_calls = [a for a in asked if "virtual-machine" in a]
+    assert vm_calls == [
+        "1 spec: virtual-machine:*",
+        "1 spec: virtual-machine:<400 uuids>",
+        "1 spec: virtual-machine:<4 uuids>",
+        "100 specs: virtual-machine x100",
+        "100 specs: virtual-machine x100",
+        "100 specs: virtual-machine x100",
+        "100 specs: virtual-machine x100",
+        "4 specs: virtual-machine x4",
+    ]
+
+
+def test_every_spec_has_its_window_and_none_spans_more_than_the_lookback(tmp_path):
+    """startTime and endTime are set in every spec the source sends; after a long outage (the last
+    sample taken two days ago) the window is still the 15-minute lookback, far under the
+    reference's 24 hours, and the newest sample is taken."""
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
+    target = None
+    sent = []
+    try:
+        config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(_password(tmp_path)), ca_file=str(sim.cert))
+        target = VsphereTarget(config)
+        source = VsanSource(target, target.store)
+        assert source.discover()
+        query_perf = source.service.query_perf
+
+        def recording(moid, specs):
+            sent.extend(specs)
+            return query_perf(moid, specs)
+
+        source.service.query_perf = recording
+        now = time.time()
+        source.taken = {c.name: now - 2 * 86400 for c in source.clusters}
+        source.collect(now)
+        taken = dict(source.taken)
+    finally:
+        if target is not None:
+            target.client.close()
+        sim.stop()
+    assert len(sent) == 6 + 3  # OSA: six types, ESA: three, one wildcard spec each
+    for spec in sent:
+        assert spec.startTime is not None and spec.endTime is not None
+        assert spec.endTime.timestamp() == pytest.approx(now)
+        assert spec.startTime.timestamp() == pytest.approx(now - 900)
+    assert all(stamp > now - 900 for stamp in taken.values())

@@ -197,7 +197,10 @@ def _health(clusters):
 def _collection(store):
     up = gauge("esxi_vsan_up", "1 if every vSAN call of the cluster's last collection answered.")
     duration = gauge("esxi_vsan_collection_duration_seconds", "Wall time of the cluster's last vSAN collection.")
-    errors = counter("esxi_vsan_errors_total", "vSAN calls that failed, by call (perf, health, space, resync).")
+    errors = counter(
+        "esxi_vsan_errors_total",
+        "vSAN calls that failed, by call (perf, health, space, resync) and, for perf, the entity type it asked for.",
+    )
     dropped = counter("esxi_vsan_dropped_values_total", "vSAN performance values that could not be placed, by reason.")
     samples = counter("esxi_vsan_samples_total", "vSAN performance samples taken (each sample time once).")
     for (kind, name), record in sorted(store.health.items()):
@@ -208,7 +211,11 @@ def _collection(store):
         if "collection" in record.durations:
             duration.add(labels, record.durations["collection"])
         for call, count in sorted(record.errors.items()):
-            errors.add(label_string(("cluster", "call"), (name, call)), float(count))
+            call, _, kind = call.partition(":")  # "perf:host-domclient": one performance call per entity type
+            keys, values = ("cluster", "call"), (name, call)
+            if kind:
+                keys, values = (*keys, "entity_type"), (*values, kind)
+            errors.add(label_string(keys, values), float(count))
         for reason, count in sorted(record.dropped.items()):
             dropped.add(label_string(("cluster", "reason"), (name, reason)), float(count))
         samples.add(labels, float(record.samples.get(name, 0)))

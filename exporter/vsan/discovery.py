@@ -6,6 +6,7 @@ Three property-collector reads, answers parsed with ElementTree (exporter.vspher
 2. the hosts of the chosen vSAN clusters: `config.vsanHostConfig` (node uuid; the disk groups of
    `storageInfo.diskMapping`, each disk's canonical name and `vsanDiskInfo.vsanUuid`) and `vm`;
 3. those VMs' name and `config.instanceUuid` (the id of the `virtual-machine` entity).
+These uuids are also what a performance query by uuid asks for (ClusterTopology.uuids).
 A target without a vSAN cluster costs only the first read, and no vSAN call.
 
 Which clusters: each is kept whole by one exporter. With --vsphere.shard K/N a cluster belongs
@@ -22,6 +23,7 @@ from pyVmomi import vim, vmodl
 
 from exporter.configuration.sharding import shard_of
 from exporter.store import model as m
+from exporter.vsan import metrics as vm
 from exporter.vsan.perfcsv import Names
 from exporter.vsphere import soap
 from exporter.vsphere.discovery import place
@@ -44,6 +46,24 @@ class ClusterTopology:
     disks: dict[tuple[str, str], m.VsanDisk] = field(default_factory=dict)  # (host, device) -> disk
     vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # VM name -> (instance uuid, host)
     names: Names = field(default_factory=Names)
+
+    def uuids(self, kind: str) -> list[str]:
+        """The uuids the performance service names this cluster's entities of a type by (what a
+        query by uuid asks for), sorted: the cluster's, its hosts' node uuids, its cache disks' (a
+        disk group is named by its cache disk), its capacity disks', its VMs' instance uuids."""
+        if kind == vm.CLUSTER:
+            found = [self.uuid]
+        elif kind == vm.HOST:
+            found = list(self.hosts.values())
+        elif kind in (vm.DISK_GROUP, vm.CACHE_DISK):
+            found = [d.uuid for d in self.disks.values() if d.tier == "cache"]
+        elif kind == vm.CAPACITY_DISK:
+            found = [d.uuid for d in self.disks.values() if d.tier == "capacity"]
+        elif kind == vm.VM:
+            found = [uuid for uuid, _host in self.vms.values()]
+        else:
+            found = []
+        return sorted({uuid for uuid in found if uuid})
 
 
 def discover(client, selection: HostSelection | None = None) -> list[ClusterTopology]:

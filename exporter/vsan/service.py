@@ -14,9 +14,10 @@ import logging
 import threading
 import xml.etree.ElementTree as ET
 
-from pyVmomi import SoapStubAdapter, VmomiSupport, vim
+from pyVmomi import SoapStubAdapter, VmomiSupport, vim, vmodl
 
 from exporter.vsphere import soap, xmlguard
+from exporter.vsphere.client import VsphereError
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,19 @@ SPACE_SYSTEM = "vsan-cluster-space-report-system"
 OBJECT_SYSTEM = "vsan-cluster-object-system"
 _QUERY_PERF = vim.cluster.VsanPerformanceManager._GetMethodInfo("QueryVsanPerf")
 _SUPPORTED = vim.cluster.VsanPerformanceManager._GetMethodInfo("GetSupportedEntityTypes")
+# Multi-entity query specs are taken from vSAN 8.0U2, whose API is 8.0.0.3 (the reference marks
+# its 8.0U2 additions "Since vSAN API 8.0.0.3").
+MULTI_ENTITY_SINCE = "vsan.version.version22"
+
+
+class PerfFault(VsphereError):
+    """VsanPerfQueryPerf answered with a fault; `fault` is its name: InvalidArgument (the call's
+    arguments, or a type that refuses the wildcard), NotSupported (the host asked is not the stats
+    master), NotFound (no host could be contacted, or the performance service is off), ..."""
+
+    def __init__(self, fault: str, message: str):
+        super().__init__(f"{fault}: {message}" if message else fault, server_fault=True)
+        self.fault = fault
 
 
 def known_versions() -> list[str]:
@@ -36,21 +50,35 @@ def known_versions() -> list[str]:
     return sorted(versions, key=lambda v: len(VmomiSupport.GetVersionParents(v)), reverse=True)
 
 
-def choose_version(description: bytes | None) -> str:
-    """The newest vSAN API version both pyVmomi and the server (its vsanServiceVersions.xml) know;
-    without a description, pyVmomi's newest (what vsanapiutils does when the file is missing)."""
-    known = known_versions()
+def _offered(description: bytes | None) -> set[str] | None:
+    """The version ids a vsanServiceVersions.xml lists; None without a readable one."""
     if not description:
-        return VmomiSupport.newestVersions.GetName("vsan")
+        return None
     try:
         root = xmlguard.parse(description)
     except (ET.ParseError, xmlguard.AnswerRefused):
-        return VmomiSupport.newestVersions.GetName("vsan")
-    offered = {(v.text or "").strip() for v in root.iter() if v.tag.rsplit("}", 1)[-1] == "version"}
-    for version in known:
+        return None
+    return {(v.text or "").strip() for v in root.iter() if v.tag.rsplit("}", 1)[-1] == "version"}
+
+
+def choose_version(description: bytes | None) -> str:
+    """The newest vSAN API version both pyVmomi and the server (its vsanServiceVersions.xml) know;
+    without a description, pyVmomi's newest (what vsanapiutils does when the file is missing)."""
+    offered = _offered(description)
+    for version in known_versions() if offered else ():
         if VmomiSupport.versionIdMap.get(version) in offered:
             return version
     return VmomiSupport.newestVersions.GetName("vsan")
+
+
+def takes_multi_entity(description: bytes | None) -> bool:
+    """The server says (vsanServiceVersions.xml) it has the vSAN API of 8.0U2 or later, which
+    takes multi-entity query specs. Without the file nothing is assumed."""
+    offered = _offered(description)
+    if not offered:
+        return False
+    version = choose_version(description)
+    return VmomiSupport.versionIdMap.get(version) in offered and VmomiSupport.IsChildVersion(version, MULTI_ENTITY_SINCE)
 
 
 class VsanService:
@@ -62,6 +90,7 @@ class VsanService:
         self._lock = threading.Lock()
         self._stub = None
         self._version: str | None = None
+        self.multi_entity = False  # the server takes multi-entity query specs (known after the first call)
 
     def _stub_for(self, content):
         """The /vsanHealth stub, carrying the current session's cookie."""
@@ -70,7 +99,9 @@ class VsanService:
             if self._stub is None:
                 cfg = self.client.config
                 if self._version is None:
-                    self._version = choose_version(self._service_versions())
+                    description = self._service_versions()
+                    self._version = choose_version(description)
+                    self.multi_entity = takes_multi_entity(description)
                 self._stub = SoapStubAdapter(
                     host=cfg.host,
                     port=cfg.port,
@@ -120,13 +151,23 @@ class VsanService:
         return out
 
     def query_perf(self, cluster_moid: str, specs: list) -> ET.Element:
-        """One VsanPerfQueryPerf for a cluster; the answer's parsed XML (read by perf.rows)."""
+        """One VsanPerfQueryPerf for a cluster; the answer's parsed XML (read by perf.rows). A
+        fault is raised as a PerfFault naming it (the session's own NotAuthenticated excepted: the
+        client logs in again)."""
 
         def ask(stub):
             manager = vim.cluster.VsanPerformanceManager(PERFORMANCE_MANAGER, stub)
-            return soap.invoke(manager, _QUERY_PERF, [specs, vim.ClusterComputeResource(cluster_moid)])
+            try:
+                return soap.invoke(manager, _QUERY_PERF, [specs, vim.ClusterComputeResource(cluster_moid)])
+            except vim.fault.NotAuthenticated:
+                raise
+            except vmodl.MethodFault as fault:  # returned, not raised: the client would make it a plain error
+                return PerfFault(fault._wsdlName, " ".join(str(fault.msg or "").split())[:300])
 
-        return self.call(ask)
+        answer = self.call(ask)
+        if isinstance(answer, PerfFault):
+            raise answer
+        return answer
 
     def health_summary(self, cluster_moid: str):
         def ask(stub):

@@ -1,12 +1,15 @@
 """The vSAN clusters of one vSphere target as a source, on their own interval (default 5 min: the
 performance service keeps 5-minute samples), over the target's session.
 
-Per cluster and interval: one VsanPerfQueryPerf (every entity type, its labels named), the
-health summary (from vSAN's cache), the space report and the resync summary. Each call fails on
-its own: a fault on one cluster, or one call, hides nothing else, and no vSAN call touches the
-LUN collection. Each cluster's record (a model.VsanCluster) and its health (a SourceHealth of
-kind "vsan": up, duration, errors per call, values dropped per reason, samples) go to the store
-whole; a cluster that leaves the target (vSAN off, removed) takes its series with it.
+Per cluster and interval: VsanPerfQueryPerf once per entity type (a wildcard spec alone in its
+call, or by uuid for a type that refuses it: exporter.vsan.perf), the health summary (from vSAN's
+cache), the space report and the resync summary. Each call fails on its own: a fault on one
+cluster, one call or one entity type hides nothing else, and no vSAN call touches the LUN
+collection. A failure is counted by cluster and call (`perf:<entity type>` for the performance
+calls) and logged once, when it starts or its message changes, not every round. Each cluster's
+record (a model.VsanCluster) and its health (a SourceHealth of kind "vsan": up, duration, errors
+per call, values dropped per reason, samples) go to the store whole; a cluster that leaves the
+target (vSAN off, removed) takes its series with it.
 """
 
 from __future__ import annotations
@@ -18,14 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter.store import model as m
 from exporter.vsan import discovery, health, perf, perfcsv
-from exporter.vsan.service import VsanService
+from exporter.vsan.service import PerfFault, VsanService
 from exporter.vsphere.client import VsphereError
 
 log = logging.getLogger(__name__)
 
 CALLS = ("perf", "health", "space", "resync")
-# The first query of a cluster looks back this many intervals for its newest complete sample.
-_FIRST_LOOKBACK_SAMPLES = 3
+# A query looks back at most this many intervals for the newest complete sample (the first one of
+# a cluster, and one after an outage, this far).
+_LOOKBACK_SAMPLES = 3
 
 
 class VsanSource:
@@ -49,6 +53,9 @@ class VsanSource:
         self.dropped: dict[str, dict[str, int]] = {}  # cluster -> reason -> values not placed so far
         self.samples: dict[str, int] = {}  # cluster -> samples taken
         self.last_error: dict[tuple[str, str], str] = {}  # (cluster, call) -> last message, logged on change
+        # (cluster, entity type) -> the form it is asked in, once the wildcard was refused (perf.FORMS)
+        self.forms: dict[tuple[str, str], str] = {}
+        self.first_form = perf.WILDCARD  # the form every type is asked in first (a benchmark compares them)
         self.unnamed = False  # a round met uuids the configuration does not name (a new VM, host or disk)
 
     # --- discovery -------------------------------------------------------------------------
@@ -69,6 +76,9 @@ class VsanSource:
                 for name in gone:
                     for state in (self.taken, self.latest, self.errors, self.dropped, self.samples):
                         state.pop(name, None)
+                    for keyed in (self.forms, self.last_error):
+                        for key in [k for k in keyed if k[0] == name]:
+                            del keyed[key]
             log.info("vsphere target %s: vSAN cluster(s) gone: %s", self.name, ", ".join(sorted(gone)))
         return True
 
@@ -93,20 +103,19 @@ class VsanSource:
     def collect_cluster(self, topo: discovery.ClusterTopology, now: float) -> None:
         start = time.perf_counter()
         record = m.VsanCluster(name=topo.name, uuid=topo.uuid, esa=topo.esa, hosts=dict(topo.hosts), disks=dict(topo.disks))
-        failed: set[str] = set()
+        failed: dict[str, str] = {}  # call -> message
         dropped: dict[str, int] = {}
+        self._performance(topo, now, dropped, failed)
         for call, read in (
-            ("perf", lambda: self._performance(topo, now, dropped)),
             ("health", lambda: health.apply_summary(record, self.service.health_summary(topo.moid))),
             ("space", lambda: health.apply_space(record, self.service.space_usage(topo.moid))),
             ("resync", lambda: self._resync(record, topo)),
         ):
             try:
                 read()
-                self.last_error.pop((topo.name, call), None)
             except VsphereError as err:
-                failed.add(call)
-                self._failed(topo.name, call, str(err))
+                failed[call] = str(err)
+        self._failed(topo.name, failed)
         if dropped.get("unknown_entity"):
             self.unnamed = True  # read the configuration again before the next round
         record.sample = self.latest.get(topo.name)
@@ -115,13 +124,25 @@ class VsanSource:
         self.store.set_vsan(record, origin=self.name)
         self._publish(topo.name, not failed, dropped, time.perf_counter() - start)
 
-    def _performance(self, topo: discovery.ClusterTopology, now: float, dropped: dict[str, int]) -> None:
-        """The newest complete sample after the last one taken, if there is one yet."""
+    def _performance(self, topo: discovery.ClusterTopology, now: float, dropped: dict[str, int], failed: dict[str, str]) -> None:
+        """The newest complete sample after the last one taken, if there is one yet, from every
+        entity type that answered; a type that failed is in `failed` ("perf:<type>" -> message)."""
         after = self.taken.get(topo.name)
-        start = after if after is not None else now - _FIRST_LOOKBACK_SAMPLES * perfcsv.DEFAULT_INTERVAL
-        specs = perf.query_specs(perf.entity_types(topo.esa), self.supported, start, now)
-        rows = perf.rows(self.service.query_perf(topo.moid, specs), dropped)
-        stamp = perfcsv.newest_complete(rows, after if after is not None else start, now)
+        # The window: since the last sample taken, at most the lookback (only the newest sample is
+        # taken; the reference asks for spans under 24 hours, and a long outage must not make one).
+        start = now - _LOOKBACK_SAMPLES * perfcsv.DEFAULT_INTERVAL
+        if after is not None and after > start:
+            start = after
+        rows: list[perfcsv.EntityRow] = []
+        for kind in perf.entity_types(topo.esa):
+            labels = perf.labels_for(kind, self.supported)
+            if not labels:
+                continue  # this vSAN version has none of our labels for the type
+            try:
+                rows += self._entity_type(topo, kind, labels, start, now, dropped)
+            except VsphereError as err:
+                failed[f"perf:{kind}"] = str(err)
+        stamp = perfcsv.newest_complete(rows, start, now)
         if stamp is None:
             return  # no new complete sample yet: the last one stays, with its own time
         sample = perfcsv.sample_at(rows, stamp, topo.names, dropped)
@@ -129,6 +150,33 @@ class VsanSource:
             self.taken[topo.name] = stamp
             self.latest[topo.name] = sample
             self.samples[topo.name] = self.samples.get(topo.name, 0) + 1
+
+    def _entity_type(self, topo, kind: str, labels: list[str], start: float, end: float, dropped: dict[str, int]):
+        """One entity type's rows, in the form it is asked in: the wildcard unless the server refused
+        it for this cluster and type; a refusal (InvalidArgument) moves to the next form at once and
+        is remembered, so it is not asked again every round."""
+        key = (topo.name, kind)
+        form = self.forms.get(key, self.first_form)
+        while True:
+            uuids = [] if form == perf.WILDCARD else topo.uuids(kind)
+            try:
+                rows = []
+                for specs in perf.calls(kind, form, uuids, labels, start, end):
+                    refused = perf.refusal(specs)
+                    if refused:  # never sent: the reference refuses it (a defect of the plan)
+                        raise VsphereError(f"not sent: {refused}")
+                    rows += perf.rows(self.service.query_perf(topo.moid, specs), dropped)
+                return rows
+            except PerfFault as err:
+                following = perf.next_form(form, self.service.multi_entity) if err.fault == "InvalidArgument" else None
+                if following is None:
+                    raise
+                log.info(
+                    "vsphere target %s: vSAN cluster %s: %s refused the %s query (%s); asking it %s from now on",
+                    self.name, topo.name, kind, form, err, "by multi-entity specs" if following == perf.MULTI else "by uuid, 100 specs a call",
+                )  # fmt: skip
+                with self.lock:
+                    self.forms[key] = form = following
 
     def _resync(self, record: m.VsanCluster, topo: discovery.ClusterTopology) -> None:
         if not self.resync_supported:
@@ -142,14 +190,22 @@ class VsanSource:
                 return
             raise
 
-    def _failed(self, cluster: str, call: str, message: str) -> None:
+    def _failed(self, cluster: str, failed: dict[str, str]) -> None:
+        """Count each failed call of a round; log the ones that started failing or fail otherwise
+        now, one line per message (several entity types failing alike, such as a performance
+        service that is off, are one line); forget the calls that answered."""
+        new: dict[str, list[str]] = {}  # message -> calls
         with self.lock:
             calls = self.errors.setdefault(cluster, {})
-            calls[call] = calls.get(call, 0) + 1
-            changed = self.last_error.get((cluster, call)) != message
-            self.last_error[(cluster, call)] = message
-        if changed:
-            log.warning("vsphere target %s: vSAN %s of cluster %s failed: %s", self.name, call, cluster, message)
+            for call, message in failed.items():
+                calls[call] = calls.get(call, 0) + 1
+                if self.last_error.get((cluster, call)) != message:
+                    new.setdefault(message, []).append(call)
+                self.last_error[(cluster, call)] = message
+            for key in [k for k in self.last_error if k[0] == cluster and k[1] not in failed]:
+                del self.last_error[key]
+        for message, which in new.items():
+            log.warning("vsphere target %s: vSAN %s of cluster %s failed: %s", self.name, ", ".join(which), cluster, message)
 
     def _publish(self, cluster: str, up: bool, dropped: dict[str, int], seconds: float) -> None:
         with self.lock:

@@ -33,11 +33,12 @@
 //     disk-group (its cache disk's vsanUuid), cache-disk and capacity-disk (vsanUuid),
 //     virtual-machine (config.instanceUuid). "type:*" is every entity of that type in the
 //     cluster (VMs: all those registered on its hosts; ESA: no disk-group, cache-disk or
-//     capacity-disk entities, and no error); an unknown uuid matches nothing; an entity the fixture
-//     gives no values answers its sample times and no series. Samples are at multiples of the sample spacing since the epoch, each
-//     stamped with the end of its interval, served once that end has passed: startTime <= t <=
-//     min(endTime, now) (missing endTime: now; missing startTime: an hour before the end; more
-//     than 10,000 samples in one spec: InvalidArgument, a guard of this simulator). labels: only
+//     capacity-disk entities, and no error); "type:uuid1,uuid2,..." (a multi-entity spec, served
+//     from API 8.0.0.3, vSAN 8.0U2) each of those; an unknown uuid matches nothing; an entity the
+//     fixture gives no values answers its sample times and no series. Samples are at multiples of
+//     the sample spacing since the epoch, each stamped with the end of its interval, served once
+//     that end has passed: startTime < t <= min(endTime, now) (the reference: endTime is replaced
+//     by the server's time when later, and the sample at startTime is not returned). labels: only
 //     those, in request order, leaving out labels the entity does not have; none: every label of
 //     the entity, sorted. metricId.group/rollupType/statsType stay unset (query results do not
 //     fill them; the entity type descriptions do): a client must not need them.
@@ -51,12 +52,30 @@
 //     syncingObjectFilter) -> VsanHostVsanObjectSyncQueryResult {totalObjectsToSync,
 //     totalBytesToSync, totalRecoveryETA}.
 //
+// The reference's rules on querySpecs are enforced, each refusal vmodl.fault.InvalidArgument
+// ("A specified parameter was not correct: PROPERTY") and logged ("vsan: VsanPerfQueryPerf
+// refused (InvalidArgument PROPERTY): why"): no spec at all (querySpecs); a spec without
+// startTime or endTime (that property: the reference says both "must be specified"; there is
+// no default); an entityRefId that is not <known type>:<uuid> (entityRefId); a wildcard or
+// multi-entity spec with any other spec in the call, or more than 100 specs in a call (an
+// empty property: the form a vCenter 8.0.3 refused a SexiGraf query with, its cause not
+// confirmed, sexibytes/sexigraf#425); more than
+// 400 uuids in one multi-entity spec, or an empty uuid in it (entityRefId). Before API
+// 8.0.0.3 "type:a,b" is one uuid that names nothing, as an older vSAN reads it. More than
+// 10,000 samples in one spec is InvalidArgument startTime, a guard of this simulator. Which
+// property a rule names (but entityRefId) is this simulator's choice. A call that passes is
+// logged as "vsan: VsanPerfQueryPerf specs 1 spec: host-domclient:*" (or "<N uuids>", or
+// "N specs: TYPE xK, ...").
+//
 // Zero-valued optional fields are left out of the answer (govmomi's types are omitempty): a
 // client reads an unset totalBytesToSync, freeCapacityB, ... as 0. Every call is logged to stderr
-// ("vsan: METHOD cluster NAME"), so a test can see which clusters were asked.
+// ("vsan: METHOD cluster NAME"; a VsanPerfQueryPerf refused for its specs is logged as refused
+// instead), so a test can see which clusters were asked.
 //
-// Faults, as vSAN answers them: a cluster whose performance service is off answers
-// VsanPerfQueryPerf with vim.fault.NotFound and an empty faultstring (govmomi, hence Telegraf's
+// Faults, as vSAN answers them (the reference lists InvalidArgument, NotSupported when the host
+// asked is not the stats master, and NotFound when no host could be contacted): a cluster whose
+// performance service is off answers VsanPerfQueryPerf with vim.fault.NotFound and an empty
+// faultstring (govmomi, hence Telegraf's
 // vSphere input, reads it as "ServerFaultCode: NotFound" and takes it to mean the service is off);
 // an entityRefId whose type vSAN does not know, or without a ":", answers
 // vmodl.fault.InvalidArgument {invalidProperty: "entityRefId"} ("A specified parameter was not
@@ -72,6 +91,8 @@
 //
 //	"vsan": {
 //	  "sample_seconds": 300,            // sample spacing (-vsan-sample-seconds overrides it)
+//	  "api_version": "8.0.0.4",         // the vSAN API served (vsanServiceVersions.xml): 8.0.0.4 (default),
+//	                                    // 8.0.0.3, 8.0.0.2, 8.0.0.1, 7.4, vSAN 7.0U3, 6.7, 6.6; multi-entity specs from 8.0.0.3
 //	  "clusters": [{
 //	    "name": "vsan-osa", "uuid": "52...",  // uuid: derived from the name if left out
 //	    "esa": false, "hosts": ["esx21.lab.local", ...],
@@ -83,6 +104,9 @@
 //	    "space": {"total_bytes": N, "free_bytes": N},    // default: 1 TiB per capacity disk, half free
 //	    "resync": {"bytes": N, "objects": N, "eta_seconds": N},
 //	    "faults": {"perf": "NotFound", "health": "VsanFault", "space": "NotSupported", "resync": "Timedout"},
+//	                                    // perf NotSupported: the host asked is not the stats master
+//	    "perf_faults": {"virtual-machine": "NotSupported"},  // a call holding a spec of that type answers that fault
+//	    "wildcard_refused": ["disk-group"],  // "type:*" answers InvalidArgument entityRefId; by uuid it answers
 //	    "perf": {
 //	      "cluster-domclient": {"latencyAvgRead": 1200, ...},
 //	      "host-domclient":  {"<host name>": {"latencyAvgWrite": [900, null, 1100], ...}},
@@ -137,6 +161,7 @@ import (
 // VsanFixture is the fixture's top-level "vsan" section.
 type VsanFixture struct {
 	SampleSeconds int64         `json:"sample_seconds"`
+	APIVersion    string        `json:"api_version"`
 	Clusters      []VsanCluster `json:"clusters"`
 }
 
@@ -155,6 +180,8 @@ type VsanCluster struct {
 	Space             VsanSpace                  `json:"space"`
 	Resync            VsanResync                 `json:"resync"`
 	Faults            map[string]string          `json:"faults"`
+	PerfFaults        map[string]string          `json:"perf_faults"`
+	WildcardRefused   []string                   `json:"wildcard_refused"`
 	Perf              map[string]json.RawMessage `json:"perf"`
 
 	generated bool // values computed (generated inventory), not from Perf
@@ -285,6 +312,18 @@ var vsanFaults = map[string]func() types.BaseMethodFault{
 // VsanQueryVcClusterHealthSummary, VsanQuerySpaceUsage, QuerySyncingVsanObjectsSummary.
 var vsanFaultKeys = map[string]bool{"perf": true, "health": true, "space": true, "resync": true}
 
+// vsanAPIVersions are the vSAN API versions a fixture may serve (vsan.api_version), newest first,
+// as vCenter's vsanServiceVersions.xml names them: 8.0.0.4 is vSAN 8.0U3, 8.0.0.3 vSAN 8.0U2 (the
+// reference's "Since vSAN API 8.0.0.3" marks its 8.0U2 additions), 8.0.0.2 8.0U1, 8.0.0.1 8.0.
+var vsanAPIVersions = []string{"8.0.0.4", "8.0.0.3", "8.0.0.2", "8.0.0.1", "7.4", "vSAN 7.0U3", "6.7", "6.6"}
+
+// The reference's limits on VsanPerfQueryPerf's querySpecs.
+const (
+	multiEntitySince = "8.0.0.3" // multi-entity specs ("type:uuid1,uuid2,..."): from vSAN 8.0U2
+	maxPlainSpecs    = 100       // specs in one call without a wildcard or multi-entity spec
+	maxMultiUUIDs    = 400       // uuids in one multi-entity spec
+)
+
 const (
 	tib             = int64(1) << 40
 	lunBytes        = 2147483648 * 512 // buildHost's LUN capacity
@@ -334,7 +373,9 @@ type diskUse struct {
 // vsanPlan is the whole vSAN configuration: its clusters, by fixture host name and (once placed)
 // by inventory reference, and the sample spacing.
 type vsanPlan struct {
-	sample   int64 // seconds between samples
+	sample   int64  // seconds between samples
+	version  string // the vSAN API version served (vsanServiceVersions.xml)
+	multi    bool   // multi-entity specs are taken (8.0.0.3, vSAN 8.0U2, and later)
 	clusters []*vsanClusterPlan
 	byHost   map[string]*vsanClusterPlan
 	byRef    map[string]*vsanClusterPlan
@@ -345,9 +386,15 @@ type vsanPlan struct {
 // planVsan validates the fixture's vSAN section against its hosts and fills the defaults
 // (uuids, datastore names, space, local disks' multipathing).
 func planVsan(fx *Fixture, sampleFlag int64) (*vsanPlan, error) {
-	p := &vsanPlan{sample: defaultSample, byHost: map[string]*vsanClusterPlan{},
+	p := &vsanPlan{sample: defaultSample, version: vsanAPIVersions[0], byHost: map[string]*vsanClusterPlan{},
 		byRef: map[string]*vsanClusterPlan{}, all: map[string]string{}, now: time.Now}
 	if fx.Vsan != nil {
+		if v := fx.Vsan.APIVersion; v != "" {
+			if !contains(vsanAPIVersions, v) {
+				return nil, fmt.Errorf("vsan.api_version: %q is not one of %s", v, strings.Join(vsanAPIVersions, ", "))
+			}
+			p.version = v
+		}
 		if fx.Vsan.SampleSeconds < 0 {
 			return nil, fmt.Errorf("vsan.sample_seconds: %d is not a positive number of seconds", fx.Vsan.SampleSeconds)
 		}
@@ -378,6 +425,7 @@ func planVsan(fx *Fixture, sampleFlag int64) (*vsanPlan, error) {
 	if sampleFlag > 0 {
 		p.sample = sampleFlag
 	}
+	p.multi = indexOf(vsanAPIVersions, p.version) <= indexOf(vsanAPIVersions, multiEntitySince)
 	for i := range fx.Hosts {
 		if fx.Hosts[i].Vsan != nil && p.byHost[fx.Hosts[i].Name] == nil {
 			return nil, fmt.Errorf("hosts[%s].vsan: the host is in no cluster of the vsan section", fx.Hosts[i].Name)
@@ -410,6 +458,19 @@ func (p *vsanPlan) planCluster(fx *Fixture, ci int, hostIdx map[string]int) (*vs
 	for state := range c.Objects {
 		if !contains(vsanHealthStates, state) {
 			return nil, fmt.Errorf("%s.objects.%s: not a vSAN object health state (%s)", where, state, strings.Join(vsanHealthStates, ", "))
+		}
+	}
+	for typ, fault := range c.PerfFaults {
+		if !contains(vsanEntityTypes, typ) {
+			return nil, fmt.Errorf("%s.perf_faults.%s: not an entity type this simulator serves (%s)", where, typ, strings.Join(vsanEntityTypes, ", "))
+		}
+		if _, ok := vsanFaults[fault]; !ok {
+			return nil, fmt.Errorf("%s.perf_faults.%s: %q is not one of %s", where, typ, fault, strings.Join(sortedKeys(vsanFaults), ", "))
+		}
+	}
+	for _, typ := range c.WildcardRefused {
+		if !contains(vsanEntityTypes, typ) {
+			return nil, fmt.Errorf("%s.wildcard_refused: %s is not an entity type this simulator serves (%s)", where, typ, strings.Join(vsanEntityTypes, ", "))
 		}
 	}
 	for key, fault := range c.Faults {
@@ -508,12 +569,16 @@ func (cp *vsanClusterPlan) addHost(fh *Host) error {
 }
 
 func contains(list []string, s string) bool {
-	for _, x := range list {
+	return indexOf(list, s) >= 0
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
 		if x == s {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // parsePerf reads the cluster's perf section, checking each key names an entity of the cluster.
@@ -907,27 +972,27 @@ func (p *vsanPlan) register(s *simulator.Service, r *simulator.Registry) {
 	// A vCenter 8's vSAN API versions (govmomi's own handler offers 6.5-6.7, too old for the resync
 	// summary). A method-qualified pattern is more specific than NewServer's, so it wins for GET.
 	s.ServeMux.HandleFunc("GET "+r.Path+"/vsanServiceVersions.xml", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, vsanServiceVersions)
+		fmt.Fprint(w, p.serviceVersions())
 	})
 }
 
-const vsanServiceVersions = `<?xml version="1.0" encoding="UTF-8"?>
+// serviceVersions is vsanServiceVersions.xml for the version served: it and every older one.
+func (p *vsanPlan) serviceVersions() string {
+	var prior strings.Builder
+	for _, v := range vsanAPIVersions[indexOf(vsanAPIVersions, p.version)+1:] {
+		fmt.Fprintf(&prior, "   <version>%s</version>\n", v)
+	}
+	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
 <namespaces version="1.0">
  <namespace>
   <name>urn:vsan</name>
-  <version>8.0.0.4</version>
+  <version>%s</version>
   <priorVersions>
-   <version>8.0.0.3</version>
-   <version>8.0.0.2</version>
-   <version>8.0.0.1</version>
-   <version>7.4</version>
-   <version>vSAN 7.0U3</version>
-   <version>6.7</version>
-   <version>6.6</version>
-  </priorVersions>
+%s  </priorVersions>
  </namespace>
 </namespaces>
-`
+`, p.version, prior.String())
+}
 
 // VsanPerfGetSupportedEntityTypes lists each entity type with the labels this simulator serves
 // for it (the fixture's, or the generated inventory's), one graph per entity type.
@@ -988,57 +1053,152 @@ type VsanPerformanceManager struct {
 
 func (m *VsanPerformanceManager) VsanPerfQueryPerf(ctx *simulator.Context, req *vsantypes.VsanPerfQueryPerf) soap.HasFault {
 	body := &vsanmethods.VsanPerfQueryPerfBody{}
-	cp, fault := m.plan.cluster("VsanPerfQueryPerf", req.Cluster, "perf")
-	if fault == nil && !cp.perfOn {
-		fault = simulator.Fault("", &types.NotFound{})
-	}
-	if fault != nil {
-		body.Fault_ = fault
-		return body
-	}
-	now := m.plan.now().UTC()
-	res := &vsantypes.VsanPerfQueryPerfResponse{}
-	for _, spec := range req.QuerySpecs {
-		typ, id, ok := strings.Cut(spec.EntityRefId, ":")
-		if !ok || id == "" || !contains(vsanEntityTypes, typ) {
-			body.Fault_ = simulator.Fault("A specified parameter was not correct: entityRefId", &types.InvalidArgument{InvalidProperty: "entityRefId"})
-			return body
-		}
-		stamps, err := m.plan.samples(spec.StartTime, spec.EndTime, now)
-		if err != nil {
-			body.Fault_ = simulator.Fault(err.Error(), &types.InvalidArgument{InvalidProperty: "startTime"})
-			return body
-		}
-		entities := cp.entities[typ]
-		if id != "*" {
-			entities = nil
-			if e := cp.byUUID[typ][id]; e != nil {
-				entities = []*vsanEntity{e}
-			}
-		}
-		for _, e := range entities {
-			res.Returnval = append(res.Returnval, m.plan.csv(typ, e, stamps, spec.Labels))
+	queries, fault := m.plan.checkSpecs(req.QuerySpecs)
+	if fault == nil {
+		log.Printf("vsan: VsanPerfQueryPerf specs %s", describeSpecs(queries))
+		var cp *vsanClusterPlan
+		if cp, fault = m.plan.cluster("VsanPerfQueryPerf", req.Cluster, "perf"); fault == nil {
+			body.Res, fault = m.plan.answer(cp, queries)
 		}
 	}
-	body.Res = res
+	body.Fault_ = fault
 	return body
 }
 
-// samples are the sample indexes (t / sample seconds) with start <= t <= min(end, now).
-func (p *vsanPlan) samples(start, end *time.Time, now time.Time) ([]int64, error) {
+// vsanQuery is one spec of a call, checked: its entity type, uuids ("*" alone for a wildcard),
+// sample indexes and labels.
+type vsanQuery struct {
+	typ    string
+	uuids  []string
+	stamps []int64
+	labels []string
+}
+
+// invalidArgument is vmodl.fault.InvalidArgument as vSAN writes it: "A specified parameter was not
+// correct: PROPERTY" (an empty property for the rules on the spec list), logged with the reason.
+func invalidArgument(property, why string) *soap.Fault {
+	log.Printf("vsan: VsanPerfQueryPerf refused (InvalidArgument %s): %s", property, why)
+	return simulator.Fault("A specified parameter was not correct: "+property, &types.InvalidArgument{InvalidProperty: property})
+}
+
+// checkSpecs applies the API reference's rules on querySpecs (VsanPerformanceManager.VsanPerfQueryPerf):
+// startTime and endTime in every spec; a wildcard spec ("type:*") or a multi-entity spec
+// ("type:uuid1,uuid2,...", from 8.0.0.3, at most 400 uuids) the only spec of its call; otherwise at
+// most 100 specs. Before vSAN 8.0U2 a multi-entity spec is one uuid that names nothing.
+func (p *vsanPlan) checkSpecs(specs []vsantypes.VsanPerfQuerySpec) ([]vsanQuery, *soap.Fault) {
+	if len(specs) == 0 {
+		return nil, invalidArgument("querySpecs", "no query spec")
+	}
+	now := p.now().UTC()
+	queries := make([]vsanQuery, 0, len(specs))
+	alone := ""
+	for i, spec := range specs {
+		typ, id, ok := strings.Cut(spec.EntityRefId, ":")
+		if !ok || id == "" || !contains(vsanEntityTypes, typ) {
+			return nil, invalidArgument("entityRefId", fmt.Sprintf("querySpecs[%d].entityRefId %q is not <entity type>:<uuid>", i, spec.EntityRefId))
+		}
+		q := vsanQuery{typ: typ, uuids: []string{id}, labels: spec.Labels}
+		switch {
+		case id == "*":
+			alone = "a wildcard spec"
+		case p.multi && strings.Contains(id, ","):
+			q.uuids = strings.Split(id, ",")
+			if contains(q.uuids, "") || contains(q.uuids, "*") {
+				return nil, invalidArgument("entityRefId", fmt.Sprintf("querySpecs[%d]: a multi-entity spec with an empty uuid or a wildcard", i))
+			}
+			if len(q.uuids) > maxMultiUUIDs {
+				return nil, invalidArgument("entityRefId", fmt.Sprintf("querySpecs[%d]: %d uuids in one multi-entity spec (at most %d)", i, len(q.uuids), maxMultiUUIDs))
+			}
+			alone = "a multi-entity spec"
+		}
+		if spec.StartTime == nil || spec.EndTime == nil {
+			field := map[bool]string{true: "startTime", false: "endTime"}[spec.StartTime == nil]
+			return nil, invalidArgument(field, fmt.Sprintf("querySpecs[%d] has no %s (both must be set)", i, field))
+		}
+		var err error
+		if q.stamps, err = p.samples(*spec.StartTime, *spec.EndTime, now); err != nil {
+			return nil, invalidArgument("startTime", fmt.Sprintf("querySpecs[%d]: %v", i, err))
+		}
+		queries = append(queries, q)
+	}
+	if alone != "" && len(specs) > 1 {
+		return nil, invalidArgument("", fmt.Sprintf("%s with %d other specs in one call (it must be the only one)", alone, len(specs)-1))
+	}
+	if len(specs) > maxPlainSpecs {
+		return nil, invalidArgument("", fmt.Sprintf("%d specs in one call (at most %d)", len(specs), maxPlainSpecs))
+	}
+	return queries, nil
+}
+
+// describeSpecs sums a checked call up for the log: "1 spec: host-domclient:*", "1 spec:
+// virtual-machine:<6 uuids>", "34 specs: host-domclient x3, virtual-machine x6, ...".
+func describeSpecs(queries []vsanQuery) string {
+	if len(queries) == 1 {
+		q := queries[0]
+		if len(q.uuids) == 1 {
+			return "1 spec: " + q.typ + ":" + q.uuids[0]
+		}
+		return fmt.Sprintf("1 spec: %s:<%d uuids>", q.typ, len(q.uuids))
+	}
+	var order []string
+	count := map[string]int{}
+	for _, q := range queries {
+		if count[q.typ] == 0 {
+			order = append(order, q.typ)
+		}
+		count[q.typ]++
+	}
+	parts := make([]string, len(order))
+	for i, typ := range order {
+		parts[i] = fmt.Sprintf("%s x%d", typ, count[typ])
+	}
+	return fmt.Sprintf("%d specs: %s", len(queries), strings.Join(parts, ", "))
+}
+
+// answer is the checked queries' entities, or the fault the fixture gives: the performance service
+// off (NotFound), an entity type's fault (perf_faults), a wildcard the type refuses (wildcard_refused).
+func (p *vsanPlan) answer(cp *vsanClusterPlan, queries []vsanQuery) (*vsantypes.VsanPerfQueryPerfResponse, *soap.Fault) {
+	if !cp.perfOn {
+		return nil, simulator.Fault("", &types.NotFound{})
+	}
+	res := &vsantypes.VsanPerfQueryPerfResponse{}
+	for i, q := range queries {
+		if fault, ok := cp.fx.PerfFaults[q.typ]; ok {
+			log.Printf("vsan: VsanPerfQueryPerf cluster %s: %s answers %s (the fixture's)", cp.fx.Name, q.typ, fault)
+			return nil, simulator.Fault("", vsanFaults[fault]())
+		}
+		entities := cp.entities[q.typ]
+		if q.uuids[0] == "*" {
+			if contains(cp.fx.WildcardRefused, q.typ) {
+				return nil, invalidArgument("entityRefId", fmt.Sprintf("querySpecs[%d]: %s refuses the wildcard (the fixture's)", i, q.typ))
+			}
+		} else {
+			entities = nil
+			for _, id := range q.uuids {
+				if e := cp.byUUID[q.typ][id]; e != nil {
+					entities = append(entities, e)
+				}
+			}
+		}
+		for _, e := range entities {
+			res.Returnval = append(res.Returnval, p.csv(q.typ, e, q.stamps, q.labels))
+		}
+	}
+	return res, nil
+}
+
+// samples are the sample indexes k (at t = k * sample seconds) with start < t <= min(end, now): the
+// reference's endTime is replaced by the server's time when later, and "the returned samples do not
+// include the sample at startTime".
+func (p *vsanPlan) samples(start, end, now time.Time) ([]int64, error) {
 	last := now
-	if end != nil && end.Before(last) {
-		last = *end
+	if end.Before(last) {
+		last = end
 	}
-	first := last.Add(-time.Hour)
-	if start != nil {
-		first = *start
+	lo := start.Unix()/p.sample + 1 // the first sample after start (t is a whole second)
+	if start.Unix() < 0 && start.Unix()%p.sample != 0 {
+		lo-- // Go's division truncates toward zero
 	}
-	secs := first.Unix()
-	if first.Nanosecond() > 0 {
-		secs++ // the first whole second at or after start
-	}
-	lo := (secs + p.sample - 1) / p.sample
 	hi := last.Unix() / p.sample
 	if hi-lo+1 > maxSamples {
 		return nil, fmt.Errorf("the time range holds more than %d samples", maxSamples)
