@@ -1,3 +1,3 @@
-from exporter.cli import main
+from exporter.cli import run
 
-raise SystemExit(main())
+run()

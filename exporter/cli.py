@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 
@@ -50,3 +51,27 @@ def main(argv: list[str] | None = None) -> int:
         )
     except KeyboardInterrupt:
         return 130
+
+
+def run() -> None:
+    """The console script and `python -m exporter`: main(), then the process ends.
+
+    A command that loaded pyarrow (compare, capacity, backfill) ends with os._exit once its output
+    is flushed: Arrow's native thread pools, torn down during the interpreter's finalization, can
+    abort a run that has finished ("terminate called without an active exception", exit -6:
+    apache/arrow#34314; seen here in about 1 of 100 runs under load). There is nothing left to
+    finalize: every file a command writes is closed before main returns."""
+    try:
+        code = main()
+    except BrokenPipeError:  # the reader went away (`| head`): no traceback, nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    if "pyarrow" in sys.modules:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more can be written anyway
+                pass
+        os._exit(code)
+    raise SystemExit(code)
