@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.esxtop import EsxtopReader
+from exporter.esxtop import EsxtopError, EsxtopReader
 from exporter.esxtop import columns as c
 from exporter.esxtop.reader import cell_start
 from tests.support.captures import DEVICE_COUNTERS, header, row
@@ -34,7 +35,7 @@ def test_cell_start_finds_the_cell_a_split_finds(cells, data):
 
 
 def _wide_capture(rows: int, seed: int):
-    """Runs of disk columns between long stretches of skipped Vcpu columns; each row's cells are
+    """Runs of disk columns between long stretches of skipped columns; each row's cells are
     a different width (0, 0.00, 12345.67, space-padded), so every guess from the row before is off."""
     rng = random.Random(seed)
     cols = []
@@ -44,6 +45,7 @@ def _wide_capture(rows: int, seed: int):
             dev = f"naa.60{block:02d}{d:02d}"
             cols += [("Physical Disk SCSI Device", dev, counter) for counter in DEVICE_COUNTERS]
             cols += [("Physical Disk Per-Device-Per-World", f"{dev}-{4000 + w}", "Active Commands") for w in range(3)]
+    cols += [("Network Port", f"vSwitch0:{5000 + i}:vmnic0", "Packets Received/sec") for i in range(300)]
     lines = [header("esx-wide", cols)]
     styles = [lambda v: f"{v:.2f}", lambda v: str(int(v)), lambda v: f"{v * 1000:.2f}", lambda v: f"   {v:.1f}"]
     for n in range(rows):
@@ -72,3 +74,23 @@ def test_every_row_reads_what_a_split_of_the_whole_row_reads():
             for field in families[family][key]
         }
         assert got == expected
+
+
+def test_a_row_one_cell_short_or_long_anywhere_is_the_one_line_cell_count_error():
+    lines = _wide_capture(rows=3, seed=5)
+    reader = EsxtopReader("wide")
+    reader.feed(lines[0])
+    reader.feed(lines[1])
+    width = reader.layout.width
+    good = lines[2]
+    commas = [i for i, ch in enumerate(good) if ch == ","]
+    (first, last), end = reader.layout.runs[0], reader.layout.runs[-1][1]
+    # A comma dropped or doubled before the first run, inside a run and after the last one.
+    for cell in (first // 2, first + 1, last, end + 2, len(commas) - 1):
+        at = commas[cell]
+        for bad, cells in ((good[:at] + good[at + 1 :], width - 1), (good[:at] + "," + good[at:], width + 1)):
+            with pytest.raises(EsxtopError) as err:
+                reader.feed(bad)
+            assert str(err.value).endswith(f"{cells} cells, the header has {width}")
+            assert "\n" not in str(err.value)
+        assert reader.feed(good) is not None  # the reader reads on
