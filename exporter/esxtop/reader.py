@@ -1,8 +1,10 @@
 """Streaming reader for esxtop batch output (`esxtop -b`): one line in, at most one Sample out.
 
 The header is parsed once (with the csv module: it is quoted and may exceed 1 MB); data rows take
-a fast path: esxtop data cells are numbers and never contain commas, so a row is split with
-str.split and only the columns the exporter exports are converted (see esxtop-format.md).
+a fast path: esxtop data cells are numbers and never contain commas, so only the runs of cells the
+exporter exports are cut out of a row (found by comma counts, see cell_start) and split with
+str.split, and only those columns are converted (see esxtop-format.md). An `-a` row is a few
+hundred KB of which a few percent is read.
 """
 
 from __future__ import annotations
