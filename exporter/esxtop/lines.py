@@ -20,7 +20,7 @@ def bounded_lines(raw, max_line: int = MAX_LINE):
         line = raw.readline(max_line + 1)
         if not line:
             return
-        if len(line.rstrip(b"\r\n")) >= max_line:
+        if len(line) >= max_line and len(line.rstrip(b"\r\n")) >= max_line:  # no copy of a short line
             size = len(line)
             while not line.endswith(b"\n"):
                 line = raw.readline(1 << 20)

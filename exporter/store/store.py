@@ -31,6 +31,22 @@ def _latency_counter(field_name: str) -> str:
     return field_name + "_total"
 
 
+def _plan(fields: tuple) -> tuple:
+    """What integrate folds for a stats dict with these fields: (rates, latencies weighted by
+    commands, directional latencies with their weight), each with its counter's name."""
+    rates = tuple(name for name in m.RATE_FIELDS if name in fields)
+    latencies = tuple((name, _latency_counter(name)) for name in m.LATENCY_FIELDS if name in fields)
+    directional = tuple(
+        (name, weight, _latency_counter(name)) for name, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items() if name in fields
+    )
+    return rates, latencies, directional
+
+
+# Plans by field tuple: a source writes each object kind's fields in one order every interval, so
+# there are few, and each object's fold loops over its own fields instead of every known one.
+_PLANS: dict[tuple, tuple] = {}
+
+
 def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None) -> int:
     """Fold one interval of one object into its state; returns how many increments were refused.
 
@@ -38,21 +54,28 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
     (a source let a bad value through), or that would take the sum past the largest float (finite
     but huge cells, 1e301 MB/s), is refused, so no value can leave a counter NaN, +Inf or going
     down for the rest of the process's life."""
+    fields = tuple(stats)
+    plan = _PLANS.get(fields)
+    if plan is None:
+        if len(_PLANS) > 4096:  # a source with ever-new field sets: start over rather than grow
+            _PLANS.clear()
+        plan = _PLANS[fields] = _plan(fields)
+    rates, latencies, directional = plan
+    counters = obj.counters
     if interval is None:
         # esxtop's first sample: rates and latencies read 0.00 and are not a measurement.
         obj.gauges = {k: v for k, v in stats.items() if k in m.CONFIG_FIELDS}
-        for name in m.RATE_FIELDS:
-            if name in stats:
-                obj.counters.setdefault(name, 0.0)
-        for name in (*m.LATENCY_FIELDS, *m.DIRECTIONAL_LATENCY_WEIGHT):
-            if name in stats:
-                obj.counters.setdefault(_latency_counter(name), 0.0)
+        for name in rates:
+            counters.setdefault(name, 0.0)
+        for _, key in latencies:
+            counters.setdefault(key, 0.0)
+        for _, _, key in directional:
+            counters.setdefault(key, 0.0)
         return 0
     obj.gauges = stats
-    counters = obj.counters
     refused = 0
-    for name in m.RATE_FIELDS:
-        rate = stats.get(name)
+    for name in rates:
+        rate = stats[name]
         if rate is not None:
             step = rate * interval
             total = counters.get(name, 0.0) + step
@@ -60,22 +83,21 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
                 counters[name] = total
             else:
                 refused += 1
-    commands = stats.get(m.COMMANDS)
-    if commands is not None:
-        for name in m.LATENCY_FIELDS:
-            latency = stats.get(name)
-            if latency is not None:
-                key = _latency_counter(name)
-                step = latency * commands * interval
-                total = counters.get(key, 0.0) + step
-                if 0.0 <= step and total < _INF:
-                    counters[key] = total
-                else:
-                    refused += 1
-    for name, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
-        latency, rate = stats.get(name), stats.get(weight)
+    if latencies:
+        commands = stats.get(m.COMMANDS)
+        if commands is not None:
+            for name, key in latencies:
+                latency = stats[name]
+                if latency is not None:
+                    step = latency * commands * interval
+                    total = counters.get(key, 0.0) + step
+                    if 0.0 <= step and total < _INF:
+                        counters[key] = total
+                    else:
+                        refused += 1
+    for name, weight, key in directional:
+        latency, rate = stats[name], stats.get(weight)
         if latency is not None and rate is not None:
-            key = _latency_counter(name)
             step = latency * rate * interval
             total = counters.get(key, 0.0) + step
             if 0.0 <= step and total < _INF:
