@@ -9,10 +9,9 @@ With --dump SOURCE it times `dump` instead (the streaming reader and the store, 
 every sample) against pandas.read_csv, on a real capture widened to --columns x --rows: its columns
 repeated under new instance names (so every name stays unique and each copy keeps the real layout
 and disk share), its rows cycled after the first with 5 s timestamps. The real `-a` capture this
-was measured with is RS-big (docs: esxtop-format.md), not shipped here:
+was measured with is RS-big (docs: esxtop-format.md), kept as a fixture:
 
-    git clone https://github.com/rach-sharp/esxtopd && git -C esxtopd show a734f65:esxtop-data.csv > /tmp/esxtop-a.csv
-    python3 bench/read_capture.py --dump /tmp/esxtop-a.csv --columns 50000 --rows 360 --repeat 5
+    python3 bench/read_capture.py --dump tests/fixtures/esxtop/esxi65-all-counters-4samples.csv --columns 50000 --rows 360 --repeat 5
 """
 
 from __future__ import annotations
