@@ -798,6 +798,7 @@ func main() {
 	}
 
 	installChanges(reg, *model.ServiceContent.ViewManager, perf, placed)
+	installHostStates(model.Service, reg, placed, *fixture, *esx) // hoststate.go: not-connected hosts, boot volumes
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u
