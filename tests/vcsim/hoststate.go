@@ -69,9 +69,11 @@ var hostMethodsWithoutHost = map[string]bool{
 	"DisconnectHost_Task": true, "ReconnectHost_Task": true, "Destroy_Task": true, "RetrieveManagedMethodExecuter": true,
 }
 
-// installHostStates applies the fixture's host states and system volumes to the placed hosts,
-// refuses calls to hosts that are not connected and serves the run-time control.
-func installHostStates(service *simulator.Service, reg *simulator.Registry, hosts []*simulator.HostSystem, fixturePath string, esx bool) {
+// installHostStates adds the fixture's system volumes to the placed hosts, refuses calls to hosts
+// that are not connected and serves the run-time control. It returns what sets the fixture's
+// connection states and maintenance modes, called once the fixture's VMs are created and
+// powered on (which neither state allows).
+func installHostStates(service *simulator.Service, reg *simulator.Registry, hosts []*simulator.HostSystem, fixturePath string, esx bool) func() {
 	states := &hostStates{reg: reg, owner: map[types.ManagedObjectReference]*simulator.HostSystem{}, byName: map[string]*simulator.HostSystem{}}
 	fixtures := map[string]hostStateFixture{}
 	if fixturePath != "" {
@@ -100,13 +102,10 @@ func installHostStates(service *simulator.Service, reg *simulator.Registry, host
 			if esx {
 				log.Fatalf("%s: host %s: connection_state is vCenter's view of a host (not with -esx)", fixturePath, h.Name)
 			}
-			state, err := connectionState(fh.ConnectionState)
-			if err != nil {
+			if _, err := connectionState(fh.ConnectionState); err != nil {
 				log.Fatalf("%s: host %s: %v", fixturePath, h.Name, err)
 			}
-			h.Runtime.ConnectionState = state
 		}
-		h.Runtime.InMaintenanceMode = fh.Maintenance
 	}
 	previous := reg.Handler
 	reg.Handler = func(ctx *simulator.Context, method *simulator.Method) (mo.Reference, types.BaseMethodFault) {
@@ -120,6 +119,15 @@ func installHostStates(service *simulator.Service, reg *simulator.Registry, host
 	}
 	reg.AddHandler(&maintenanceNotifier{self: types.ManagedObjectReference{Type: "StorageSimNotifier", Value: "maintenance"}})
 	service.HandleFunc("/storagesim/hoststate", states.serve)
+	return func() {
+		for _, h := range hosts {
+			fh := fixtures[h.Name]
+			if fh.ConnectionState != "" {
+				h.Runtime.ConnectionState, _ = connectionState(fh.ConnectionState)
+			}
+			h.Runtime.InMaintenanceMode = fh.Maintenance
+		}
+	}
 }
 
 // own records the host's configuration managers and its method executer as the host's.
@@ -149,11 +157,16 @@ func (s *hostStates) refuse(method *simulator.Method) types.BaseMethodFault {
 	if host == nil {
 		return nil
 	}
+	message := func(text string) types.HostCommunication {
+		return types.HostCommunication{RuntimeFault: types.RuntimeFault{MethodFault: types.MethodFault{
+			FaultMessage: []types.LocalizableMessage{{Key: "com.vmware.vim.vpxd.vpx.vmprov.HostCommunication", Message: fmt.Sprintf(text, host.Name)}},
+		}}}
+	}
 	switch host.Runtime.ConnectionState {
 	case types.HostSystemConnectionStateNotResponding:
-		return &types.HostNotReachable{}
+		return &types.HostNotReachable{HostCommunication: message("Cannot contact the host %s: it is not responding.")}
 	case types.HostSystemConnectionStateDisconnected:
-		return &types.HostNotConnected{}
+		return &types.HostNotConnected{HostCommunication: message("Unable to communicate with the host %s: it is disconnected.")}
 	}
 	return nil
 }
