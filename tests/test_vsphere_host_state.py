@@ -216,6 +216,11 @@ def test_serve_follows_a_host_that_stops_responding_and_comes_back(sim, password
             "esx01 not responding, its storage series gone",
         )
         assert value(text, "esxi_host_connection_state", host=ESX01, state="connected") == 0
+        # the target's own /probe shows its hosts' states (the target is named after its address)
+        with urllib.request.urlopen(exporter.url + "/probe?target=127.0.0.1", timeout=10) as response:
+            probe = response.read().decode()
+        assert value(probe, "esxi_host_connection_state", host=ESX03, state="notResponding") == 1
+        assert value(probe, "esxi_host_connection_state", host=ESX01, state="notResponding") == 1
         assert "esxi_lun_commands_total" in families_of(text, ESX02)  # the other hosts stay whole
         set_state(sim, ESX01, "connected")
         until(

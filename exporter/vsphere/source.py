@@ -187,9 +187,10 @@ class VsphereTarget:
 
     def _followed(self, delta: Delta, mirror: Mirror) -> None:
         """A change the follower settled (a stage of a cold start, or a change as it came)."""
-        if delta.statuses:
+        if delta.statuses:  # a host's connection state or maintenance mode: in the health record below
             self.host_status = mirror.host_status()
-        self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        if delta.changed or delta.removed:
+            self._apply(mirror.topology(), delta.changed.values(), delta.removed)
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
                 for kind, count in delta.changes.items():
