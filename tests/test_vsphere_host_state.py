@@ -142,6 +142,20 @@ def execute_soap(executer: str, words: list[str]) -> str:
     )
 
 
+def test_a_host_disconnected_through_the_api_answers_host_not_connected(content):
+    """DisconnectHost_Task (vCenter answers it itself, whatever the host's state): its managers
+    answer vmodl.fault.HostNotConnected until ReconnectHost_Task."""
+    host = named(content, vim.HostSystem, ESX02)
+    wait(host.DisconnectHost_Task())
+    try:
+        assert host.runtime.connectionState == "disconnected"
+        with pytest.raises(vmodl.fault.HostNotConnected):
+            host.configManager.advancedOption.QueryOptions("Disk.SchedNumReqOutstanding")
+    finally:
+        wait(host.ReconnectHost_Task())
+    assert host.configManager.advancedOption.QueryOptions("Disk.SchedNumReqOutstanding")[0].value == 64
+
+
 def test_the_control_refuses_what_is_no_connection_state(sim):
     with pytest.raises(urllib.error.HTTPError) as refused:
         set_state(sim, ESX01, "maintenance")

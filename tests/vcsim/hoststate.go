@@ -28,6 +28,8 @@
 // runtime.connectionState and reports it to the property collector, as vCenter reports a host
 // that stops responding or comes back. EnterMaintenanceMode_Task and ExitMaintenanceMode_Task
 // report runtime.inMaintenanceMode when their task ends (the stock tasks change it silently).
+// Hosts added after start (AddHost_Task) are neither refused nor controlled: only the fixture's.
+// The refusal is a hook of the registry (Registry.Handler), chained to any hook set before it.
 package main
 
 import (
