@@ -86,7 +86,7 @@ class Delta:
     removed: list[str] = field(default_factory=list)  # names of hosts gone from the topology
     changes: dict[str, int] = field(default_factory=dict)  # kind -> count (esxi_vsphere_inventory_changes_total)
     built: set[str] = field(default_factory=set)  # hosts whose storage was read whole (added or changed)
-    statuses: bool = False  # a chosen host's connection state or maintenance mode changed (Mirror.host_status)
+    statuses: bool = False  # a shown host's connection state or maintenance mode changed (Mirror.host_status)
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.removed or self.statuses)
