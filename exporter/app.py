@@ -162,10 +162,18 @@ class App:
         return threads
 
     def collect_vsphere_once(self) -> list:
-        """One discovery and one collection of every vSphere target (dump); the targets that failed."""
+        """One discovery and one collection of every vSphere target (dump), every source it has: its
+        vSAN clusters and (smart.read) one SMART round of its hosts' local disks through esxcli,
+        as serve runs them; the targets that failed."""
         failed = [t for t in self.vsphere if not t.run_once()]  # each failure is logged with its reason
         for source in self.vsan:
             source.run_once()
+        if self.settings["smart.read"]:
+            from exporter.smart.vsphere import SmartOverVsphere
+
+            for target in self.vsphere:
+                if target.config.esxcli and target.topology is not None:
+                    SmartOverVsphere(target, self.store, self.stop).round()
         for target in self.vsphere:
             target.client.close()
         return failed

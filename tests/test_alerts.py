@@ -23,6 +23,7 @@ STATE_ALERTS = {
     "EsxiCollectorFailing",
     "EsxiPathDead",
     "EsxiLunDeviceNotOk",
+    "EsxiHostNotResponding",
     "EsxiDiskHealthNotOk",
     "EsxiDiskNvmeCriticalWarning",
     "EsxiVsanHealthRed",

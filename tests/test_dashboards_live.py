@@ -70,7 +70,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
                 Exporter("--simulate", scenario, "--simulate.interval", "1s", log_path=tmp_path / f"exporter-{scenario}.log")
             )
         fixture = tmp_path / "vcsim-fixture.json"
-        fixture.write_text(FIXTURE.read_text().replace(".lab.local", ".vc.lab.local"))
+        fixture.write_text(json.dumps(with_host_states(json.loads(FIXTURE.read_text().replace(".lab.local", ".vc.lab.local")))))
         vcenter = StorageSim(tmp_path / "vcsim", fixture=fixture)
         password = tmp_path / "vsphere-password"
         password.write_text(PASSWORD + "\n")
@@ -116,6 +116,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
         check_table2(panels)
         check_table2_from_the_vsphere_api(panels)
         check_disks(panels)
+        check_host_states(panels)
         for f in dashboard_files():  # the data preview draws every panel from these results
             model = json.loads(f.read_text())
             page = render(model, [r for r in panels if r.dashboard == model["title"]], "test")
@@ -127,6 +128,23 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
             e.stop()
         if vcenter:
             vcenter.stop()
+
+
+def with_host_states(fixture: dict) -> dict:
+    """The overview's host states: esx02 in maintenance mode, and a fourth host (esx03's storage,
+    no VMs) that vCenter lists as not responding (tests/vcsim/hoststate.go)."""
+    hosts = fixture["hosts"]
+    hosts[1]["maintenance"] = True
+    hosts.append({**hosts[2], "name": "esx04.vc.lab.local", "vms": [], "connection_state": "notResponding"})
+    return fixture
+
+
+def check_host_states(panels) -> None:
+    assert value(panels, "Hosts not connected", "A") == 1
+    assert value(panels, "Hosts in maintenance mode", "A") == 1
+    assert value(panels, "Host states", "A", host="esx04.vc.lab.local", state="notResponding") == 0
+    assert value(panels, "Host states", "A", host="esx02.vc.lab.local", state="connected") == 1
+    assert value(panels, "Host states", "B", host="esx01.vc.lab.local", state="connected") == 4  # its four LUNs
 
 
 def value(panels, panel: str, ref: str, **labels) -> float:

@@ -1,11 +1,14 @@
 """Disk health with no SSH: the same esxcli commands through each host's managed method executer on
 the vSphere storage simulator (tests/vcsim/smart.go answers them as a real host does), through
 vCenter: exact values per host on /metrics and on the target's /probe, the USB device a state,
-the healthy host raising nothing that the failing one does (tests/support/smart_sim.py)."""
+the healthy host raising nothing that the failing one does (tests/support/smart_sim.py); and
+`dump --vsphere`, which reads them once as serve's first round does."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.request
 
 import pytest
@@ -13,7 +16,7 @@ import pytest
 from tests.support import smart_sim
 from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, value
-from tests.support.servers import Exporter
+from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -26,12 +29,24 @@ def get(url: str) -> str:
         return response.read().decode()
 
 
-def test_disk_health_through_the_vsphere_api(tmp_path):
-    fixture, answers = smart_sim.write(json.loads(FIXTURE.read_text()), tmp_path / "sim")
-    sim = StorageSim(tmp_path / "vcsim", "-smart", str(answers), fixture=fixture)
-    password = tmp_path / "password"
-    password.write_text(PASSWORD + "\n")
-    password.chmod(0o600)
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("smart-vsphere")
+    fixture, answers = smart_sim.write(json.loads(FIXTURE.read_text()), tmp / "sim")
+    sim = StorageSim(tmp / "vcsim", "-smart", str(answers), fixture=fixture)
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def password(tmp_path_factory):
+    path = tmp_path_factory.mktemp("secret") / "password"
+    path.write_text(PASSWORD + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def test_disk_health_through_the_vsphere_api(tmp_path, sim, password):
     config = tmp_path / "exporter.yml"
     config.write_text(f"""
 vsphere:
@@ -76,5 +91,35 @@ smart:
         assert value(probe, "esxi_lun_local", **hdd) == 1  # the same device label as the LUN families
     finally:
         exporter.stop()
-        sim.stop()
     assert "Traceback" not in (tmp_path / "exporter.log").read_text()
+
+
+def test_dump_reads_the_local_disks_too(sim, password):
+    """One-shot is everything: `dump --vsphere` runs one SMART round through the method executer
+    after its walk and collection, the values as serve shows them."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
+        + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    hdd = dict(host=HEALTHY, device=HDD)
+    assert value(text, "esxi_disk_smart_value", **hdd, parameter="read_error_count", page="ata") == 81
+    assert value(text, "esxi_disk_nvme_percentage_used_ratio", host=HEALTHY, device=NVME, adapter="vmhba1") == 0.03
+    assert value(text, "esxi_disk_smart_health_status", host=FAILING, device=SSD, status="IMPENDING FAILURE") == 1
+    assert value(text, "esxi_disk_temperature_celsius", host=FAILING, device=NVME, source="nvme_log") == 84
+    assert value(text, "esxi_disk_smart_status", host=HEALTHY, device=USB, status="unsupported") == 1
+    assert value(text, "esxi_disk_smart_up", host=FAILING) == 1
+    assert value(text, "esxi_lun_queue_depth", host=HEALTHY, device=SAN) is not None  # beside the rest of the target
+    assert "Traceback" not in proc.stderr
+    # --no-smart.read leaves them out, as it does in serve
+    quiet = subprocess.run(
+        proc.args + ["--no-smart.read"], capture_output=True, text=True, env=exporter_env(), cwd=ROOT, timeout=120
+    )
+    assert quiet.returncode == 0, quiet.stderr
+    assert "esxi_disk_" not in quiet.stdout and "esxi_lun_queue_depth{" in quiet.stdout

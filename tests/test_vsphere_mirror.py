@@ -269,6 +269,41 @@ def test_a_disconnected_host_leaves_and_comes_back_read_again():
     assert [v.name for v in delta.changed["host-1"].vms] == ["db01"]  # its VM with it
 
 
+def test_every_host_vcenter_lists_has_its_state_whether_or_not_it_is_read():
+    """A host not responding leaves the topology (its storage series go) but keeps its status; so
+    does one in maintenance mode; one the selection leaves out has none."""
+    mirror = walked(selection=HostSelection(exclude=("/DC0/host/Prod/esx03",)))
+    mirror.apply(
+        [
+            tree("HostSystem", "host-3", "esx03", "domain-c1", "notResponding"),
+            tree("HostSystem", "host-4", "esx04", "domain-c1", "notResponding"),
+        ]
+    )
+    delta, _ = mirror.settle()
+    assert delta.statuses and not delta.changed and "host-4" not in mirror.hosts
+    assert mirror.host_status() == {
+        "esx01": m.HostStatus("connected"),
+        "esx02": m.HostStatus("connected"),
+        "esx04": m.HostStatus("notResponding"),
+    }
+    mirror.apply([ObjectUpdate(TREE, "modify", "HostSystem", "host-1", {"runtime.connectionState": val("notResponding")})])
+    delta, _ = mirror.settle()
+    assert delta.removed == ["esx01"] and delta.statuses
+    assert mirror.host_status()["esx01"] == m.HostStatus("notResponding")
+    mirror.apply(
+        [ObjectUpdate(TREE, "modify", "HostSystem", "host-2", {"runtime.inMaintenanceMode": val("true", "xsd:boolean")})]
+    )
+    delta, _ = mirror.settle()
+    assert delta.statuses and not delta.removed and "host-2" in mirror.hosts  # still read: it still answers
+    assert mirror.host_status()["esx02"] == m.HostStatus("connected", maintenance=True)
+    mirror.apply([ObjectUpdate(TREE, "modify", "HostSystem", "host-2", {"name": val("esx02")})])
+    delta, _ = mirror.settle()
+    assert not delta.statuses  # nothing of its status changed: nothing to publish
+    mirror.apply([ObjectUpdate(TREE, "leave", "HostSystem", "host-4", {})])
+    delta, _ = mirror.settle()
+    assert delta.statuses and "esx04" not in mirror.host_status()  # removed from vCenter: gone
+
+
 def test_a_changed_host_is_read_again_whole_and_its_removed_objects_are_named():
     mirror = walked()
     mirror.apply([paths("host-1", {"ds1": "naa.1", "ds2": "naa.2"}, dead=("naa.2",), event="modify")])

@@ -35,6 +35,65 @@ ADAPTER_URL = (
 LINK_USE = link_use(HOST)
 
 
+# A host's current connection state, one series per host (one target's view if two list it).
+HOST_STATE = f"max by (host, state) (esxi_host_connection_state{{{HOST}}} == 1)"
+
+
+def _hosts(d):
+    """Every host vCenter lists, whether or not it answers: a host not responding has no LUN
+    series, so the boards above lose it without a word; here it shows."""
+    d = d.with_row(row("Hosts as vCenter lists them"))
+    d = d.with_panel(
+        stat_panel(
+            "Hosts not connected",
+            "Hosts vCenter lists as notResponding or disconnected. Their storage is not collected and "
+            "their storage alerts are blind; a host not responding for 5 minutes outside maintenance "
+            "mode pages (EsxiHostNotResponding).",
+            "short",
+            Q(f'count(max by (host) (esxi_host_connection_state{{state!="connected",{HOST}}}) == 1) or vector(0)', instant=True),
+            thresholds=((None, "green"), (1, "red")),
+            w=6,
+            h=6,
+        )
+    )
+    d = d.with_panel(
+        stat_panel(
+            "Hosts in maintenance mode",
+            "Hosts vCenter lists in maintenance mode: expected to go away for a reboot or a patch, so "
+            "they do not page when they stop responding.",
+            "short",
+            Q(f"count(max by (host) (esxi_host_maintenance_mode{{{HOST}}}) == 1) or vector(0)", instant=True),
+            thresholds=((None, "green"), (1, "blue")),
+            w=6,
+            h=6,
+        )
+    )
+    return d.with_panel(
+        table_panel(
+            "Host states",
+            "Each host's connection state (connected, notResponding, disconnected), whether it is in "
+            "maintenance mode, and how many LUNs are read from it: none for a host vCenter cannot read.",
+            ("host", "state"),
+            [
+                Column(
+                    "maintenance",
+                    f"max by (host, state) (esxi_host_maintenance_mode{{{HOST}}} * on (host) group_left (state) {HOST_STATE})",
+                    "short",
+                    ((None, "transparent"), (1, "blue")),
+                ),
+                Column(
+                    "LUNs read",
+                    f"count by (host) (esxi_lun_info{{{HOST}}}) * on (host) group_left (state) {HOST_STATE}",
+                    "short",
+                ),
+            ],
+            sort_by="maintenance",
+            w=12,
+            h=6,
+        )
+    )
+
+
 def build():
     d = new_dashboard(
         UID,
@@ -108,6 +167,7 @@ def build():
         ),
     ):
         d = d.with_panel(panel.span(3))
+    d = _hosts(d)
     d = d.with_row(row("Top LUNs over the selected time range"))
     d = d.with_panel(
         table_panel(

@@ -13,6 +13,7 @@ from exporter.collectors import (
     device_config,
     esxcli,
     esxtop,
+    host_state,
     inventory,
     lun,
     path,
@@ -38,6 +39,7 @@ COLLECTORS = {
     "esxtop": (esxtop.collect, True),
     "esxtop_ssh": (ssh.collect, True),  # SSH streams' health (nothing without --esxtop.ssh)
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
+    "host_state": (host_state.collect, True),  # hosts' connection state and maintenance mode (vSphere)
     "smart": (smart.collect, True),  # local disks' SMART pages and NVMe health logs (exporter.smart)
     "vsan": (vsan.collect, True),  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
 }

@@ -39,8 +39,10 @@ class SmartRounds:
         return not failed
 
     def forget(self, hosts) -> None:
+        """Hosts gone from the source: their last report and their SMART health and error counts."""
         for host in hosts:
             self.last.pop(host, None)
+            self.health.forget(host)
 
     def _log_changes(self, where: str, report) -> None:
         before = self.last.get(report.host)

@@ -84,4 +84,7 @@ class SmartOverVsphere:
 
         with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))
-        self.rounds.forget(set(self.rounds.last) - {topo.name for topo in topology.hosts})
+        # hosts gone from the target, by its topology now: one that left during the round (stopped
+        # responding) leaves no health series behind that its answers set after it left
+        now = target.topology or topology
+        self.rounds.forget((set(self.rounds.last) | set(self.rounds.health.errors)) - {topo.name for topo in now.hosts})

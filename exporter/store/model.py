@@ -186,6 +186,19 @@ class Inventory:
     vdisks: dict[tuple[str, str], VirtualDiskConfig] = field(default_factory=dict)  # (vm, disk) -> backing
 
 
+# A host's runtime.connectionState as vCenter reports it (vim.HostSystem.ConnectionState).
+HOST_CONNECTION_STATES = ("connected", "disconnected", "notResponding")
+
+
+@dataclass(frozen=True, slots=True)
+class HostStatus:
+    """A host as vCenter lists it, whether or not it can be read: its connection state and
+    whether it is in maintenance mode (None: not reported)."""
+
+    connection_state: str  # one of HOST_CONNECTION_STATES, or what the server said
+    maintenance: bool | None = None
+
+
 @dataclass(slots=True)
 class SourceHealth:
     """A source's own health, pushed into the store whole on every change (sources keep no
@@ -205,6 +218,7 @@ class SourceHealth:
     overruns: dict[str, int] = field(default_factory=dict)  # phase -> runs longer than their interval
     changes: dict[str, int] = field(default_factory=dict)  # kind -> inventory changes applied as they came (vSphere)
     walks: dict[str, int] = field(default_factory=dict)  # reason -> full inventory walks (vSphere)
+    host_status: dict[str, HostStatus] = field(default_factory=dict)  # host -> as vCenter lists it (vSphere)
 
 
 # --- physical disk health (exporter.smart): SMART pages and NVMe health logs ------------------

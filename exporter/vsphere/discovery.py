@@ -53,6 +53,24 @@ ADAPTER_TYPES = {
 }
 
 
+# Volumes a host mounts that are no datastore (config.fileSystemVolume.mountInfo lists them too):
+# the vfat boot banks (HostVfatVolume, type OTHER; named BOOTBANK1/2 from ESXi 7.0, unnamed before)
+# and, from 7.0, OSDATA (a HostVmfsVolume of type OTHER named OSDATA-<uuid>; esxcli calls it VMFSOS,
+# some builds VMFS-L). A vFlash (VFFS) volume is a read cache, no datastore either.
+NOT_DATASTORE_TYPES = frozenset({"other", "vfat", "vmfs-l", "vmfsos", "vffs"})
+NOT_DATASTORE_XSI = frozenset({"HostVfatVolume", "HostVffsVolume"})
+
+
+def is_datastore(volume) -> bool:
+    """A mounted volume is a datastore (VMFS, NFS, NFS 4.1, vSAN, vVol, PMEM ...) unless it is one
+    of the system volumes above or has no name (no datastore is nameless)."""
+    return (
+        bool(_text(volume, "name"))
+        and _text(volume, "type").lower() not in NOT_DATASTORE_TYPES
+        and volume.get(_XSI_TYPE, "").split(":")[-1] not in NOT_DATASTORE_XSI
+    )
+
+
 # The model families whose perf instances a host's topology names: all of them once its whole
 # storage configuration is read; before its paths and mounts are in, LUNs, adapters and CPUs.
 LUN_FAMILIES = frozenset({"luns", "adapters", "cpus", "host"})
@@ -213,8 +231,8 @@ def with_paths(base: HostTopology, props: dict[str, ET.Element]) -> HostTopology
     nas = []  # (datastore, nfs | nfs41, server)
     for mount in _all(props.get("config.fileSystemVolume.mountInfo"), "HostFileSystemMountInfo"):
         volume = mount.find(_NS + "volume")
-        if volume is None:
-            continue
+        if volume is None or not is_datastore(volume):
+            continue  # a boot bank or OSDATA: its partitions are on the boot device, no datastore of it
         volume_name = _text(volume, "name")
         uuid = _text(volume, "uuid") or _text(mount, "mountInfo/path").rstrip("/").rsplit("/", 1)[-1]
         topo.datastores.append(uuid)

@@ -194,6 +194,7 @@ class Follower:
             delta, wants = self.mirror.settle()
             total.changed.update(delta.changed)
             total.removed += delta.removed
+            total.statuses |= delta.statuses
             for kind, count in delta.changes.items():
                 total.count(kind, count)
             if not wants:

@@ -1,7 +1,8 @@
 """The inventory as vCenter's property collector tells it, kept current from its updates, and the
 topology collection reads, built from it.
 
-It holds the tree (folders, datacenters, clusters, hosts: names, parents, connection state), every
+It holds the tree (folders, datacenters, clusters, hosts: names, parents, connection state and
+maintenance mode), every
 VM's name, parent, host and power state, each chosen host's storage configuration (built into a
 HostTopology) and each chosen VM's disks. It does no I/O: what it needs read it asks for
 (`Wants`: hosts and VMs to add to the list views, hosts whose storage changed to read again), the
@@ -30,7 +31,10 @@ from exporter.vsphere.updates import ObjectUpdate
 TREE, LUNS, PATHS, VMS, DEVICES = "tree", "luns", "paths", "vms", "devices"  # filter roles
 
 TREE_TYPES = [vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem]
-TREE_PROPERTIES = {vim.ManagedEntity: ["name", "parent"], vim.HostSystem: ["runtime.connectionState"]}
+TREE_PROPERTIES = {
+    vim.ManagedEntity: ["name", "parent"],
+    vim.HostSystem: ["runtime.connectionState", "runtime.inMaintenanceMode"],
+}
 LUN_PROPERTIES, PATH_PROPERTIES = discovery.LUN_PROPERTIES, discovery.PATH_PROPERTIES
 LUN_FAMILIES, ALL_FAMILIES = discovery.LUN_FAMILIES, discovery.ALL_FAMILIES
 
@@ -43,6 +47,7 @@ _FIELDS = {
     "runtime.host": "host",
     "runtime.powerState": "state",
     "runtime.connectionState": "state",
+    "runtime.inMaintenanceMode": "maintenance",
 }
 
 
@@ -56,6 +61,7 @@ class Entity:
     vapp: str = ""  # parentVApp
     host: str = ""  # a VM's runtime.host
     state: str = ""  # a VM's runtime.powerState, a host's runtime.connectionState
+    maintenance: str = ""  # a host's runtime.inMaintenanceMode: "true" | "false" | "" (not reported)
 
 
 @dataclass(slots=True)
@@ -80,9 +86,10 @@ class Delta:
     removed: list[str] = field(default_factory=list)  # names of hosts gone from the topology
     changes: dict[str, int] = field(default_factory=dict)  # kind -> count (esxi_vsphere_inventory_changes_total)
     built: set[str] = field(default_factory=set)  # hosts whose storage was read whole (added or changed)
+    statuses: bool = False  # a shown host's connection state or maintenance mode changed (Mirror.host_status)
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.removed)
+        return bool(self.changed or self.removed or self.statuses)
 
     def count(self, kind: str, n: int = 1) -> None:
         self.changes[kind] = self.changes.get(kind, 0) + n
@@ -113,6 +120,8 @@ class Mirror:
         self._awaiting: set[str] = set()  # hosts added to the list views whose properties have not all come
         self._settings: set[str] = set()
         self._placed: dict[str, str] = {}  # VM moid -> host moid it was last published on
+        # every host the selection keeps, whatever its connection state: moid -> (name, status)
+        self._statuses: dict[str, tuple[str, m.HostStatus]] = {}
 
     # --- updates in ------------------------------------------------------------------------
     def apply(self, updates: list[ObjectUpdate]) -> None:
@@ -268,6 +277,7 @@ class Mirror:
         return delta, wants
 
     def _settle_host(self, moid: str, place: discovery.Place | None, delta: Delta, wants: Wants) -> None:
+        self._settle_status(moid, place, delta)
         topo = self.hosts.get(moid)
         if place is None or not self._host_wanted(moid, place):
             if topo is not None:
@@ -318,6 +328,30 @@ class Mirror:
         if topo is not None and topo.name != built.name:
             delta.removed.append(topo.name)
         self.hosts[moid] = delta.changed[moid] = built
+
+    def _settle_status(self, moid: str, place: discovery.Place | None, delta: Delta) -> None:
+        """A host's connection state and maintenance mode, for every host the selection keeps: one
+        vCenter cannot reach is shown as such (its storage series go, as for a host that left)."""
+        entity = self.entities.get(moid)
+        status = None
+        if (
+            entity is not None
+            and entity.type == "HostSystem"
+            and place is not None
+            and self.selection.keeps(place.path, place.name)
+        ):
+            maintenance = {"true": True, "false": False}.get(entity.maintenance.lower())
+            status = (entity.name, m.HostStatus(connection_state=entity.state or "unknown", maintenance=maintenance))
+        if self._statuses.get(moid) != status:
+            if status is None:
+                del self._statuses[moid]
+            else:
+                self._statuses[moid] = status
+            delta.statuses = True
+
+    def host_status(self) -> dict[str, m.HostStatus]:
+        """host name -> its state, for every host vCenter lists that the selection keeps."""
+        return dict(sorted(self._statuses.values(), key=lambda item: item[0]))
 
     def _build(self, moid, name, place, props, families, base=None) -> discovery.HostTopology:
         """A host's topology from its properties; with base (its LUN stage), from its paths' alone."""

@@ -74,6 +74,7 @@ class VsphereTarget:
         self.published: dict[str, m.Inventory] = {}  # host -> the API's view last handed to the store
         self.changes: dict[str, int] = {}  # kind -> inventory changes applied as they came
         self.walks: dict[str, int] = {}  # reason -> full walks
+        self.host_status: dict[str, m.HostStatus] = {}  # every host vCenter lists (selected), reachable or not
         self.publishing = threading.Lock()  # one topology and inventory handed over at a time
         self._esxcli_due: set[str] = set()  # hosts whose esxcli is to be read again now (storage changed)
         self._esxcli_all = False  # every host's, now (after a walk)
@@ -118,6 +119,7 @@ class VsphereTarget:
                 overruns=self.overruns.snapshot(),
                 changes=dict(self.changes),
                 walks=dict(self.walks),
+                host_status=self.host_status,  # replaced whole, never changed
             )
         self.store.set_health(record)
 
@@ -154,6 +156,7 @@ class VsphereTarget:
         self._took("discovery", start)
         with self.lock:
             self.walks[reason] = self.walks.get(reason, 0) + 1
+        self.host_status = follower.mirror.host_status()
         previous = {t.name for t in self.topology.hosts} if self.topology is not None else set()
         self._apply(topology, topology.hosts, (previous | set(self.published)) - {t.name for t in topology.hosts})
         self.discovered.set()  # the collection loop starts its first round now, not at its next poll
@@ -184,7 +187,10 @@ class VsphereTarget:
 
     def _followed(self, delta: Delta, mirror: Mirror) -> None:
         """A change the follower settled (a stage of a cold start, or a change as it came)."""
-        self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        if delta.statuses:  # a host's connection state or maintenance mode: in the health record below
+            self.host_status = mirror.host_status()
+        if delta.changed or delta.removed:
+            self._apply(mirror.topology(), delta.changed.values(), delta.removed)
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
                 for kind, count in delta.changes.items():

@@ -798,6 +798,7 @@ func main() {
 	}
 
 	installChanges(reg, *model.ServiceContent.ViewManager, perf, placed)
+	hostStates := installHostStates(model.Service, reg, placed, *fixture, *esx) // hoststate.go: not-connected hosts, boot volumes
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u
@@ -807,6 +808,7 @@ func main() {
 		log.Fatalf("creating the fixture's VMs: %v", err)
 	}
 	vs.indexVMs(reg, placed, fx)
+	hostStates() // the fixture's connection states and maintenance modes, its VMs running
 	if *certOut != "" {
 		block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
 		if err := os.WriteFile(*certOut, block, 0o644); err != nil {
