@@ -6,7 +6,7 @@
 # Two stages: the first builds a virtualenv with the exporter and its wheels, the second copies only
 # that virtualenv onto a slim Python base, so no compiler, pip cache or source tree ships.
 # The base is pinned to a patch release; pin its digest too in your own registry if you mirror it.
-# Any base with python3, its venv module and apt will do (tests/test_deploy_image.py: Debian bookworm).
+# Any base with python3, its venv module and apt will do (tests/deployment/test_deploy_image.py: Debian bookworm).
 ARG PYTHON_IMAGE=python:3.12.12-slim-trixie
 
 FROM ${PYTHON_IMAGE} AS build

@@ -123,7 +123,7 @@ def test_garbage_in_a_followed_file_is_counted_and_skipped(followed):
     assert value(text, "esxi_esxtop_parse_errors_total", stream=str(capture.path), reason="cell_count") == 2
 
 
-REAL_CAPTURE = Path(__file__).resolve().parent / "fixtures" / "esxtop" / "esxi65-default-3samples.csv"
+REAL_CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "esxtop" / "esxi65-default-3samples.csv"
 REAL_HOST = "localhost.home"  # the capture's host: 1 header + 3 samples
 
 

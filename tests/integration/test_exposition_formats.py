@@ -12,8 +12,8 @@ from prometheus_client.core import CollectorRegistry
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from tests.support.cli import REAL, run_cli
 from tests.support.servers import Exporter
-from tests.test_compare import REAL, run_cli
 
 pytestmark = pytest.mark.integration
 

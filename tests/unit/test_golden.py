@@ -16,7 +16,7 @@ from exporter.serving.exposition import Exposition
 from exporter.store.store import Store
 from tests.support.servers import CAPTURES
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 RS = CAPTURES / "esxi65-default-3samples.csv"
 IC_HEADER = CAPTURES / "esxi60-default-header-one-cell-per-line.txt"
 IC_ROW = CAPTURES / "esxi60-default-row-one-cell-per-line.txt"

@@ -208,7 +208,7 @@ def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
     } <= methods
 
 
-# Production windows shortened for a live run (as tests/test_alerts_integration.py does): samples
+# Production windows shortened for a live run (as tests/integration/test_alerts_integration.py does): samples
 # every 2 s instead of 300, read every second, every `for:` 5 s.
 VSAN_FAST = {
     "for_vsan_performance": "5s",

@@ -26,8 +26,8 @@ from exporter.analysis import stats as st
 from exporter.analysis.backfill import create_blocks
 from exporter.analysis.capture import load
 from tests.support.analysis_captures import DEVICE, Setup, write
+from tests.support.cli import run_cli
 from tests.support.servers import Prometheus
-from tests.test_compare import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def stored(tmp_path_factory):
     prom = Prometheus(tmp / "prom", [], args=("--storage.tsdb.retention.time=100y",))
     vm = None
     if shutil.which("victoria-metrics"):
-        from tests.test_scale_stack import VictoriaMetrics
+        from tests.deployment.test_scale_stack import VictoriaMetrics
 
         vm = VictoriaMetrics(tmp / "vm")
         for path in openmetrics:
@@ -284,7 +284,7 @@ def test_json_report_of_two_captures_lists_every_subject_and_metric(tmp_path):
 def test_the_board_gives_the_command_line_and_the_report_links_back_to_the_board(stored):
     """The before/after board's command, with its time range and shift filled in as Grafana does,
     compares the ranges the board shows; the HTML report links to the board with those ranges."""
-    board = json.loads((Path(__file__).resolve().parents[1] / "dashboards/provisioned/before-after.json").read_text())
+    board = json.loads((Path(__file__).resolve().parents[2] / "dashboards/provisioned/before-after.json").read_text())
     [panel] = [p for p in board["panels"] if p.get("type") == "text"]
     command = panel["options"]["content"].split("```")[1]
     after = CAPTURES["dqlen64"][2]

@@ -26,8 +26,8 @@ import yaml
 from alerts import generate
 from dashboards.evaluate import PROVISIONED, evaluate, report
 from dashboards.evaluate import Prometheus as PromAPI
+from tests.integration.test_alerts_integration import FAST
 from tests.support.servers import Alertmanager, Exporter, Prometheus, free_port, launch, stop
-from tests.test_alerts_integration import FAST
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +113,7 @@ def fast_rules(tmp: Path) -> tuple[Path, Path]:
 
 def shard_config(k: int, targets: list[str], rules: list[Path], remote_write: str) -> str:
     """deploy/sharded/prometheus-shard.yml with this shard's number, the test's targets and rules."""
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "deploy" / "sharded" / "prometheus-shard.yml").read_text())
+    config = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy" / "sharded" / "prometheus-shard.yml").read_text())
     config["global"].update(
         scrape_interval=f"{SCRAPE:g}s",
         scrape_timeout=f"{SCRAPE:g}s",
@@ -175,7 +175,7 @@ VSPHERE_ONLY = (
 )
 VSPHERE_ONLY_PANELS = {"Disks of the selected VMs", "IOPS per disk against its limit", "Outstanding reads and writes per disk"}
 # Boards of sources this esxtop stack does not run (local disks' SMART, vSAN): every query of theirs
-# would be empty here; tests/test_dashboards_live.py runs them on their own scenarios.
+# would be empty here; tests/integration/test_dashboards_live.py runs them on their own scenarios.
 OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json"}
 
 
@@ -244,7 +244,7 @@ def test_global_rules_see_what_no_shard_sees_and_every_panel_has_data(tmp_path, 
         assert problems == []
         empty = [r for r in panels if not r.ok]
         assert [f"{r.dashboard} / {r.panel} [{r.ref}]: {r.detail}" for r in empty if not reads_vsphere_only(r.expr)] == []
-        # what only the vSphere API reports is empty here and only that (tests/test_dashboards_live.py has it)
+        # what only the vSphere API reports is empty here and only that (tests/integration/test_dashboards_live.py has it)
         assert {r.panel for r in empty} <= VSPHERE_ONLY_PANELS
     finally:
         for server in reversed(started):
@@ -252,7 +252,7 @@ def test_global_rules_see_what_no_shard_sees_and_every_panel_has_data(tmp_path, 
 
 
 def test_shard_and_global_rule_files_are_the_whole_rule_file_and_pass_their_checkers():
-    alerts = Path(__file__).resolve().parents[1] / "alerts"
+    alerts = Path(__file__).resolve().parents[2] / "alerts"
     names = {}
     for part in ("rules", "shard.rules", "global.rules"):
         doc = yaml.safe_load((alerts / f"esxi-storage.{part}.yml").read_text())

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from exporter.smart import parse
 from exporter.store import model as m
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "smart"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "smart"
 DEV = "t10.ATA_____WDC_WD40EFRX2D68N32N0_________________________WD2DWCC7K1AB2C3D"
 
 

@@ -27,7 +27,7 @@ import yaml
 from dashboards.__main__ import BOARDS, generate
 from dashboards.render import IMPORT_INPUT, all_panels
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "dashboards" / "schema"
 PROVISIONING = ROOT / "deploy" / "grafana" / "provisioning"
 GRID_COLUMNS = 24

@@ -9,7 +9,7 @@ import re
 from exporter.configuration import config
 from exporter.configuration.flags import exporter_options
 from exporter.vsphere.settings import TargetConfig, targets
-from tests.test_compare import REAL, run_cli
+from tests.support.cli import REAL, run_cli
 
 LINE = re.compile(r"^esxi-storage-exporter: (?P<file>[^:]+): (?P<key>[\w.\[\]-]+): (?P<reason>.+)$")
 

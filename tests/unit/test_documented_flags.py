@@ -11,7 +11,7 @@ from pathlib import Path
 
 from exporter.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FLAG = re.compile(r"(?<![\w./-])--(\[no-\])?([a-z][a-z0-9_]*(?:[.-][a-zA-Z0-9_]+)*)")
 # Flags of other programs the docs show, each with the program the same page names it with.

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from exporter.configuration import static_inventory
+from tests.support.cli import REAL, run_cli
 from tests.support.promtext import value
-from tests.test_compare import REAL, run_cli
 
 HOST = "localhost.home"  # the real capture's host
 DEVICE = "t10.ATA_____ST2000DM0062D2DM164__________________________________Z4Z90XYV"

@@ -12,7 +12,7 @@ from exporter.analysis import capacity
 from exporter.analysis.capture import load
 from tests.support.analysis_captures import DEVICE, Setup, write
 from tests.support.captures import header, row
-from tests.test_compare import run_cli
+from tests.support.cli import run_cli
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_plan_is_d_over_a_per_host_and_n_over_a_per_lun(n, a, d, m, v):
     assert (p.max_vms_per_host, p.max_vms_per_lun) == (m, v)
 
 
-TABLE2 = Path(__file__).resolve().parent / "fixtures" / "paper" / "scalable-storage-table2.csv"
+TABLE2 = Path(__file__).resolve().parents[1] / "fixtures" / "paper" / "scalable-storage-table2.csv"
 
 
 def _table2_rows():
@@ -112,7 +112,7 @@ def test_a_from_esx3_names_both_forms(tmp_path):
 
 
 def test_real_capture_lists_every_lun():
-    from tests.test_compare import REAL
+    from tests.support.cli import REAL
 
     done = run_cli("capacity", REAL, "-n", "256")
     assert done.returncode == 0

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from tests.integration.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
 from tests.support.promtext import eventually, value
-from tests.test_esxcli import GOLD, NVME, PE, SAN
-from tests.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
+from tests.unit.test_esxcli import GOLD, NVME, PE, SAN
 
 pytestmark = pytest.mark.integration
 HOST = "esx-sim"  # the name the fake esxtop's header gives

@@ -6,8 +6,8 @@ import pytest
 
 from exporter.analysis import compare as cmp
 from exporter.analysis.capture import load
+from tests.support.cli import run_cli
 from tests.support.servers import ROOT
-from tests.test_compare import run_cli
 
 SCENARIOS = ROOT / "exporter" / "simulator" / "scenarios"
 LUN = "naa.600601601e3021001a2b3c4d5e6f0001"

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.analysis.capture import load
 from tests.support.analysis_captures import DEVICE, Setup, write
+from tests.support.cli import REAL, run_cli
 from tests.support.servers import Prometheus
-from tests.test_compare import REAL, run_cli
 
 SELF_METRICS = ("esxi_scrape_collector", "esxi_exporter_build_info")
 

@@ -29,7 +29,7 @@ from tests.support.rules import rule_file
 from tests.support.servers import Alertmanager, Exporter, Prometheus
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 # Production windows divided by about 60 (5m -> 5s); the rate window stays at 15 samples so the

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.support.analysis_captures import Setup, write
-from tests.test_compare import run_cli
+from tests.support.cli import run_cli
 
 
 @pytest.fixture(scope="module")

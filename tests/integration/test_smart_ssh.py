@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from tests.integration.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
 from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, value
-from tests.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 HOST = "esx-sim"  # the name the fake esxtop's header gives

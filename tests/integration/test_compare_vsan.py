@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from exporter.analysis.backfill import create_blocks
+from tests.support.cli import run_cli
 from tests.support.servers import Prometheus
-from tests.test_compare import run_cli
 
 pytestmark = pytest.mark.integration
 

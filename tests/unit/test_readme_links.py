@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from markdown.extensions.toc import slugify
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

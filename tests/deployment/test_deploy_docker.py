@@ -1,7 +1,7 @@
 """The container image (Dockerfile): lint, shape, and its own command run as a process.
 
 The final stage's ENV, ENTRYPOINT, CMD and HEALTHCHECK are read from the Dockerfile and run
-directly, without an engine; tests/test_deploy_image.py builds the image and runs it with podman.
+directly, without an engine; tests/deployment/test_deploy_image.py builds the image and runs it with podman.
 """
 
 from __future__ import annotations

@@ -14,15 +14,8 @@ from exporter.analysis.capture import CaptureError, load
 from exporter.esxtop.reader import read_file
 from tests.support.analysis_captures import DEVICE, Setup, write
 from tests.support.captures import device_columns, header, row
+from tests.support.cli import REAL, run_cli
 from tests.support.servers import CAPTURES, ROOT, exporter_env
-
-REAL = CAPTURES / "esxi65-default-3samples.csv"
-
-
-def run_cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "exporter", *map(str, args)], capture_output=True, text=True, env=exporter_env(), cwd=ROOT
-    )
 
 
 def assert_same_as_reader(path):

@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.esxtop import EsxtopReader, read_file
 from exporter.simulator import Simulation, load_scenario
 from exporter.store import model as m
+from tests.integration.test_cli import run
 from tests.support.captures import header, row
 from tests.support.servers import CAPTURES, Exporter
-from tests.test_cli import run
 
 RS = CAPTURES / "esxi65-default-3samples.csv"
 HOST = "localhost.home"

@@ -13,7 +13,7 @@ import yaml
 
 from alerts import generate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "alerts"
 RULES = ALERTS / "esxi-storage.rules.yml"
 TEST_FILES = sorted((ALERTS / "tests").glob("*.test.yml"))
