@@ -7,6 +7,7 @@ The simulator's own faults: tests/test_vsphere_host_faults.py."""
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 from pyVmomi import vim, vmodl
@@ -15,7 +16,8 @@ from exporter.collectors import vsphere as vsphere_collector
 from exporter.collectors.textformat import render
 from exporter.store import model as m
 from exporter.store.store import Store
-from exporter.vsphere import discovery
+from exporter.vsphere import discovery, perf, soap
+from exporter.vsphere.client import VsphereError
 from exporter.vsphere.follow import Follower
 from exporter.vsphere.hostfaults import HostFaults, fault_text, is_host_fault
 from exporter.vsphere.mirror import Entity, Mirror
@@ -272,3 +274,43 @@ def test_a_host_call_health_record_is_on_its_targets_probe():
     HostFaults(store, "vc-a").failed("esx01", "QueryOptions", "ManagedObjectNotFound: gone")
     assert ("vsphere_host", "esx01") in store.view("vc-a").health
     assert ("vsphere_host", "esx01") not in store.view("vc-b").health
+
+
+class PerfClient:
+    """client.call for QueryPerf (soap.query_perf_csv replaced by query): a call that names a
+    refusing entity faults whole, as vCenter's does."""
+
+    def __init__(self, refusing: dict):
+        self.refusing = refusing  # moid -> VsphereError
+        self.asked: list[list[str]] = []
+
+    def call(self, fn):
+        return fn(SimpleNamespace(perfManager=None))
+
+    def query(self, perf_manager, specs, interval):
+        moids = [spec.entity._moId for spec in specs]
+        self.asked.append(moids)
+        for moid in moids:
+            if moid in self.refusing:
+                raise self.refusing[moid]
+        return [soap.EntityCSV(moid, "20,2026-11-27T10:00:00Z", []) for moid in moids]
+
+
+def test_a_host_whose_query_perf_faults_is_that_hosts_failure(monkeypatch):
+    refusing = {
+        "host-2": VsphereError("Unable to communicate with the remote host, since it is disconnected.", True, "HostNotConnected"),
+        "vm-9": VsphereError("The object has already been deleted", True, "ManagedObjectNotFound"),
+    }
+    client = PerfClient(refusing)
+    monkeypatch.setattr(soap, "query_perf_csv", client.query)
+    specs = [perf.QuerySpec(vim.HostSystem(moid), (1,)) for moid in ("host-1", "host-2", "host-3")]
+    specs.append(perf.QuerySpec(vim.VirtualMachine("vm-9"), (1,)))
+    gone, failures = [], []
+    results, errors = perf.query(client, [specs], 1, gone, failures)
+    assert client.asked == [["host-1", "host-2", "host-3", "vm-9"], ["host-1"], ["host-2"], ["host-3"], ["vm-9"]]
+    assert sorted(results) == ["host-1", "host-3"] and errors == [] and gone == ["vm-9"]
+    assert failures == [("host-2", "HostNotConnected: Unable to communicate with the remote host, since it is disconnected.")]
+    client = PerfClient({"host-2": VsphereError("timed out")})  # no answer: the call's failure, not the host's
+    monkeypatch.setattr(soap, "query_perf_csv", client.query)
+    results, errors = perf.query(client, [specs[:2]], 1, [], failures := [])
+    assert (results, errors, failures) == ({}, ["timed out"], [])

@@ -34,7 +34,7 @@ def collect(store):
     walks = counter("esxi_vsphere_walks_total", "Full walks of the inventory, by why: start, scheduled (safety net), error.")
     host_up = gauge(
         "esxi_vsphere_host_up",
-        "1 if every per-host vSphere call of the host (option and iSCSI managers, its properties) last answered.",
+        "1 if every per-host vSphere call of the host (option and iSCSI managers, its properties, QueryPerf) last answered.",
     )
     host_errors = counter(
         "esxi_vsphere_host_errors_total",

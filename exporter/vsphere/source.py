@@ -340,12 +340,14 @@ class VsphereTarget:
         )
         calls = perf.chunk(specs, self.max_query_metrics)
         gone: list[str] = []
+        host_failures: list[tuple[str, str]] = []
         try:
-            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone)
+            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone, host_failures)
         except VsphereError as err:  # the login itself failed
             results, errors = {}, [str(err)]
         if gone:
             self._count_dropped("vm_gone", len(gone))
+        self._host_queries(topology, results, host_failures)
         for topo in topology.hosts:
             series = results.get(topo.ref._moId)
             if series is not None:
@@ -367,6 +369,17 @@ class VsphereTarget:
             )
         self._ok()
         return True
+
+    def _host_queries(self, topology: discovery.Topology, results: dict, failures: list[tuple[str, str]]) -> None:
+        """Each host's QueryPerf: a fault of that host alone (not connected, no permission on it)
+        is its own, counted and logged once (hostfaults.py); the other hosts were read."""
+        failed = dict(failures)
+        for topo in topology.hosts:
+            moid = topo.ref._moId
+            if moid in failed:
+                self.host_faults.failed(topo.name, "QueryPerf", failed[moid])
+            elif moid in results:
+                self.host_faults.answered(topo.name, "QueryPerf")
 
     def _running_vms(self, topology: discovery.Topology) -> dict[str, list[vms.VmTopology]]:
         """host name -> its discovered VMs still running there now. A VM powered off, moved or
