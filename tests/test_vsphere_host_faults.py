@@ -176,6 +176,7 @@ def test_each_failing_call_is_counted_on_its_host(following):
         ("esx03.lab.local", "QueryOptions"): 0,
         ("esx04.lab.local", "QueryOptions"): 1,
         **{(host, "QueryPerf"): 0 for host in HOSTS},  # every host's samples were read
+        **{(host, "WaitForUpdatesEx"): 0 for host in HOSTS},  # and its properties
     }
     assert {host: s.value("esxi_vsphere_host_up", host=host) for host in HOSTS} == {
         "esx01.lab.local": 0,

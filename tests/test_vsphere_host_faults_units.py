@@ -7,6 +7,7 @@ The simulator's own faults: tests/test_vsphere_host_faults.py."""
 from __future__ import annotations
 
 import logging
+import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
 import pytest
@@ -20,9 +21,10 @@ from exporter.vsphere import discovery, perf, soap
 from exporter.vsphere.client import VsphereError
 from exporter.vsphere.follow import Follower
 from exporter.vsphere.hostfaults import HostFaults, fault_text, is_host_fault
-from exporter.vsphere.mirror import Entity, Mirror
+from exporter.vsphere.mirror import DEVICES, LUNS, Entity, Mirror
 from exporter.vsphere.settings import TargetConfig
 from exporter.vsphere.source import VsphereTarget
+from exporter.vsphere.updates import ObjectUpdate, parse_update_set
 
 GONE = vmodl.fault.ManagedObjectNotFound(
     msg="The object 'vim.option.OptionManager:EsxHostAdvSettings-3' has already been deleted or has not been completely created",
@@ -314,3 +316,72 @@ def test_a_host_whose_query_perf_faults_is_that_hosts_failure(monkeypatch):
     monkeypatch.setattr(soap, "query_perf_csv", client.query)
     results, errors = perf.query(client, [specs[:2]], 1, [], failures := [])
     assert (results, errors, failures) == ({}, ["timed out"], [])
+
+
+MISSING = """<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"
+ xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soapenv:Body>
+<WaitForUpdatesExResponse xmlns="urn:vim25"><returnval><version>1</version><filterSet><filter type="PropertyFilter">f-1</filter>
+<objectSet><kind>enter</kind><obj type="HostSystem">host-1</obj>
+<changeSet><name>hardware.cpuInfo.hz</name><op>assign</op><val xsi:type="xsd:long">2100000000</val></changeSet>
+<missingSet><path>config.storageDevice.scsiLun</path><fault><fault xsi:type="NoPermission"><object type="HostSystem">host-1</object>
+<privilegeId>System.Read</privilegeId></fault><localizedMessage>Permission to perform this operation was denied.</localizedMessage></fault></missingSet>
+</objectSet></filterSet></returnval></WaitForUpdatesExResponse></soapenv:Body></soapenv:Envelope>"""
+
+
+def test_a_property_the_server_could_not_read_is_its_hosts_fault(caplog):
+    """missingSet in the update stream (a permission missing on one host, a property that
+    faulted): the property reads as absent, the fault is the host's (call WaitForUpdatesEx) until
+    the property comes, and a later walk that reads it whole ends it too."""
+    (update,) = parse_update_set(ET.fromstring(MISSING), {"f-1": LUNS}).updates
+    assert update.changes["config.storageDevice.scsiLun"] is None
+    assert update.faults == {"config.storageDevice.scsiLun": "NoPermission: Permission to perform this operation was denied."}
+    store = Store()
+    faults = HostFaults(store, "vc")
+
+    def follower():
+        f = Follower(Client(), TargetConfig(name="vc", url="https://vc"), lambda delta, mirror: None, faults)
+        f.mirror = Mirror(None)
+        f.mirror.entities["host-1"] = Entity("HostSystem", name="esx01")
+        return f
+
+    walk = follower()
+    with caplog.at_level(logging.INFO, logger="exporter.vsphere.hostfaults"):
+        walk._unreadable([update])
+        walk._unreadable([ObjectUpdate(LUNS, "modify", "HostSystem", "host-1", {"hardware.cpuInfo.hz": None})])
+        assert store.health[("vsphere_host", "esx01")].up == 0  # another property came: still missing
+        walk._unreadable([ObjectUpdate(LUNS, "modify", "HostSystem", "host-1", {"config.storageDevice.scsiLun": None})])
+        assert store.health[("vsphere_host", "esx01")].up == 1
+        walk._unreadable([update])  # missing again
+        follower()._unreadable([ObjectUpdate(LUNS, "enter", "HostSystem", "host-1", {"config.storageDevice.scsiLun": None})])
+    record = store.health[("vsphere_host", "esx01")]
+    assert (record.up, record.errors) == (1, {"WaitForUpdatesEx": 2})
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            "vsphere target vc: host esx01: WaitForUpdatesEx failed: config.storageDevice.scsiLun: "
+            "NoPermission: Permission to perform this operation was denied. (the rest of the target goes on)",
+        ),
+        ("INFO", "vsphere target vc: host esx01: WaitForUpdatesEx answers again"),
+        (
+            "WARNING",
+            "vsphere target vc: host esx01: WaitForUpdatesEx failed: config.storageDevice.scsiLun: "
+            "NoPermission: Permission to perform this operation was denied. (the rest of the target goes on)",
+        ),
+        ("INFO", "vsphere target vc: host esx01: WaitForUpdatesEx answers again"),
+    ]
+
+
+def test_a_vms_unreadable_device_list_is_its_hosts_fault():
+    store = Store()
+    f = Follower(Client(), TargetConfig(name="vc", url="https://vc"), lambda delta, mirror: None, HostFaults(store, "vc"))
+    f.mirror = Mirror(None)
+    f.mirror.entities["host-1"] = Entity("HostSystem", name="esx01")
+    f.mirror.entities["vm-1"] = Entity("VirtualMachine", name="db01", host="host-1")
+    f.mirror.entities["vm-2"] = Entity("VirtualMachine", name="web01", host="host-1")
+    path = "config.hardware.device"
+    f._unreadable([ObjectUpdate(DEVICES, "enter", "VirtualMachine", "vm-1", {path: None}, {path: "NoPermission: denied"})])
+    f._unreadable([ObjectUpdate(DEVICES, "enter", "VirtualMachine", "vm-2", {path: None})])  # another VM's: not the fault's end
+    assert store.health[("vsphere_host", "esx01")].up == 0
+    f._unreadable([ObjectUpdate(DEVICES, "leave", "VirtualMachine", "vm-1", {})])  # the VM went: so did its fault
+    assert store.health[("vsphere_host", "esx01")].up == 1
+    assert store.health[("vsphere_host", "esx01")].errors == {"WaitForUpdatesEx": 1}

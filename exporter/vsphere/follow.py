@@ -61,6 +61,7 @@ class Follower:
         self.vms: PropertySession | None = None
         self._views: dict[str, object] = {}
         self.failure = ""  # the first error of either stream: the source walks again
+        self.unreadable: dict[str, set[tuple[str, str]]] = {}  # host moid -> (object moid, property) the server could not read
         self.staged = False  # publish each stage of the walk (a cold start), else only what follows it
         self.closed = threading.Event()
 
@@ -137,6 +138,7 @@ class Follower:
                 return False
             with self.lock:
                 self.mirror.apply(found.updates)
+                self._unreadable(found.updates)
                 if not found.truncated:
                     self._settle()
                     return True
@@ -159,6 +161,7 @@ class Follower:
             try:
                 with self.lock:
                     self.mirror.apply(found.updates)
+                    self._unreadable(found.updates)
                     if not found.truncated:
                         self._settle()
             except VsphereError as err:
@@ -252,6 +255,38 @@ class Follower:
             for moid in found:
                 self.faults.answered(self._host_name(moid), "RetrievePropertiesEx")
         return found
+
+    def _unreadable(self, updates) -> None:
+        """Properties the server sent as missing, with the fault it could not read them with (no
+        permission on the object, a property that faulted): they read as absent (the mirror), and
+        each is its host's fault (a VM's device list: the VM's host's), call WaitForUpdatesEx,
+        until the property comes. Lock held."""
+        for update in updates:
+            if update.role in (LUNS, PATHS):
+                host, what = update.moid, ""
+            elif update.role == DEVICES:
+                entity = self.mirror.entities.get(update.moid)
+                host, what = (entity.host, f"VM {entity.name or update.moid} ") if entity is not None else ("", "")
+            else:
+                continue
+            if not host:
+                continue
+            missing = self.unreadable.setdefault(host, set())
+            name = self._host_name(host)
+            if update.faults:  # one count and line per object's answer, whatever number of its properties
+                paths = sorted(update.faults)
+                missing.update((update.moid, path) for path in paths)
+                self.faults.failed(name, "WaitForUpdatesEx", f"{what}{', '.join(paths)}: {update.faults[paths[0]]}")
+            before = len(missing)
+            missing -= {(update.moid, path) for path in update.changes if path not in update.faults}
+            if update.kind == "leave":
+                missing -= {key for key in missing if key[0] == update.moid}
+            if not missing:
+                del self.unreadable[host]
+                # read again after failing, or a host's properties read whole (a walk: a fault of
+                # the walk before is over)
+                if before or (update.kind == "enter" and update.role != DEVICES):
+                    self.faults.answered(name, "WaitForUpdatesEx")
 
     def _host_name(self, moid: str) -> str:
         entity = self.mirror.entities.get(moid)
