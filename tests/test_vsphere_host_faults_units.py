@@ -385,3 +385,20 @@ def test_a_vms_unreadable_device_list_is_its_hosts_fault():
     f._unreadable([ObjectUpdate(DEVICES, "leave", "VirtualMachine", "vm-1", {})])  # the VM went: so did its fault
     assert store.health[("vsphere_host", "esx01")].up == 1
     assert store.health[("vsphere_host", "esx01")].errors == {"WaitForUpdatesEx": 1}
+
+
+def test_a_silent_server_is_not_a_hosts_fault():
+    """One host's call timing out is its own; every call timing out in a row is the server's
+    silence: raised (the walk fails as before) instead of waiting out each host's timeout."""
+    from exporter.vsphere.hostfaults import TIMEOUTS_IN_A_ROW
+
+    faults = HostFaults(None, "vc")
+    stub = Stub({f"opt-esx{i:02}": TimeoutError("timed out") for i in range(20)} | {"opt-ok": _dsnro(32)})
+    for i in range(TIMEOUTS_IN_A_ROW):
+        discovery.read_settings(_host(f"esx{i:02}"), stub, faults)
+    discovery.read_settings(_host("ok"), stub, faults)  # an answer: the server is there
+    for i in range(TIMEOUTS_IN_A_ROW):
+        discovery.read_settings(_host(f"esx{i:02}"), stub, faults)
+    with pytest.raises(TimeoutError):
+        discovery.read_settings(_host("esx19"), stub, faults)
+    assert sum(calls["QueryOptions"] for calls in faults.counts.values()) == 2 * TIMEOUTS_IN_A_ROW

@@ -7,6 +7,7 @@ change). vCenter answers any of them with a fault of that host alone: the manage
 host (NoPermission), the host is not connected or not reachable (HostNotConnected,
 HostNotReachable), the call is not supported there (NotSupported, InvalidArgument), or the call
 times out. Such a fault leaves that host's value unknown and the rest of the target whole.
+(When calls of many hosts time out in a row, the server is silent, not a host: that is raised.)
 
 Each is counted by host and call, logged once per host and call (again only when vCenter's
 message changes, and once when the call answers again), and shown on the host's own health
@@ -28,6 +29,9 @@ from exporter.store import model as m
 log = logging.getLogger(__name__)
 
 KIND = "vsphere_host"
+# Timeouts of per-host calls in a row, across hosts, with no answer between: past this the server,
+# not a host, is silent (the walk fails as before, instead of waiting out every host's timeout).
+TIMEOUTS_IN_A_ROW = 8
 
 
 def is_host_fault(err: BaseException) -> bool:
@@ -66,6 +70,7 @@ class HostFaults:
         self.lock = threading.Lock()
         self.counts: dict[str, dict[str, int]] = {}  # host -> call -> failures so far
         self.failing: dict[str, dict[str, str]] = {}  # host -> call -> vCenter's last fault (calls failing now)
+        self.timeouts = 0  # per-host calls timed out in a row (see TIMEOUTS_IN_A_ROW)
 
     def call(self, host: str, name: str, fn: Callable[[], object], default=None):
         """fn() for one host's call: its answer, or default when it fails with a fault of this
@@ -73,12 +78,20 @@ class HostFaults:
         try:
             value = fn()
         except Exception as err:  # noqa: BLE001 - classified here; the rest is raised again
-            if not is_host_fault(err):
+            if not is_host_fault(err) or self._silent(isinstance(err, TimeoutError)):
                 raise
             self.failed(host, name, fault_text(err))
             return default
+        self._silent(False)
         self.answered(host, name)
         return value
+
+    def _silent(self, timed_out: bool) -> bool:
+        """Count a timeout (any answer, a fault included, resets the count); True once the server
+        has answered none of TIMEOUTS_IN_A_ROW calls in a row."""
+        with self.lock:
+            self.timeouts = self.timeouts + 1 if timed_out else 0
+            return self.timeouts > TIMEOUTS_IN_A_ROW
 
     def failed(self, host: str, name: str, message: str) -> None:
         with self.lock:
