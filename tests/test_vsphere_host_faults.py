@@ -20,6 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.servers import Exporter
+from tests.support.vsphere_api import connect, named
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -66,6 +67,32 @@ def sim(tmp_path_factory):
     sim.fixture = json.loads(fixture.read_text())
     yield sim
     sim.stop()
+
+
+def test_the_simulator_answers_a_gone_manager_as_vcenter_does(sim):
+    """A call on a manager that is gone answers vmodl.fault.ManagedObjectNotFound with obj, the
+    reference asked for; the other hosts' managers answer."""
+    from pyVim.connect import Disconnect
+    from pyVmomi import vim, vmodl
+
+    si = connect(sim)
+    try:
+        content = si.RetrieveContent()
+        hosts = {name: named(content, vim.HostSystem, name) for name in HOSTS}
+        for name in NO_OPTIONS:
+            manager = hosts[name].configManager.advancedOption  # still listed, as vCenter lists it
+            with pytest.raises(vmodl.fault.ManagedObjectNotFound) as fault:
+                manager.QueryOptions("Disk.SchedNumReqOutstanding")
+            assert fault.value.obj._moId == manager._moId and fault.value.obj._wsdlName == "OptionManager"
+        manager = hosts[NO_ISCSI].configManager.iscsiManager
+        with pytest.raises(vmodl.fault.ManagedObjectNotFound) as fault:
+            manager.QueryBoundVnics(iScsiHbaName="vmhba64")
+        assert fault.value.obj._moId == manager._moId
+        for name in ("esx01.lab.local", "esx03.lab.local"):
+            (option,) = hosts[name].configManager.advancedOption.QueryOptions("Disk.SchedNumReqOutstanding")
+            assert option.value == 32
+    finally:
+        Disconnect(si)
 
 
 class Serve:
