@@ -226,7 +226,7 @@ def _run(client, specs) -> tuple[list, list[str], list[str], list[tuple[str, str
         """A fault of this entity alone: (error, gone, host failure)."""
         if err.server_fault and _is_vm(spec):
             return [], [spec.entity._moId], []
-        if err.server_fault:
+        if err.server_fault and err.fault != "NotAuthenticated":  # a session logged in again and refused again: not the host's
             return [], [], [(spec.entity._moId, f"{err.fault}: {err}" if err.fault else str(err))]
         return [f"{spec.entity._moId}: {err}"], [], []
 
