@@ -101,6 +101,7 @@ class Serve:
     def __init__(self, sim, tmp, *args):
         secret = tmp / "password"
         secret.write_text(PASSWORD + "\n")
+        secret.chmod(0o600)
         self.log = tmp / "exporter.log"
         base = ["--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(secret)]
         self.exporter = Exporter(*base, "--vsphere.ca-file", str(sim.cert), *args, log_path=self.log)
@@ -251,3 +252,34 @@ def test_a_fault_is_logged_once_across_walks(sim, tmp_path):
     for host in NO_OPTIONS:
         assert len(warnings_of(log, host, "QueryOptions")) == 1, log[-3000:]
     assert len(warnings_of(log, NO_ISCSI, "QueryBoundVnics")) == 1
+
+
+def test_a_host_whose_query_perf_faults_counts_it_and_says_it_once(sim, tmp_path, caplog):
+    """A host vCenter no longer knows (removed after the last walk, --no-vsphere.updates): the
+    QueryPerf call that names it faults whole, its hosts are asked one by one; the fault is that
+    host's (call QueryPerf), counted every collection, logged once; the others' samples come."""
+    from exporter.store import model as m
+    from exporter.vsphere import TargetConfig, VsphereTarget, discovery
+
+    secret = tmp_path / "password"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(secret), ca_file=str(sim.cert))
+    target = VsphereTarget(config)
+    caplog.set_level("INFO", logger="exporter.vsphere")
+    try:
+        assert target.discover(), target.error
+        gone = discovery.HostTopology(
+            ref=discovery.vim.HostSystem("host-gone"), name="gone.lab.local", inventory=m.Inventory("gone")
+        )
+        target.topology = discovery.Topology(hosts=[*target.topology.hosts, gone])
+        for _ in range(3):
+            assert target.collect(now=time.time()), target.error
+        assert set(target.samples) == set(HOSTS) and target.up == 1
+    finally:
+        target.client.close()
+    assert target.host_faults.counts["gone.lab.local"] == {"QueryPerf": 3}
+    assert target.errors["collection"] == 3  # failed QueryPerf calls, as they always were counted
+    assert {host: target.host_faults.counts[host]["QueryPerf"] for host in HOSTS} == dict.fromkeys(HOSTS, 0)
+    said = [r.getMessage() for r in caplog.records if "QueryPerf failed" in r.getMessage()]
+    assert len(said) == 1 and "host gone.lab.local" in said[0] and "InvalidArgument" in said[0], said

@@ -263,11 +263,11 @@ def test_esxcli_failing_on_a_host_is_logged_once(caplog):
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         (
             "WARNING",
-            "vsphere target vc: host esx09: esxcli RetrieveManagedMethodExecuter failed: "
+            "vsphere target vc: esxcli on esx09: RetrieveManagedMethodExecuter failed: "
             "The object 'vim.HostSystem:host-9' has already been deleted",
         ),
-        ("WARNING", "vsphere target vc: host esx09: esxcli storage nmp device list failed: hostd busy"),
-        ("INFO", "vsphere target vc: host esx09: esxcli answers again"),
+        ("WARNING", "vsphere target vc: esxcli on esx09: storage nmp device list failed: hostd busy"),
+        ("INFO", "vsphere target vc: esxcli on esx09 answers again"),
     ]
 
 

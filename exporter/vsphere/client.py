@@ -54,6 +54,9 @@ def describe(err: BaseException) -> str:
         return err.strerror or type(err).__name__
     if isinstance(err, http.client.HTTPException):
         return f"HTTP error: {type(err).__name__}"
+    if isinstance(err, vmodl.MethodFault) and not getattr(err, "msg", None):  # a fault without a message: its name, not its dump
+        invalid = getattr(err, "invalidProperty", None)
+        return f"{err._wsdlName} (invalid property {invalid})" if invalid else err._wsdlName
     msg = getattr(err, "msg", None) or str(err) or type(err).__name__
     return " ".join(str(msg).split())[:300]
 

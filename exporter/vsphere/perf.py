@@ -227,7 +227,8 @@ def _run(client, specs) -> tuple[list, list[str], list[str], list[tuple[str, str
         if err.server_fault and _is_vm(spec):
             return [], [spec.entity._moId], []
         if err.server_fault and err.fault != "NotAuthenticated":  # a session logged in again and refused again: not the host's
-            return [], [], [(spec.entity._moId, f"{err.fault}: {err}" if err.fault else str(err))]
+            text = str(err)
+            return [], [], [(spec.entity._moId, text if not err.fault or text.startswith(err.fault) else f"{err.fault}: {text}")]
         return [f"{spec.entity._moId}: {err}"], [], []
 
     try:

@@ -271,9 +271,9 @@ class VsphereTarget:
         if failures:
             command, message = failures[0]
             if self.esxcli_log.failed((host,), f"{command}: {message}"):
-                log.warning("vsphere target %s: host %s: esxcli %s failed: %s", self.name, host, command, message)
+                log.warning("vsphere target %s: esxcli on %s: %s failed: %s", self.name, host, command, message)
         elif self.esxcli_log.answered((host,)):
-            log.info("vsphere target %s: host %s: esxcli answers again", self.name, host)
+            log.info("vsphere target %s: esxcli on %s answers again", self.name, host)
 
     def _resolve_counters(self) -> None:
         """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""
@@ -348,6 +348,9 @@ class VsphereTarget:
         if gone:
             self._count_dropped("vm_gone", len(gone))
         self._host_queries(topology, results, host_failures)
+        if host_failures:  # failed QueryPerf calls too, as they always were; logged once each (hostfaults)
+            with self.lock:
+                self.errors["collection"] += len(host_failures)
         for topo in topology.hosts:
             series = results.get(topo.ref._moId)
             if series is not None:
