@@ -6,6 +6,7 @@ from __future__ import annotations
 from exporter.collectors.textformat import counter, gauge, label_string
 
 OBJECT_KINDS = ("host", "lun", "adapter", "path", "datastore", "vm", "vdisk")
+HOST_KIND = "vsphere_host"  # one host's call health (exporter.vsphere.hostfaults.KIND; collectors import no source)
 
 
 def collect(store):
@@ -31,7 +32,20 @@ def collect(store):
         "Inventory changes applied as vCenter reported them (between full walks), by kind.",
     )
     walks = counter("esxi_vsphere_walks_total", "Full walks of the inventory, by why: start, scheduled (safety net), error.")
+    host_up = gauge(
+        "esxi_vsphere_host_up",
+        "1 if every per-host vSphere call of the host (option and iSCSI managers, its properties, QueryPerf) last answered.",
+    )
+    host_errors = counter(
+        "esxi_vsphere_host_errors_total",
+        "Per-host vSphere calls that failed with a fault of that host alone (the rest of the target goes on), by call.",
+    )
     for (kind, name), record in sorted(store.health.items()):
+        if kind == HOST_KIND:
+            host_up.add(label_string(("host",), (name,)), float(record.up))
+            for call, count in sorted(record.errors.items()):
+                host_errors.add(label_string(("host", "call"), (name, call)), float(count))
+            continue
         if kind != "vsphere":
             continue
         up.add(label_string(("target",), (name,)), float(record.up))
@@ -54,4 +68,4 @@ def collect(store):
         if record.objects:
             for object_kind in OBJECT_KINDS:
                 objects.add(label_string(("target", "kind"), (name, object_kind)), float(record.objects.get(object_kind, 0)))
-    return [up, duration, objects, errors, dropped, samples, last, overruns, changes, walks]
+    return [up, duration, objects, errors, dropped, samples, last, overruns, changes, walks, host_up, host_errors]

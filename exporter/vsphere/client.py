@@ -23,11 +23,13 @@ log = logging.getLogger(__name__)
 
 class VsphereError(Exception):
     """A vSphere call failed; str() is one line fit for a log or an error metric.
-    server_fault: the server answered with a fault (as opposed to no answer at all)."""
+    server_fault: the server answered with a fault (as opposed to no answer at all); fault: its
+    type as vSphere names it (ManagedObjectNotFound, NoPermission, ...), "" for no fault."""
 
-    def __init__(self, message: str, server_fault: bool = False):
+    def __init__(self, message: str, server_fault: bool = False, fault: str = ""):
         super().__init__(message)
         self.server_fault = server_fault
+        self.fault = fault
 
 
 def describe(err: BaseException) -> str:
@@ -52,6 +54,9 @@ def describe(err: BaseException) -> str:
         return err.strerror or type(err).__name__
     if isinstance(err, http.client.HTTPException):
         return f"HTTP error: {type(err).__name__}"
+    if isinstance(err, vmodl.MethodFault) and not getattr(err, "msg", None):  # a fault without a message: its name, not its dump
+        invalid = getattr(err, "invalidProperty", None)
+        return f"{err._wsdlName} (invalid property {invalid})" if invalid else err._wsdlName
     msg = getattr(err, "msg", None) or str(err) or type(err).__name__
     return " ".join(str(msg).split())[:300]
 
@@ -188,11 +193,11 @@ class Client:
         except Exception as err:  # noqa: BLE001
             if isinstance(err, (OSError, http.client.HTTPException)):
                 self.reset(content)  # the connection is gone; the next call logs in afresh
-            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault)) from None
+            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault), getattr(err, "_wsdlName", "")) from None
         try:
             return fn(content, *args, **kwargs)
         except Exception as err:  # noqa: BLE001
-            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault)) from None
+            raise VsphereError(describe(err), isinstance(err, vmodl.MethodFault), getattr(err, "_wsdlName", "")) from None
 
     def reset(self, content=None) -> bool:
         """Drop the session (only if it is still the one `content` came from); True if dropped."""

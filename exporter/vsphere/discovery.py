@@ -18,6 +18,7 @@ from pyVmomi import vim, vmodl
 
 from exporter.store import model as m
 from exporter.vsphere import nfs, soap, vms
+from exporter.vsphere.hostfaults import HostFaults
 
 # Read in two steps (see mirror.py): what the LUN, adapter and CPU counters need, then paths,
 # mounts and the vmkernel network.
@@ -343,8 +344,8 @@ def server_query_limit(content) -> int | None:
         return None
     try:
         values = content.setting.QueryOptions("config.vpxd.stats.maxQueryMetrics")
-    except vim.fault.InvalidName:
-        return None
+    except (vim.fault.InvalidName, vim.fault.NoPermission):
+        return None  # not set, or not readable with this role: the configured limit stands
     for value in values or ():
         try:
             return int(value.value)
@@ -378,17 +379,29 @@ def _iscsi_link_bytes(iscsi_manager, adapter: str) -> float | None:
     return mbit_bytes(sum(speeds.values())) if speeds else None
 
 
-def read_settings(topo: HostTopology, stub) -> None:
+def read_settings(topo: HostTopology, stub, faults: HostFaults) -> None:
     """The per-host calls of a topology not published yet: DSNRO (the host option), and the NICs
-    behind iSCSI adapters."""
+    behind iSCSI adapters. A fault of one of them (its manager absent, no permission on the host,
+    the host not connected, a timeout) is the host's alone (faults): the value stays as it was
+    (the last reading, carried over by the mirror; unknown if never read)."""
     options, iscsi = topo.managers
     if options:
-        topo.inventory.dsnro = _dsnro(vim.option.OptionManager(options, stub))
+        manager = vim.option.OptionManager(options, stub)
+        dsnro = faults.call(topo.name, "QueryOptions", lambda: _dsnro(manager), _FAILED)
+        if dsnro is not _FAILED:
+            topo.inventory.dsnro = dsnro
     if iscsi and any(a.type == "iscsi" for a in topo.inventory.adapters.values()):
         manager = vim.host.IscsiManager(iscsi, stub)
         for name, adapter in topo.inventory.adapters.items():
-            if adapter.type == "iscsi":
-                adapter.link_speed_bytes_per_second = _iscsi_link_bytes(manager, name)
+            if adapter.type != "iscsi":
+                continue
+            link = faults.call(topo.name, "QueryBoundVnics", lambda name=name: _iscsi_link_bytes(manager, name), _FAILED)
+            if link is _FAILED:  # the manager's fault, not this adapter's: the others are not asked
+                break
+            adapter.link_speed_bytes_per_second = link
+
+
+_FAILED = object()
 
 
 def _flag(element, path: str) -> bool | None:

@@ -29,6 +29,7 @@ from pyVmomi import vim
 
 from exporter.vsphere import discovery, vms
 from exporter.vsphere.client import VsphereError, describe
+from exporter.vsphere.hostfaults import HostFaults, is_host_fault
 from exporter.vsphere.mirror import DEVICES, LUNS, PATHS, TREE, TREE_PROPERTIES, TREE_TYPES, VMS, Delta, Mirror, Wants
 from exporter.vsphere.updates import Interrupted, PropertySession
 
@@ -48,10 +49,11 @@ class Follower:
     """One walk and what follows it, until closed. publish(delta, mirror) is called with the lock
     held after every settled change, from the walk's thread or either follow thread."""
 
-    def __init__(self, client, config, publish: Callable[[Delta, Mirror], None]):
+    def __init__(self, client, config, publish: Callable[[Delta, Mirror], None], faults: HostFaults | None = None):
         self.client = client
         self.config = config
         self.publish = publish
+        self.faults = faults or HostFaults(None, config.name)  # one host's failing calls (hostfaults.py)
         self.max_wait = max_wait_for(config.timeout)
         self.lock = threading.Lock()
         self.mirror: Mirror | None = None
@@ -59,6 +61,7 @@ class Follower:
         self.vms: PropertySession | None = None
         self._views: dict[str, object] = {}
         self.failure = ""  # the first error of either stream: the source walks again
+        self.unreadable: dict[str, set[tuple[str, str]]] = {}  # host moid -> (object moid, property) the server could not read
         self.staged = False  # publish each stage of the walk (a cold start), else only what follows it
         self.closed = threading.Event()
 
@@ -135,6 +138,7 @@ class Follower:
                 return False
             with self.lock:
                 self.mirror.apply(found.updates)
+                self._unreadable(found.updates)
                 if not found.truncated:
                     self._settle()
                     return True
@@ -157,6 +161,7 @@ class Follower:
             try:
                 with self.lock:
                     self.mirror.apply(found.updates)
+                    self._unreadable(found.updates)
                     if not found.truncated:
                         self._settle()
             except VsphereError as err:
@@ -214,12 +219,76 @@ class Follower:
         if wants.list_vms:
             self.vms.add_to(self._views[DEVICES], "VirtualMachine", wants.list_vms)
         if wants.reread:
-            found = dict(self.client.call(lambda content: discovery.retrieve_hosts(content, wants.reread)))
+            found = self._read_hosts(wants.reread)
             for moid in wants.reread:
                 mirror.host_read(moid, found.get(moid))
         if wants.settings:
             topos = [mirror.hosts[moid] for moid in wants.settings if moid in mirror.hosts]
-            stub = mirror.stub
+            stub, faults = mirror.stub, self.faults
             workers = max(1, min(len(topos), 4 * self.config.max_parallel_queries))
             with ThreadPoolExecutor(max_workers=workers) as pool:  # two small calls a host, mostly round trips
-                list(pool.map(lambda topo: self.client.call(lambda _c: discovery.read_settings(topo, stub)), topos))
+                list(pool.map(lambda topo: self.client.call(lambda _c: discovery.read_settings(topo, stub, faults)), topos))
+
+    def _read_hosts(self, moids: list[str]) -> dict:
+        """Hosts' whole storage configuration, read again. One host's fault (gone since, no
+        permission on it, not connected) fails the call whole, so the hosts are then asked one by
+        one: a host whose own call fails keeps its topology, and the fault is its own."""
+
+        def together(content):
+            try:
+                return dict(discovery.retrieve_hosts(content, moids))
+            except Exception as err:  # noqa: BLE001 - a host's fault is split below; the rest is raised
+                if is_host_fault(err):
+                    return None
+                raise
+
+        found = self.client.call(together) if len(moids) > 1 else None
+        if found is None:
+            found = {}
+            for moid in moids:
+                answer = self.client.call(
+                    lambda content, moid=moid: self.faults.call(
+                        self._host_name(moid), "RetrievePropertiesEx", lambda: dict(discovery.retrieve_hosts(content, [moid])), {}
+                    )
+                )
+                found.update(answer)
+        else:
+            for moid in found:
+                self.faults.answered(self._host_name(moid), "RetrievePropertiesEx")
+        return found
+
+    def _unreadable(self, updates) -> None:
+        """Properties the server sent as missing, with the fault it could not read them with (no
+        permission on the object, a property that faulted): they read as absent (the mirror), and
+        each is its host's fault (a VM's device list: the VM's host's), call WaitForUpdatesEx,
+        until the property comes. Lock held."""
+        for update in updates:
+            if update.role in (LUNS, PATHS):
+                host, what = update.moid, ""
+            elif update.role == DEVICES:
+                entity = self.mirror.entities.get(update.moid)
+                host, what = (entity.host, f"VM {entity.name or update.moid} ") if entity is not None else ("", "")
+            else:
+                continue
+            if not host:
+                continue
+            missing = self.unreadable.setdefault(host, set())
+            name = self._host_name(host)
+            if update.faults:  # one count and line per object's answer, whatever number of its properties
+                paths = sorted(update.faults)
+                missing.update((update.moid, path) for path in paths)
+                self.faults.failed(name, "WaitForUpdatesEx", f"{what}{', '.join(paths)}: {update.faults[paths[0]]}")
+            before = len(missing)
+            missing -= {(update.moid, path) for path in update.changes if path not in update.faults}
+            if update.kind == "leave":
+                missing -= {key for key in missing if key[0] == update.moid}
+            if not missing:
+                del self.unreadable[host]
+                # read again after failing, or a host's properties read whole (a walk: a fault of
+                # the walk before is over)
+                if before or (update.kind == "enter" and update.role != DEVICES):
+                    self.faults.answered(name, "WaitForUpdatesEx")
+
+    def _host_name(self, moid: str) -> str:
+        entity = self.mirror.entities.get(moid)
+        return entity.name if entity is not None and entity.name else moid

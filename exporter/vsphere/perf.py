@@ -212,45 +212,62 @@ def _is_vm(spec: QuerySpec) -> bool:
     return type(spec.entity)._wsdlName == "VirtualMachine"
 
 
-def _run(client, specs) -> tuple[list, list[str], list[str]]:
+def _run(client, specs) -> tuple[list, list[str], list[str], list[tuple[str, str]]]:
     """One QueryPerf call. A fault from one bad entity (a host gone since discovery) fails the
     whole call, so a faulted call of several entities is asked again one by one. A VM the server
     faults on alone (removed, or powered off, between the state check and the query) is gone,
-    not an error: returned third, by moid."""
+    not an error: returned third, by moid. A host the server faults on alone (not connected, no
+    permission on it) is that host's failure: returned fourth, (moid, the fault)."""
 
     def ask(batch):
         return client.call(lambda content: soap.query_perf_csv(content.perfManager, batch, REALTIME))
 
+    def alone(spec, err):
+        """A fault of this entity alone: (error, gone, host failure)."""
+        if err.server_fault and _is_vm(spec):
+            return [], [spec.entity._moId], []
+        if err.server_fault and err.fault != "NotAuthenticated":  # a session logged in again and refused again: not the host's
+            text = str(err)
+            return [], [], [(spec.entity._moId, text if not err.fault or text.startswith(err.fault) else f"{err.fault}: {text}")]
+        return [f"{spec.entity._moId}: {err}"], [], []
+
     try:
-        return ask(specs), [], []
+        return ask(specs), [], [], []
     except VsphereError as err:
         if not err.server_fault:
-            return [], [str(err)], []
+            return [], [str(err)], [], []
         if len(specs) == 1:
-            return ([], [], [specs[0].entity._moId]) if _is_vm(specs[0]) else ([], [str(err)], [])
-    answers, errors, gone = [], [], []
+            return [], *alone(specs[0], err)
+    answers, errors, gone, hosts = [], [], [], []
     for spec in specs:
         try:
             answers.extend(ask([spec]))
         except VsphereError as err:
-            if err.server_fault and _is_vm(spec):
-                gone.append(spec.entity._moId)
-            else:
-                errors.append(f"{spec.entity._moId}: {err}")
-    return answers, errors, gone
+            error, vanished, failed = alone(spec, err)
+            errors += error
+            gone += vanished
+            hosts += failed
+    return answers, errors, gone, hosts
 
 
-def query(client, calls: list[list], max_parallel: int, gone: list[str] | None = None) -> tuple[dict[str, HostSeries], list[str]]:
+def query(
+    client, calls: list[list], max_parallel: int, gone: list[str] | None = None, host_failures: list | None = None
+) -> tuple[dict[str, HostSeries], list[str]]:
     """Run the QueryPerf calls (a few at a time); returns per-entity series by moref id, and the
     errors of failed calls (the other calls still count). VMs the server no longer knows are
-    added to `gone` (their moids), not to the errors."""
+    added to `gone` (their moids), not to the errors; hosts the server faults on alone to
+    `host_failures` ((moid, the fault): that host's, see hostfaults.py), else to the errors."""
     results: dict[str, HostSeries] = {}
     errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(calls) or 1))) as pool:
-        for answer, failed, vanished in pool.map(lambda specs: _run(client, specs), calls):
+        for answer, failed, vanished, hosts in pool.map(lambda specs: _run(client, specs), calls):
             errors.extend(failed)
             if gone is not None:
                 gone.extend(vanished)
+            if host_failures is not None:
+                host_failures.extend(hosts)
+            else:
+                errors.extend(f"{moid}: {message}" for moid, message in hosts)
             for entity in answer:
                 merge_csv(results.setdefault(entity.entity, HostSeries()), entity.sample_info, entity.series)
     return results, errors

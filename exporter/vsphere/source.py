@@ -20,6 +20,7 @@ from exporter.store import model as m
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.follow import Follower
+from exporter.vsphere.hostfaults import HostFaults, LogOnce
 from exporter.vsphere.mirror import LUNS, Delta, Mirror, gone_objects
 from exporter.vsphere.overruns import Overruns
 from exporter.vsphere.settings import TargetConfig
@@ -67,6 +68,8 @@ class VsphereTarget:
         self.samples: dict[str, int] = {}  # host -> samples ingested
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
+        self.host_faults = HostFaults(store, self.name)  # one host's failing calls, its own (hostfaults.py)
+        self.esxcli_log = LogOnce()  # a host's failing esxcli command: one line per change
         self.overruns = Overruns(self.name)  # collections that took longer than their interval
         self.follower: Follower | None = None  # the last walk's, following its changes while running
         self.walking: Follower | None = None  # the walk under way
@@ -134,7 +137,7 @@ class VsphereTarget:
         old, self.follower = self.follower, None
         if old is not None:
             old.close()  # its changes stop here: the walk reads the state as it is now
-        follower = Follower(self.client, self.config, self._followed)
+        follower = Follower(self.client, self.config, self._followed, self.host_faults)
         follower.staged = self.topology is None  # a cold start publishes stage by stage
         self.walking = follower  # a stop ends the walk too
         try:
@@ -243,10 +246,8 @@ class VsphereTarget:
 
         def one(topo):
             found, problems = self.client.call(lambda _content: esxcli.read(stub, topo.ref._moId, topo.name))
-            if self.esxcli_health.report(topo.name, problems) or found is None:
-                log.debug(
-                    "vsphere target %s: esxcli on %s: %s", self.name, topo.name, problems[0][2] if problems else "no answer"
-                )
+            failed = self.esxcli_health.report(topo.name, problems) or found is None
+            self._log_esxcli(topo.name, problems if failed else [])
             with self.publishing:
                 if found is not None:
                     self.esxcli_found[topo.name] = found
@@ -267,6 +268,18 @@ class VsphereTarget:
             del self.esxcli_found[gone]
         self._took("esxcli", start)
         self._publish()
+
+    def _log_esxcli(self, host: str, problems) -> None:
+        """A host's failing esxcli (its executer absent, a command refused): a WARNING naming the
+        command and the host's answer when it starts or its message changes, an INFO when it ends;
+        not a line every round (esxi_esxcli_up and esxi_esxcli_errors_total count it)."""
+        failures = [(command, message) for command, reason, message in problems if reason == "failed"]
+        if failures:
+            command, message = failures[0]
+            if self.esxcli_log.failed((host,), f"{command}: {message}"):
+                log.warning("vsphere target %s: esxcli on %s: %s failed: %s", self.name, host, command, message)
+        elif self.esxcli_log.answered((host,)):
+            log.info("vsphere target %s: esxcli on %s answers again", self.name, host)
 
     def _resolve_counters(self) -> None:
         """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""
@@ -292,6 +305,8 @@ class VsphereTarget:
                 self.esxcli_found.pop(host, None)
         for host in hosts:
             self.esxcli_health.forget(host)
+            self.esxcli_log.answered((host,))
+        self.host_faults.forget(hosts)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
 
     # --- collection --------------------------------------------------------------------
@@ -331,12 +346,17 @@ class VsphereTarget:
         )
         calls = perf.chunk(specs, self.max_query_metrics)
         gone: list[str] = []
+        host_failures: list[tuple[str, str]] = []
         try:
-            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone)
+            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone, host_failures)
         except VsphereError as err:  # the login itself failed
             results, errors = {}, [str(err)]
         if gone:
             self._count_dropped("vm_gone", len(gone))
+        self._host_queries(topology, results, host_failures)
+        if host_failures:  # failed QueryPerf calls too, as they always were; logged once each (hostfaults)
+            with self.lock:
+                self.errors["collection"] += len(host_failures)
         for topo in topology.hosts:
             series = results.get(topo.ref._moId)
             if series is not None:
@@ -358,6 +378,17 @@ class VsphereTarget:
             )
         self._ok()
         return True
+
+    def _host_queries(self, topology: discovery.Topology, results: dict, failures: list[tuple[str, str]]) -> None:
+        """Each host's QueryPerf: a fault of that host alone (not connected, no permission on it)
+        is its own, counted and logged once (hostfaults.py); the other hosts were read."""
+        failed = dict(failures)
+        for topo in topology.hosts:
+            moid = topo.ref._moId
+            if moid in failed:
+                self.host_faults.failed(topo.name, "QueryPerf", failed[moid])
+            elif moid in results:
+                self.host_faults.answered(topo.name, "QueryPerf")
 
     def _running_vms(self, topology: discovery.Topology) -> dict[str, list[vms.VmTopology]]:
         """host name -> its discovered VMs still running there now. A VM powered off, moved or

@@ -22,7 +22,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
 from pyVmomi import vim, vmodl
@@ -67,6 +67,7 @@ _MODIFY = vim.view.ListView._GetMethodInfo("Modify")  # ModifyListView
     )
 )
 _REMOVED = ("remove", "indirectRemove")
+_XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
 
 
 class Interrupted(Exception):
@@ -83,6 +84,7 @@ class ObjectUpdate:
     type: str  # managed object type: HostSystem, VirtualMachine, Folder, ...
     moid: str
     changes: dict
+    faults: dict = field(default_factory=dict)  # property path -> the fault the server could not read it with
 
 
 @dataclass(slots=True)
@@ -108,12 +110,27 @@ def parse_update_set(root, roles: dict[str, str]) -> UpdateSet | None:
             changes = {}
             for change in update.iterfind(_CHANGESET):
                 changes[change.findtext(_NAME, "")] = None if change.findtext(_OP) in _REMOVED else change.find(_VAL)
+            faults = {}
             for missing in update.iterfind(_MISSING):  # a property the server could not read: absent
-                changes.setdefault(missing.findtext(_PATH, ""), None)
+                path = missing.findtext(_PATH, "")
+                changes.setdefault(path, None)
+                faults[path] = missing_fault(missing)
             kind = (update.findtext(_KIND) or "").strip()
-            updates.append(ObjectUpdate(role, kind, obj.get("type", ""), (obj.text or "").strip(), changes))
+            updates.append(ObjectUpdate(role, kind, obj.get("type", ""), (obj.text or "").strip(), changes, faults))
     truncated = (ret.findtext(_TRUNCATED) or "").strip() == "true"
     return UpdateSet((ret.findtext(_VERSION) or "").strip(), truncated, updates)
+
+
+def missing_fault(missing) -> str:
+    """A MissingProperty's fault in one line: its type and localized message, as
+    hostfaults.fault_text writes a fault raised by a call."""
+    localized = missing.find(_NS + "fault")
+    if localized is None:
+        return "no fault given"
+    inner = localized.find(_NS + "fault")
+    name = inner.get(_XSI_TYPE, "").split(":")[-1] if inner is not None else ""
+    message = " ".join((localized.findtext(_NS + "localizedMessage") or "").split())[:300]
+    return f"{name or 'fault'}: {message}" if message else name or "fault"
 
 
 class PropertySession:

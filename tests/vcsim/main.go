@@ -778,6 +778,7 @@ func main() {
 		}
 	}
 	reg.Put(perf)
+	removeManagers(reg, placed) // faults.go: -no-option-manager, -no-iscsi-manager
 	dsRoot, err := os.MkdirTemp("", "storagesim-ds")
 	if err != nil {
 		log.Fatal(err)
