@@ -2,7 +2,7 @@
 own, how vCenter's fault is told, the per-host calls of read_settings against a stub that answers
 each manager with a chosen pyVmomi fault, the follower's split of a re-read several hosts share,
 esxcli's failures logged once, and the host's health record and exposition.
-The simulator's own faults: tests/test_vsphere_host_faults.py."""
+The simulator's own faults: tests/integration/test_vsphere_host_faults.py."""
 
 from __future__ import annotations
 
