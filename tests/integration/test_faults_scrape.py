@@ -79,7 +79,8 @@ def test_hundred_concurrent_scrapes_during_collection():
         assert set(active) == set(DEVICES)  # every LUN of the snapshot, none missing
         assert len(set(active.values())) == 1  # all from one row: no partial snapshot
     assert probe.most == 1  # renders never overlap
-    # No pile-up: scrapers that waited share the render they waited for. Data changed ~every
-    # 5 ms all along (versions >> 100), yet far fewer renders than scrapes were needed.
-    assert versions > 100
+    # No pile-up: scrapers that waited share the render they waited for. Data changed all along
+    # (every 5 ms, slower on a loaded machine: more often than renders ran, at least), yet far
+    # fewer renders than scrapes were needed.
+    assert versions > 2 * probe.renders, (versions, probe.renders)
     assert probe.renders <= 100 // 4, (probe.renders, elapsed)
