@@ -54,6 +54,13 @@ BASE_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 CONTAINERS_CONF = '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n'
 
 
+def host_ca_bundle() -> tuple[str, ...]:
+    """podman's option that mounts this host's CA bundle over the base's, for a build or a run
+    that reaches the package index; none where the host has no bundle."""
+    bundle = next((path for path in HOST_CA_BUNDLES if path and Path(path).is_file()), None)
+    return ("--volume", f"{bundle}:{BASE_CA_BUNDLE}:ro") if bundle else ()
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "esxi-storage-exporter"
 
@@ -110,10 +117,7 @@ class Podman:
         """The image from the Dockerfile on `base`. Docker's image format: OCI has no HEALTHCHECK,
         and podman drops it from an OCI image."""
         args = ["build", "--format", "docker", "--tag", tag, "--build-arg", f"PYTHON_IMAGE={base}"]
-        bundle = next((path for path in HOST_CA_BUNDLES if path and Path(path).is_file()), None)
-        if bundle:
-            args += ["--volume", f"{bundle}:{BASE_CA_BUNDLE}:ro"]
-        self(*args, str(context), timeout=900)
+        self(*args, *host_ca_bundle(), str(context), timeout=900)
         return tag
 
     def size(self, image: str) -> int:
