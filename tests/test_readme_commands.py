@@ -85,3 +85,10 @@ def test_the_two_commands_are_the_shell_block_of_their_section():
     with pytest.raises(ValueError, match="no '## Two commands' section"):
         readme.commands(text.replace("## Two commands", "## Three commands"))
     assert set(readme.commands(readme.README.read_text())) == {"run", "test"}
+
+
+def test_the_docs_repeat_the_readme_commands_as_they_are():
+    both = readme.commands(readme.README.read_text()).values()
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert [command for command in both if command not in index] == [], "docs/index.md"
+    assert readme.command("test") in (ROOT / "docs" / "development.md").read_text(), "docs/development.md"
