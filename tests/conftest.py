@@ -1,9 +1,17 @@
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# This interpreter's bin/ first on PATH, as an activated virtualenv has it: the README runs the suite
+# as `.venv/bin/python -m pytest`, and the programs the test extra installs there (hadolint,
+# docker-compose; go where .ci/install took it from PyPI) are looked up by name.
+BIN = str(Path(sys.executable).parent)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != BIN:
+    os.environ["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")
 
 
 def pytest_addoption(parser):

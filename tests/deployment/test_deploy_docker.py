@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -154,6 +155,16 @@ def test_package_installed_as_the_image_installs_it_serves_outside_the_tree(stag
     # and every module must have been packaged.
     env_dir = tmp_path / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=True)
+    # system_site_packages reaches the base interpreter's packages; where the suite itself runs
+    # in a virtualenv (.venv, README.md), the dependencies are in this one's: a .pth names them.
+    # Its own .pth files (the editable install of this tree) are not read from there.
+    inner = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (Path(inner.stdout.strip()) / "outer-site-packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     install = subprocess.run(
         [
             str(env_dir / "bin" / "pip"),

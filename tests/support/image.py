@@ -27,12 +27,17 @@ from pathlib import Path
 from tests.support.deploy import Scraped, tool
 from tests.support.servers import ROOT, free_port
 
-SUITE = "bookworm"
-MIRRORS = (
-    "deb http://deb.debian.org/debian bookworm main",
-    "deb http://deb.debian.org/debian bookworm-updates main",
-    "deb http://deb.debian.org/debian-security bookworm-security main",
-)
+SUITE = "bookworm"  # the image's base; tests/test_readme_commands.py may also ask for trixie (Debian 13)
+
+
+def mirrors(suite: str) -> tuple[str, ...]:
+    return (
+        f"deb http://deb.debian.org/debian {suite} main",
+        f"deb http://deb.debian.org/debian {suite}-updates main",
+        f"deb http://deb.debian.org/debian-security {suite}-security main",
+    )
+
+
 # What the Dockerfile needs of its base (python3 with venv), like the python image's Debian.
 BASE_OPTIONS = (
     "--variant=apt",
@@ -54,23 +59,30 @@ BASE_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 CONTAINERS_CONF = '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n'
 
 
+def host_ca_bundle() -> tuple[str, ...]:
+    """podman's option that mounts this host's CA bundle over the base's, for a build or a run
+    that reaches the package index; none where the host has no bundle."""
+    bundle = next((path for path in HOST_CA_BUNDLES if path and Path(path).is_file()), None)
+    return ("--volume", f"{bundle}:{BASE_CA_BUNDLE}:ro") if bundle else ()
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "esxi-storage-exporter"
 
 
-def base_tarball() -> Path:
+def base_tarball(suite: str = SUITE) -> Path:
     """The Debian base as a tarball, made once per recipe: the cache key is a hash of mmdebstrap's
     options, suite and mirrors."""
-    recipe = [*BASE_OPTIONS, SUITE, *MIRRORS]
+    recipe = [*BASE_OPTIONS, suite, *mirrors(suite)]
     digest = hashlib.sha256("\0".join(recipe).encode()).hexdigest()[:16]
-    tarball = cache_dir() / f"debian-{SUITE}-python3-{digest}.tar"
+    tarball = cache_dir() / f"debian-{suite}-python3-{digest}.tar"
     if tarball.exists():
         return tarball
     tarball.parent.mkdir(parents=True, exist_ok=True)
     partial = tarball.with_name(f"{tarball.stem}.{os.getpid()}.partial.tar")  # .tar: no compression
     try:
         made = subprocess.run(
-            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, SUITE, str(partial), *MIRRORS],
+            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, suite, str(partial), *mirrors(suite)],
             capture_output=True,
             text=True,
             timeout=900,
@@ -110,10 +122,7 @@ class Podman:
         """The image from the Dockerfile on `base`. Docker's image format: OCI has no HEALTHCHECK,
         and podman drops it from an OCI image."""
         args = ["build", "--format", "docker", "--tag", tag, "--build-arg", f"PYTHON_IMAGE={base}"]
-        bundle = next((path for path in HOST_CA_BUNDLES if path and Path(path).is_file()), None)
-        if bundle:
-            args += ["--volume", f"{bundle}:{BASE_CA_BUNDLE}:ro"]
-        self(*args, str(context), timeout=900)
+        self(*args, *host_ca_bundle(), str(context), timeout=900)
         return tag
 
     def size(self, image: str) -> int:

@@ -1,0 +1,98 @@
+"""The README's first command, copied from its text (tests/support/readme.py), run as a user runs it
+on a fresh Debian 12 (and 13, on request): the mmdebstrap base of the image test (python3, python3-venv and
+ca-certificates, nothing else), a copy of the repository's files, and the host's CA bundle so pip
+can reach the package index. Its externally managed python3 (PEP 668) is why the command uses a
+virtualenv. `.ci/run` runs the README's second command itself."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support import readme
+from tests.support.image import Podman, base_tarball, host_ca_bundle
+from tests.support.promtext import samples
+from tests.support.servers import ROOT
+
+pytestmark = pytest.mark.integration
+
+WITHIN = 120.0  # seconds from `podman run` to esxi_* series on /metrics: venv, pip install ., serve
+CHECKOUT = "/root/esxi-storage-exporter"
+# Debian 12 in every run. Debian 13 (trixie) on request, README_SUITES=bookworm,trixie: its base
+# costs another ~2 minutes to make on a new machine. Ubuntu's archive cannot be reached here.
+SUITES = os.environ.get("README_SUITES", "bookworm").split(",")
+
+
+@pytest.fixture(scope="module")
+def podman(tmp_path_factory):
+    engine = Podman(tmp_path_factory.mktemp("podman"))
+    yield engine
+    engine.remove_everything()
+
+
+@pytest.fixture(scope="module", params=SUITES)
+def debian(podman, request) -> str:
+    return podman.import_base(base_tarball(request.param), f"localhost/debian-{request.param}-python3:readme")
+
+
+def checkout(destination: Path) -> Path:
+    """The repository's tracked files as this tree has them: what a clone holds, with this tree's
+    changes, and nothing built or installed here (no .venv, egg-info, node_modules)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file():  # not a file deleted in this tree
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+def test_first_command_serves_the_demo_on_a_fresh_debian_within_two_minutes(podman, debian, tmp_path):
+    command = readme.command("run")
+    source = checkout(tmp_path / "esxi-storage-exporter")
+    mounts = ("--volume", f"{source}:{CHECKOUT}", "--workdir", CHECKOUT, *host_ca_bundle())
+    marker = podman("run", "--rm", debian, "sh", "-c", "ls /usr/lib/python3*/EXTERNALLY-MANAGED", check=False)
+    assert marker.returncode == 0, f"the base's python3 is externally managed, as a fresh Debian's is: {marker.stderr}"
+    started = time.monotonic()
+    with podman.run(debian, "bash", "-c", command, options=mounts) as container:
+        body = ""
+        while time.monotonic() - started < WITHIN:
+            state = podman("inspect", "--format", "{{.State.Status}}", container.name).stdout.strip()
+            assert state == "running", f"`{command}` ended ({state}):\n{container.logs()}"
+            try:
+                body = container.get("/metrics")[1]
+            except OSError:  # pip is still installing; nothing listens yet
+                body = ""
+            if any(name.startswith("esxi_lun_") for name, _, _ in samples(body)):
+                break
+            time.sleep(1)
+        took = time.monotonic() - started
+        series = [(name, labels) for name, labels, _ in samples(body) if name.startswith("esxi_")]
+        assert any(name == "esxi_lun_queue_depth" for name, _ in series), (
+            f"no esxi_lun_queue_depth within {WITHIN:.0f}s of `{command}`:\n{container.logs()}"
+        )
+    hosts = {labels["host"] for name, labels in series if name == "esxi_host_info"}
+    assert hosts == {"esx01.lab.local", "esx02.lab.local"}, "the demo scenario's two hosts"
+    print(f"`{command}` served {len(series)} esxi_* series {took:.0f}s after podman run")
+
+
+def test_the_two_commands_are_the_shell_block_of_their_section():
+    text = "# x\n\n## Two commands\n\n```sh\n# 1. run\nrun it\n\n# 2. test\ntest it\n```\n\n## Why\n"
+    assert readme.commands(text) == {"run": "run it", "test": "test it"}
+    with pytest.raises(ValueError, match="holds 3 commands"):
+        readme.commands(text.replace("test it", "test it\nand more"))
+    with pytest.raises(ValueError, match="no '## Two commands' section"):
+        readme.commands(text.replace("## Two commands", "## Three commands"))
+    assert set(readme.commands(readme.README.read_text())) == {"run", "test"}
+
+
+def test_the_docs_repeat_the_readme_commands_as_they_are():
+    both = readme.commands(readme.README.read_text()).values()
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert [command for command in both if command not in index] == [], "docs/index.md"
+    assert readme.command("test") in (ROOT / "docs" / "development.md").read_text(), "docs/development.md"
