@@ -27,7 +27,7 @@ from pathlib import Path
 from tests.support.deploy import Scraped, tool
 from tests.support.servers import ROOT, free_port
 
-SUITE = "bookworm"  # the image's base; tests/test_readme_commands.py may also ask for trixie (Debian 13)
+SUITE = "bookworm"  # the image's base; tests/deployment/test_readme_commands.py may also ask for trixie (Debian 13)
 
 
 def mirrors(suite: str) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The README's two commands, read from its text: what a user copies is what CI runs.
 
-`.ci/run` runs the second (`python3 tests/support/readme.py test`); tests/test_readme_commands.py
+`.ci/run` runs the second (`python3 tests/support/readme.py test`); tests/deployment/test_readme_commands.py
 runs the first in a fresh Debian container. Each is the one line in the "Two commands" section's
 shell block that is not a comment, in order: first the exporter's, then the tests'.
 """
