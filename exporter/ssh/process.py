@@ -89,8 +89,8 @@ def run(
     """A short remote command run to its end, its output read as it comes: stdout up to
     max_output bytes (one byte more and the command is killed and OutputTooLarge raised, so what
     is kept is bounded by the cap, not by what the host sends), the last STDERR_KEPT bytes of
-    stderr. Both decoded as UTF-8, a byte that is not shown as U+FFFD (the parser then refuses
-    it in one line). Raises subprocess.TimeoutExpired after `timeout`."""
+    stderr. Both decoded (decode: the parser then refuses a byte that is not UTF-8 in one line,
+    never a UnicodeDecodeError). Raises subprocess.TimeoutExpired after `timeout`."""
     proc = subprocess.Popen(
         target.ssh_argv(remote, ssh),
         stdin=subprocess.DEVNULL,
@@ -106,9 +106,12 @@ def run(
         returncode = proc.wait(max(0.0, deadline - time.monotonic()))
     finally:
         release(proc)
-    return subprocess.CompletedProcess(
-        proc.args, returncode, out.decode("utf-8", "replace"), err[-STDERR_KEPT:].decode("utf-8", "replace")
-    )
+    return subprocess.CompletedProcess(proc.args, returncode, decode(out), decode(err[-STDERR_KEPT:]))
+
+
+def decode(data: bytes) -> str:
+    """What a host printed, as text: UTF-8, a byte that is not shown as U+FFFD (never an error)."""
+    return data.decode("utf-8", "replace")
 
 
 def _read_capped(proc: subprocess.Popen, deadline: float, max_output: int | None) -> tuple[bytes, bytes]:
