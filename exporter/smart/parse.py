@@ -35,7 +35,7 @@ HEALTH = "health_status"
 # An ATA Drive Temperature raw holds °C in its lowest byte on the drives that use it so; a byte
 # outside this range is some other packing, and no temperature is read from it.
 ATA_RAW_CELSIUS = (1, 100)
-# Bounds on what a host may make the exporter keep and export (docs/smart.md, "Limits").
+# Bounds on what a host may make the exporter keep and export (docs/smart.md, "Hostile answers").
 MAX_LABEL = 128  # characters of a parameter name or a Health Status (label values)
 MAX_ATTRIBUTES = 256  # rows of one device's page (ATA defines 255 attributes)
 SMART_FIGURE_BITS = 64  # esxcli's Value, Threshold, Worst and Raw are at most 64-bit counters
@@ -51,7 +51,8 @@ class SmartFormatError(ValueError):
 class Refusal:
     """One value left out, the rest of the answer read. subject: the device or adapter; field: the
     parameter (and column) or log field; reason: out_of_range | label_too_long |
-    too_many_attributes; message: one line naming the subject, where, and why."""
+    too_many_attributes (exporter.smart.reader adds too_large for an answer past its cap);
+    message: one line naming the subject, where, and why."""
 
     subject: str
     field: str

@@ -45,7 +45,7 @@ def _ask(call, arg, command: str, problems: list[Problem], notes: list[Refusal])
     try:
         reading = disks.Reading("ok", call(arg, refused))
     except AnswerTooLarge as err:
-        message = f"{arg}: {err} (over {plan.MAX_ANSWER} bytes; the last good reading is kept)"
+        message = f"{arg}: {err}, the last good reading is kept"
         problems.append((command, "too_large", message))
         notes.append(Refusal(arg, command, "too_large", message))
         return disks.Reading("unreadable", message=message)
