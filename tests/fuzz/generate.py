@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import resource
 import sys
 import traceback
 from pathlib import Path
@@ -34,6 +35,9 @@ EXTENSIONS = {
     "nvme_records": "json",
     "update_set": "xml",
 }
+
+
+MEMORY_LIMIT = 4 << 30
 
 
 def slug(text: str) -> str:
@@ -87,6 +91,8 @@ def main() -> None:
     parser.add_argument("--target", action="append", choices=fuzz_targets.TARGETS)
     parser.add_argument("--per-outcome", type=int, default=2)
     args = parser.parse_args()
+    # A blow-up is a crash to keep, not a machine out of memory: past this, MemoryError.
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     for target in args.target or fuzz_targets.TARGETS:
         tried, written, crashes = grow(target, args.examples, args.per_outcome)
         print(f"{target}: {tried} inputs tried, {written} new files ({crashes} crashes)", flush=True)

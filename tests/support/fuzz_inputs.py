@@ -307,6 +307,26 @@ def update_set(draw) -> bytes:
         filter_sets.append(f'<filterSet><filter type="PropertyFilter">session[1]{role}</filter>{"".join(objects)}</filterSet>')
     version = draw(st.sampled_from(["<version>7</version>", "", "<version/>", "<version>" + "9" * 500 + "</version>"]))
     truncated = draw(st.sampled_from(["", "<truncated>true</truncated>", "<truncated>maybe</truncated>"]))
+    if draw(st.integers(0, 9)) == 0:  # a tree whose parents form a cycle
+        filter_sets.append(
+            '<filterSet><filter type="PropertyFilter">session[1]f-tree</filter>'
+            + "".join(
+                f'<objectSet><kind>enter</kind><obj type="{kind}">{moid}</obj>'
+                f"<changeSet><name>name</name><op>assign</op><val>{moid}</val></changeSet>"
+                f'<changeSet><name>parent</name><op>assign</op><val type="{parent_kind}">{parent}</val></changeSet></objectSet>'
+                for kind, moid, parent_kind, parent in (
+                    ("HostSystem", "host-9", "ClusterComputeResource", "domain-c1"),
+                    ("ClusterComputeResource", "domain-c1", "Folder", "group-h1"),
+                    (
+                        "Folder",
+                        "group-h1",
+                        draw(st.sampled_from(["HostSystem", "ClusterComputeResource"])),
+                        draw(st.sampled_from(["host-9", "domain-c1", "group-h1"])),
+                    ),
+                )
+            )
+            + "</filterSet>"
+        )
     returnval = f"<returnval>{version}{''.join(filter_sets)}{truncated}</returnval>" if draw(st.integers(0, 6)) else ""
     doctype = '<!DOCTYPE x [<!ENTITY a "aaaa">]>' if draw(st.integers(0, 15)) == 0 else ""
     return _bytes_mutated(draw, ENVELOPE.format(doctype=doctype, returnval=returnval).encode())

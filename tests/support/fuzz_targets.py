@@ -10,7 +10,7 @@ them through the exporter's own reader:
 - update_set: a WaitForUpdatesEx answer (exporter.vsphere.updates.parse_update_set, read through
   xmlguard as the answer is), its property changes applied to an inventory mirror and settled.
 
-The contract (`check`): no exception but the reader's own one-line error (SmartFormatError; for
+The contract (`check`): an answer within SECONDS, no exception but the reader's own one-line error (SmartFormatError; for
 update_set, xmlguard's AnswerRefused or the XML parser's ParseError); every value in the model
 and on /metrics finite and in its field's range; label values from the host at most MAX_LABEL
 characters; at most MAX_ATTRIBUTES attributes; every refusal one line with a known reason.
@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from pathlib import Path
 
 from exporter.serving.exposition import Exposition
@@ -99,8 +101,32 @@ class _NotRecords(Exception):
     """A records file that is not a list of objects: the API never answers so (not the parser's input)."""
 
 
+# An input gets this long: a hang (a parent cycle once looped for ever, growing) breaks the contract.
+SECONDS = 10.0
+
+
+@contextmanager
+def time_limit(seconds: float = SECONDS):
+    def expired(*_):
+        raise ContractBroken(f"no answer within {seconds:g} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def check(target: str, data: bytes) -> str:
-    """Run `data` through `target` and assert the contract; returns the outcome (see outcome())."""
+    """Run `data` through `target` and assert the contract, within SECONDS; returns the outcome
+    (see outcome())."""
+    with time_limit():
+        return _check(target, data)
+
+
+def _check(target: str, data: bytes) -> str:
     try:
         if target in ("smart_records", "nvme_records"):
             try:
