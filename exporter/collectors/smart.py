@@ -71,7 +71,8 @@ def collect(store):
     errors = counter(
         "esxi_disk_smart_errors_total",
         "SMART round errors by command and reason: failed (no device list), error (esxcli failed), unreadable "
-        "(an answer refused), bad_line, bad_value. Devices without SMART are not errors (esxi_disk_smart_status).",
+        "(an answer refused), too_large (an answer over its cap), out_of_range, label_too_long, too_many_attributes "
+        "(a value refused alone), bad_line, bad_value. Devices without SMART are not errors (esxi_disk_smart_status).",
     )
     for host, report in sorted(store.disk_health.items()):
         for device, disk in sorted(report.disks.items()):

@@ -30,7 +30,7 @@ class EsxcliHealth:
         return failed
 
     def forget(self, host: str) -> None:
-        """The host left: its esxcli (or SMART) health and error counts go with it."""
+        """The host left: its health record and error counts go with it."""
         with self.lock:
             self.errors.pop(host, None)
         self.store.drop_health(self.kind, host, self.origin)

@@ -23,6 +23,10 @@ class EsxcliError(Exception):
     """esxcli could not be run or answered with an error (one line, no secrets)."""
 
 
+class AnswerTooLarge(EsxcliError):
+    """esxcli's answer passed the cap on what one command may send: refused whole, unread."""
+
+
 def read(host: str, fetch: Fetch) -> tuple[m.Inventory, list[tuple[str, str, str]]]:
     """The host's Inventory and its problems as (command, reason, message); a command that
     fails is a problem and the others are still read."""

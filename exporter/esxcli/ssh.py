@@ -12,11 +12,15 @@ import threading
 
 from exporter.esxcli import parse
 from exporter.esxcli.health import EsxcliHealth
-from exporter.esxcli.inventory import EsxcliError, read
+from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError, read
 from exporter.ssh import process
 from exporter.ssh.target import SshTarget
 
 log = logging.getLogger(__name__)
+# The most one esxcli command may print over SSH: a host's path list at ESXi's maximum of 4,096
+# paths is about 4 MiB. More is refused unread (what the exporter keeps is bounded by this, not
+# by what a host sends); a SMART page has a cap of its own (exporter.smart.ssh).
+MAX_OUTPUT = 16 * 1024 * 1024
 
 # How each command prints by default: blocks of `Key: Value`, or a dashed table.
 SHAPES = {
@@ -43,12 +47,15 @@ class EsxcliOverSsh:
         shape = next((f for prefix, f in SHAPES.items() if command.startswith(prefix)), parse.blocks)
         return shape(self.text(words))
 
-    def text(self, words: list[str]) -> str:
-        """What `esxcli <words>` prints; EsxcliError (its last line) when it exits non-zero."""
+    def text(self, words: list[str], max_output: int = MAX_OUTPUT) -> str:
+        """What `esxcli <words>` prints; EsxcliError (its last line) when it exits non-zero,
+        AnswerTooLarge when it prints more than max_output bytes."""
         try:
-            done = process.run(self.target, "esxcli " + shlex.join(words), timeout=60, ssh=self.ssh)
+            done = process.run(self.target, "esxcli " + shlex.join(words), timeout=60, ssh=self.ssh, max_output=max_output)
         except subprocess.TimeoutExpired:
             raise EsxcliError("no answer within 60 s") from None
+        except process.OutputTooLarge as err:
+            raise AnswerTooLarge(str(err)) from None
         if done.returncode != 0:
             last = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[-1]
             raise EsxcliError(last[:200])

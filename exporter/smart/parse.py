@@ -10,6 +10,11 @@ A wrong reading is worse than none: an answer that does not read exactly is refu
 one line naming the device (or adapter) and the line, and nothing of it enters the model. `N/A`
 is no value, never zero. Units are converted here, once (exporter.store.units).
 
+A value that reads but cannot be true is refused alone, the rest of the answer read: a number
+past what its field can hold (a SMART figure of 64 bits, the NVMe log's fields as the NVMe
+specification sizes them) or negative, a parameter name or status over MAX_LABEL characters, the
+rows past MAX_ATTRIBUTES. Each is a Refusal handed to the caller's list, to be counted and logged.
+
 This module imports only the model: the simulator writes SMART text for it (no esxcli, no SSH).
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from exporter.store import model as m
 from exporter.store import units
@@ -29,10 +35,33 @@ HEALTH = "health_status"
 # An ATA Drive Temperature raw holds °C in its lowest byte on the drives that use it so; a byte
 # outside this range is some other packing, and no temperature is read from it.
 ATA_RAW_CELSIUS = (1, 100)
+# Bounds on what a host may make the exporter keep and export (docs/smart.md, "Hostile answers").
+MAX_LABEL = 128  # characters of a parameter name or a Health Status (label values)
+MAX_ATTRIBUTES = 256  # rows of one device's page (ATA defines 255 attributes)
+SMART_FIGURE_BITS = 64  # esxcli's Value, Threshold, Worst and Raw are at most 64-bit counters
+# Kelvin is a 16-bit field of the NVMe log: °C above this is no temperature ESXi can report.
+NVME_MAX_CELSIUS = (1 << 16) - 1 - units.KELVIN_AT_ZERO_CELSIUS
 
 
 class SmartFormatError(ValueError):
     """An answer that does not read as the format; str() is one line naming the device and line."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One value left out, the rest of the answer read. subject: the device or adapter; field: the
+    parameter (and column) or log field; reason: out_of_range | label_too_long |
+    too_many_attributes (exporter.smart.reader adds too_large for an answer past its cap);
+    message: one line naming the subject, where, and why."""
+
+    subject: str
+    field: str
+    reason: str
+    message: str
+
+
+class _OutOfRange(ValueError):
+    """A number that reads but that its field cannot hold (negative, or too large)."""
 
 
 def snake_case(name: str) -> str:
@@ -47,19 +76,20 @@ def _key(name: str) -> str:
 
 
 # --- storage core device smart get ------------------------------------------------------------
-def smart_page_text(text: str, device: str) -> m.SmartPage:
-    """The default table (4 or 5 columns) or the --formatter=json form."""
+def smart_page_text(text: str, device: str, refused: list[Refusal] | None = None) -> m.SmartPage:
+    """The default table (4 or 5 columns) or the --formatter=json form. refused: where the values
+    left out go (see Refusal); None drops them (the simulator, whose pages are its own)."""
     body = text.strip()
     if not body:
         raise SmartFormatError(f"{device}: empty answer")
     if body[0] in "[{":
-        return _page(_json_rows(body, device), device)
-    return _page(_table_rows(text, device), device)
+        return _page(_json_rows(body, device), device, refused)
+    return _page(_table_rows(text, device), device, refused)
 
 
-def smart_page_records(records: list[dict[str, str]], device: str) -> m.SmartPage:
+def smart_page_records(records: list[dict[str, str]], device: str, refused: list[Refusal] | None = None) -> m.SmartPage:
     """The vSphere API's answer: one record per row, keys as exporter.esxcli.parse.key spells them."""
-    return _page([(f"record {i}", {_key(k): v for k, v in r.items()}) for i, r in enumerate(records, 1)], device)
+    return _page([(f"record {i}", {_key(k): v for k, v in r.items()}) for i, r in enumerate(records, 1)], device, refused)
 
 
 def _table_rows(text: str, device: str) -> list[tuple[str, dict[str, str]]]:
@@ -105,52 +135,120 @@ def _table_rows(text: str, device: str) -> list[tuple[str, dict[str, str]]]:
     return rows
 
 
-def _json_rows(body: str, device: str) -> list[tuple[str, dict[str, str]]]:
+def _json(body: str, subject: str):
+    """json.loads, its every failure one SmartFormatError (a syntax error, nesting deeper than the
+    parser recurses). Numbers stay text, read as the table's cells are: one of 5,000 digits is
+    refused alone, never handed to int()."""
     try:
-        doc = json.loads(body)
+        return json.loads(body, parse_int=str, parse_float=str)
     except json.JSONDecodeError as err:
-        raise SmartFormatError(f"{device}: line {err.lineno}: not JSON: {err.msg}") from None
+        raise SmartFormatError(f"{subject}: line {err.lineno}: not JSON: {err.msg}") from None
+    except RecursionError:
+        raise SmartFormatError(f"{subject}: JSON nested too deep") from None
+
+
+def _json_rows(body: str, device: str) -> list[tuple[str, dict[str, str]]]:
+    doc = _json(body, device)
     if not isinstance(doc, list) or not all(isinstance(item, dict) for item in doc):
         raise SmartFormatError(f"{device}: JSON: expected a list of objects (Parameter, Value, Threshold, Worst, Raw)")
     return [(f"JSON item {i}", {_key(k): v for k, v in item.items()}) for i, item in enumerate(doc, 1)]
 
 
-def _figure(cell, device: str, where: str, column: str) -> float | None:
+def _whole(text: str, limit_bits: int) -> int:
+    """A whole number written in decimal ('42', '-5') or, with 0x, in hex; _OutOfRange when it is
+    negative or needs more than limit_bits (judged on its digits before int() is asked to read
+    thousands of them)."""
+    negative = text.startswith("-")
+    digits = text[1:] if negative else text
+    hexadecimal = digits[:2] in ("0x", "0X")
+    significant = (digits[2:] if hexadecimal else digits).lstrip("0")
+    if negative and significant:
+        raise _OutOfRange("negative")
+    most = (limit_bits + 3) // 4 if hexadecimal else len(str(1 << limit_bits))
+    if len(significant) > most:
+        raise _OutOfRange(f"{len(significant)} digits long, more than {limit_bits} bits hold")
+    number = int(significant or "0", 16 if hexadecimal else 10)
+    if number >> limit_bits:
+        raise _OutOfRange(f"more than {limit_bits} bits hold")
+    return number
+
+
+_SMART_FIGURE = re.compile(r"-?[0-9]+")
+
+
+def _figure(cell, device: str, where: str, column: str, name: str, refused) -> float | None:
     text = str(cell).strip() if cell is not None else ""
     if text.upper() == "N/A":
         return None
-    if not text.isdigit() or not text.isascii():
+    if not text.isascii() or not _SMART_FIGURE.fullmatch(text):
         raise SmartFormatError(f"{device}: {where}: {column} is not a whole number or N/A: {text[:30]!r}")
-    return float(int(text))
+    try:
+        return float(_whole(text, SMART_FIGURE_BITS))
+    except _OutOfRange as err:
+        _refuse(
+            refused,
+            device,
+            f"{name} {column}",
+            "out_of_range",
+            f"{device}: {where}: {_shown(name)}: {column} {err}: {text[:30]!r}: refused",
+        )
+        return None
 
 
-def _page(rows: list[tuple[str, dict[str, str]]], device: str) -> m.SmartPage:
-    page = m.SmartPage()
+def _shown(name) -> str:
+    """A name from the host as a message shows it: one line, at most 60 characters."""
+    return " ".join(str(name).split())[:60]
+
+
+def _refuse(refused: list[Refusal], subject: str, field: str, reason: str, message: str) -> None:
+    refused.append(Refusal(subject, field, reason, message))
+
+
+def _page(rows: list[tuple[str, dict[str, str]]], device: str, refused=None) -> m.SmartPage:
+    page, mine, past_cap = m.SmartPage(), [], 0
     for where, cells in rows:
         name = str(cells.get("parameter") or "").strip()
         if not name:
             raise SmartFormatError(f"{device}: {where}: no parameter name")
         absent = [c for c in REQUIRED[1:] if c not in cells or cells[c] is None or str(cells[c]).strip() == ""]
         if absent:
-            raise SmartFormatError(f"{device}: {where}: {name}: no {', '.join(absent)} (esxcli prints N/A, never nothing)")
+            raise SmartFormatError(
+                f"{device}: {where}: {_shown(name)}: no {', '.join(absent)} (esxcli prints N/A, never nothing)"
+            )
         label = snake_case(name)
         if not label:
-            raise SmartFormatError(f"{device}: {where}: parameter name {name!r} has no letters or digits")
+            raise SmartFormatError(f"{device}: {where}: parameter name {_shown(name)!r} has no letters or digits")
+        if len(name) > MAX_LABEL:
+            message = f"{device}: {where}: parameter name of {len(name)} characters (over {MAX_LABEL}): {name[:40]!r}...: refused"
+            _refuse(mine, device, label[:40], "label_too_long", message)
+            continue
         if label == HEALTH:
             status = str(cells["value"]).strip()
+            if len(status) > MAX_LABEL:
+                message = f"{device}: {where}: Health Status of {len(status)} characters (over {MAX_LABEL}): refused"
+                _refuse(mine, device, HEALTH, "label_too_long", message)
+                continue
             page.health = "" if status.upper() == "N/A" else status
             continue
         if label in page.attributes:
-            raise SmartFormatError(f"{device}: {where}: {name} appears twice")
-        raw = _figure(cells.get("raw", "N/A"), device, where, "Raw")
+            raise SmartFormatError(f"{device}: {where}: {_shown(name)} appears twice")
+        if len(page.attributes) >= MAX_ATTRIBUTES:
+            past_cap += 1
+            continue
+        raw = _figure(cells.get("raw", "N/A"), device, where, "Raw", name, mine)
         page.attributes[label] = m.SmartAttribute(
-            value=_figure(cells["value"], device, where, "Value"),
-            threshold=_figure(cells["threshold"], device, where, "Threshold"),
-            worst=_figure(cells["worst"], device, where, "Worst"),
+            value=_figure(cells["value"], device, where, "Value", name, mine),
+            threshold=_figure(cells["threshold"], device, where, "Threshold", name, mine),
+            worst=_figure(cells["worst"], device, where, "Worst", name, mine),
             raw=None if raw == RAW_NOT_PROVIDED else raw,
         )
-    if not page.attributes and not page.health:
+    if past_cap:
+        message = f"{device}: {past_cap} parameter(s) past the first {MAX_ATTRIBUTES}: not read"
+        _refuse(mine, device, "parameters", "too_many_attributes", message)
+    if not page.attributes and not page.health and not mine:
         raise SmartFormatError(f"{device}: no parameters")
+    if refused is not None:
+        refused.extend(mine)
     return page
 
 
@@ -162,32 +260,41 @@ def _flag(text: str) -> bool:
     return low == "true"
 
 
-def _number(text: str, unit: str = "", unit_name: str = "") -> int:
-    """'0x1a2b' (esxcli's counters), '42', or with the unit after it: '315 K', '100 %', '0 Mins'."""
-    match = re.fullmatch(r"(0[xX][0-9a-fA-F]+|[0-9]+)" + (rf"(?:\s*(?:{unit}))?" if unit else ""), text)
+def _number(text: str, bits: int, unit: str = "", unit_name: str = "") -> int:
+    """'0x1a2b' (esxcli's counters), '42', or with the unit after it: '315 K', '100 %', '0 Mins';
+    bits: the field's width in the NVMe log (a negative number or a wider one is _OutOfRange)."""
+    match = re.fullmatch(r"(-?(?:0[xX][0-9a-fA-F]+|[0-9]+))" + (rf"(?:\s*(?:{unit}))?" if unit else ""), text)
     if not match:
         raise ValueError(f"not a number{f' of {unit_name}' if unit_name else ''}")
-    return int(match.group(1), 0)
+    return _whole(match.group(1), bits)
 
 
 def _kelvin(text: str) -> float | None:
-    kelvin = _number(text, "K", "Kelvin")
+    kelvin = _number(text, 16, "K", "Kelvin")
     return None if kelvin == 0 else float(kelvin - units.KELVIN_AT_ZERO_CELSIUS)  # 0 K: no sensor
 
 
-def _percent(text: str) -> float:
-    return _number(text, "%", "percent") / 100  # divided, not times 0.01: 29 % is 0.29 exactly
+def _percent(most: int):
+    def read(text: str) -> float:
+        percent = _number(text, 8, "%", "percent")
+        if percent > most:
+            raise _OutOfRange(f"over {most} %")
+        return percent / 100  # divided, not times 0.01: 29 % is 0.29 exactly
+
+    return read
 
 
-def _minutes(text: str) -> float:
-    return _number(text, "Mins?|minutes", "minutes") * units.MINUTE
+def _minutes(bits: int):
+    return lambda text: _number(text, bits, "Mins?|minutes", "minutes") * units.MINUTE
 
 
 def _counter(scale: float = 1.0):
-    return lambda text: _number(text) * scale
+    return lambda text: _number(text, 128) * scale
 
 
-# field (as _key spells it) -> (where it goes, reader)
+# field (as _key spells it) -> (where it goes, reader); the widths are the NVMe specification's
+# (SMART / Health Information log): counters 16 bytes, the composite temperature time 4, Kelvin 2,
+# percentages 1 (Available Spare and its threshold at most 100 %; Percentage Used may pass 100).
 _WARNINGS = {
     "availablesparespacebelowthreshold": "available_spare",
     "temperaturewarning": "temperature",
@@ -196,9 +303,9 @@ _WARNINGS = {
     "volatilememorybackupdevicefailure": "volatile_backup_failed",
 }
 _RATIOS = {
-    "availablespare": "available_spare_ratio",
-    "availablesparethreshold": "available_spare_threshold_ratio",
-    "percentageused": "percentage_used_ratio",
+    "availablespare": ("available_spare_ratio", _percent(100)),
+    "availablesparethreshold": ("available_spare_threshold_ratio", _percent(100)),
+    "percentageused": ("percentage_used_ratio", _percent(255)),
 }
 _COUNTERS = {
     "mediaerrors": ("media_errors", _counter()),
@@ -210,27 +317,24 @@ _COUNTERS = {
     "dataunitswritten": ("written_bytes", _counter(units.NVME_DATA_UNIT_BYTES)),
     "hostreadcommands": ("host_read_commands", _counter()),
     "hostwritecommands": ("host_write_commands", _counter()),
-    "controllerbusytime": ("controller_busy_seconds", _minutes),  # the NVMe spec counts it in minutes
-    "warningcompositetemperaturetime": ("warning_temperature_seconds", _minutes),
-    "criticalcompositetemperaturetime": ("critical_temperature_seconds", _minutes),
+    "controllerbusytime": ("controller_busy_seconds", _minutes(128)),  # the NVMe spec counts it in minutes
+    "warningcompositetemperaturetime": ("warning_temperature_seconds", _minutes(32)),
+    "criticalcompositetemperaturetime": ("critical_temperature_seconds", _minutes(32)),
 }
 _SENSOR = re.compile(r"temperaturesensor([1-8])")
 
 
-def nvme_log_text(text: str, adapter: str) -> m.NvmeHealthLog:
+def nvme_log_text(text: str, adapter: str, refused: list[Refusal] | None = None) -> m.NvmeHealthLog:
     """The default `SMART And Health Info:` block, or its --formatter=json object."""
     body = text.strip()
     if not body:
         raise SmartFormatError(f"{adapter}: empty answer")
     if body[0] in "[{":
-        try:
-            doc = json.loads(body)
-        except json.JSONDecodeError as err:
-            raise SmartFormatError(f"{adapter}: line {err.lineno}: not JSON: {err.msg}") from None
+        doc = _json(body, adapter)
         doc = doc[0] if isinstance(doc, list) and len(doc) == 1 else doc
         if not isinstance(doc, dict):
             raise SmartFormatError(f"{adapter}: JSON: expected one object of health fields")
-        return _log([(f"JSON field {k!r}", k, v) for k, v in doc.items()], adapter)
+        return _log([(f"JSON field {k[:60]!r}", k, v) for k, v in doc.items()], adapter, refused)
     fields = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -241,17 +345,17 @@ def nvme_log_text(text: str, adapter: str) -> m.NvmeHealthLog:
         if not value.strip() and not line[0].isspace():  # the title, "SMART And Health Info:"
             continue
         fields.append((f"line {number}", name, value))
-    return _log(fields, adapter)
+    return _log(fields, adapter, refused)
 
 
-def nvme_log_records(records: list[dict[str, str]], adapter: str) -> m.NvmeHealthLog:
+def nvme_log_records(records: list[dict[str, str]], adapter: str, refused: list[Refusal] | None = None) -> m.NvmeHealthLog:
     """The vSphere API's answer: one record of the log's fields."""
     if len(records) != 1:
         raise SmartFormatError(f"{adapter}: expected one record of health fields, got {len(records)}")
-    return _log([(f"field {k!r}", k, v) for k, v in records[0].items()], adapter)
+    return _log([(f"field {k[:60]!r}", k, v) for k, v in records[0].items()], adapter, refused)
 
 
-def _log(fields, adapter: str) -> m.NvmeHealthLog:
+def _log(fields, adapter: str, refused=None) -> m.NvmeHealthLog:
     log = m.NvmeHealthLog()
     known = 0
     for where, name, value in fields:
@@ -264,7 +368,8 @@ def _log(fields, adapter: str) -> m.NvmeHealthLog:
             elif field == "compositetemperature":
                 log.temperature_celsius = _kelvin(text)
             elif field in _RATIOS:
-                setattr(log, _RATIOS[field], _percent(text))
+                ratio, read = _RATIOS[field]
+                setattr(log, ratio, read(text))
             elif field in _COUNTERS:
                 counter, read = _COUNTERS[field]
                 log.counters[counter] = float(read(text))
@@ -274,8 +379,12 @@ def _log(fields, adapter: str) -> m.NvmeHealthLog:
                     log.sensors_celsius[_SENSOR.fullmatch(field).group(1)] = celsius
             else:
                 continue  # a field newer ESXi prints and this reader does not use
+        except _OutOfRange as err:
+            if refused is not None:
+                message = f"{adapter}: {where}: {_shown(name)}: {err}: {text[:30]!r}: refused"
+                refused.append(Refusal(adapter, field[:60], "out_of_range", message))
         except ValueError as err:
-            raise SmartFormatError(f"{adapter}: {where}: {str(name).strip()}: {err}: {text[:30]!r}") from None
+            raise SmartFormatError(f"{adapter}: {where}: {_shown(name)}: {err}: {text[:30]!r}") from None
         known += 1
     if not known:
         raise SmartFormatError(f"{adapter}: no NVMe health fields (not the answer of nvme device log smart get)")
@@ -293,7 +402,7 @@ def temperatures(page: str, smart: m.SmartPage | None, nvme: m.NvmeHealthLog | N
     row = smart.attributes.get("drive_temperature") if smart is not None else None
     if row is None:
         return out
-    if page == "nvme" and row.value:
+    if page == "nvme" and row.value and row.value <= NVME_MAX_CELSIUS:  # past it: no reading beats a wrong one
         out["smart_page"] = row.value
     elif page == "ata" and row.raw is not None:
         low = int(row.raw) & 0xFF

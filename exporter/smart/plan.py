@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from exporter.esxcli import storage
 from exporter.store import model as m
 
+# The most one SMART page or NVMe log may be (a page of 256 rows is about 20 KiB): past it the
+# answer is refused whole, unread, and the device keeps its last good reading.
+MAX_ANSWER = 1024 * 1024
+
 DEVICES = ["storage", "core", "device", "list"]
 NVME_CONTROLLERS = ["nvme", "device", "list"]
 PATHS = ["storage", "core", "path", "list"]

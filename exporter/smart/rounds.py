@@ -1,12 +1,16 @@
 """SMART rounds of one source (the SSH hosts, or one vSphere target): each host's report handed to
 the store whole, its health (SourceHealth kind `smart`: up, errors by command and reason), the last
 report kept for the next round (a failed read keeps the last good one), and a log line when a
-device's state changes, not every hour it stays so.
+device's state changes or a value of it is first refused, not every hour it stays so.
+
+A host that leaves (forget) takes its disks, its health and its counts with it at once; a round
+that was running on it meanwhile hands nothing to the store (each host's epoch says so).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from exporter.esxcli.health import EsxcliHealth
@@ -21,28 +25,68 @@ class SmartRounds:
         self.store, self.origin, self.clock = store, origin, clock
         self.health = EsxcliHealth(store, origin, kind="smart")
         self.last: dict = {}  # host -> its last DiskHealthReport
+        self.noted: dict[str, set] = {}  # host -> (subject, field, reason) logged and refused since
+        self.lock = threading.Lock()  # a round's hand-over to the store against a host leaving
+        self.epochs: dict[str, int] = {}  # host -> times it left: a round begun before then is stale
 
-    def refresh(self, host: str, esxcli: reader.Esxcli, label: str = "") -> bool:
-        """One round on `host`; False if its devices could not be listed (the last report stays)."""
-        report, problems = reader.read(host, esxcli, self.clock(), self.last.get(host))
-        failed = self.health.report(host, problems)
+    def epoch(self, host: str) -> int:
+        with self.lock:
+            return self.epochs.get(host, 0)
+
+    def refresh(self, host: str, esxcli: reader.Esxcli, label: str = "", epoch: int | None = None) -> bool:
+        """One round on `host`; False if its devices could not be listed (the last report stays).
+        epoch: the host's epoch when the round began (now, if not given)."""
+        epoch = self.epoch(host) if epoch is None else epoch
+        notes: list = []
+        report, problems = reader.read(host, esxcli, self.clock(), self.last.get(host), notes)
         where = label or host
-        if report is None:
-            log.warning("SMART on %s: %s", where, problems[0][2] if problems else "no answer")
-            return False
-        self._log_changes(where, report)
-        for command, reason, message in problems:
-            if reason in ("bad_line", "bad_value"):
-                log.warning("SMART on %s: %s: %s", where, command, message)
-        self.last[host] = report
-        self.store.set_disk_health(report, origin=self.origin)
+        with self.lock:
+            if self.epochs.get(host, 0) != epoch:
+                return False  # the host left while its round ran: nothing of it is kept
+            failed = self.health.report(host, problems)
+            if report is None:
+                log.warning("SMART on %s: %s", where, problems[0][2] if problems else "no answer")
+                return False
+            self._log_changes(where, report)
+            self._log_notes(host, where, notes)
+            for command, reason, message in problems:
+                if reason in ("bad_line", "bad_value"):
+                    log.warning("SMART on %s: %s: %s", where, command, message)
+            self.last[host] = report
+            self.store.set_disk_health(report, origin=self.origin)
         return not failed
 
+    def fail(self, host: str, command: str, message: str, epoch: int) -> None:
+        """A round that could not start on `host` (no executer, no session): counted as failed."""
+        with self.lock:
+            if self.epochs.get(host, 0) == epoch:
+                self.health.report(host, [(command, "failed", message)])
+
     def forget(self, hosts) -> None:
-        """Hosts gone from the source: their last report and their SMART health and error counts."""
-        for host in hosts:
-            self.last.pop(host, None)
-            self.health.forget(host)
+        """Hosts that left: their disks, health and error counts go now, and any round still
+        running on them keeps nothing."""
+        hosts = set(hosts)
+        if not hosts:
+            return
+        with self.lock:
+            for host in hosts:
+                self.epochs[host] = self.epochs.get(host, 0) + 1
+                self.last.pop(host, None)
+                self.noted.pop(host, None)
+                self.health.forget(host)
+            self.store.drop_disk_health(hosts, origin=self.origin)
+
+    def _log_notes(self, host: str, where: str, notes) -> None:
+        """One line per device, field and reason when it is first refused (again after it read)."""
+        before, now = self.noted.get(host, set()), set()
+        for note in notes:
+            key = (note.subject, note.field, note.reason)
+            if key not in before and key not in now:
+                log.warning(
+                    "SMART on %s: %s (counted in esxi_disk_smart_errors_total, reason %s)", where, note.message, note.reason
+                )
+            now.add(key)
+        self.noted[host] = now
 
     def _log_changes(self, where: str, report) -> None:
         before = self.last.get(report.host)

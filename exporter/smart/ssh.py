@@ -21,11 +21,11 @@ class SshEsxcli:
     def records(self, words: list[str]):
         return self.runner.fetch(words)
 
-    def smart_page(self, device: str):
-        return parse.smart_page_text(self.runner.text(plan.smart_get(device)), device)
+    def smart_page(self, device: str, refused: list):
+        return parse.smart_page_text(self.runner.text(plan.smart_get(device), plan.MAX_ANSWER), device, refused)
 
-    def nvme_log(self, adapter: str):
-        return parse.nvme_log_text(self.runner.text(plan.nvme_log(adapter)), adapter)
+    def nvme_log(self, adapter: str, refused: list):
+        return parse.nvme_log_text(self.runner.text(plan.nvme_log(adapter), plan.MAX_ANSWER), adapter, refused)
 
 
 class SmartOverSsh:

@@ -29,13 +29,15 @@ class ApiEsxcli:
     def records(self, words: list[str]):
         return esxcli.run(self.stub, self.executer, words)
 
-    def smart_page(self, device: str):
-        records, _ = esxcli.run(self.stub, self.executer, [*plan.SMART_GET, "--devicename", device])
-        return parse.smart_page_records(records, device)
+    def smart_page(self, device: str, refused: list):
+        words = [*plan.SMART_GET, "--devicename", device]
+        records, _ = esxcli.run(self.stub, self.executer, words, max_answer=plan.MAX_ANSWER)
+        return parse.smart_page_records(records, device, refused)
 
-    def nvme_log(self, adapter: str):
-        records, _ = esxcli.run(self.stub, self.executer, [*plan.NVME_LOG, "--adapter", adapter])
-        return parse.nvme_log_records(records, adapter)
+    def nvme_log(self, adapter: str, refused: list):
+        words = [*plan.NVME_LOG, "--adapter", adapter]
+        records, _ = esxcli.run(self.stub, self.executer, words, max_answer=plan.MAX_ANSWER)
+        return parse.nvme_log_records(records, adapter, refused)
 
 
 class SmartOverVsphere:
@@ -43,6 +45,9 @@ class SmartOverVsphere:
         """target: an exporter.vsphere.VsphereTarget that is started (its discovery finds the hosts)."""
         self.target, self.stop, self.interval = target, stop, interval
         self.rounds = SmartRounds(store, origin=target.name)
+        # A host that leaves the target's inventory takes its disks with it at once, not at the
+        # next SMART round (an hour later by default).
+        target.forget_listeners.append(self.rounds.forget)
 
     def run(self) -> None:
         target = self.target
@@ -68,23 +73,23 @@ class SmartOverVsphere:
             return
 
         def one(topo) -> None:
-            label = f"{target.name}/{topo.name}"
+            label, epoch = f"{target.name}/{topo.name}", self.rounds.epoch(topo.name)
             try:
                 executer = target.client.call(lambda _content: esxcli.executer(stub, topo.ref._moId))
             except (EsxcliError, VsphereError) as err:
-                self.rounds.health.report(topo.name, [("RetrieveManagedMethodExecuter", "failed", str(err))])
+                self.rounds.fail(topo.name, "RetrieveManagedMethodExecuter", str(err), epoch)
                 log.warning("SMART on %s: %s", label, err)
                 return
             api = ApiEsxcli(stub, executer)
             try:
-                target.client.call(lambda _content: self.rounds.refresh(topo.name, api, label))
+                target.client.call(lambda _content: self.rounds.refresh(topo.name, api, label, epoch))
             except VsphereError as err:
-                self.rounds.health.report(topo.name, [("esxcli", "failed", str(err))])
+                self.rounds.fail(topo.name, "esxcli", str(err), epoch)
                 log.warning("SMART on %s: %s", label, err)
 
         with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))
-        # hosts gone from the target, by its topology now: one that left during the round (stopped
-        # responding) leaves no health series behind that its answers set after it left
-        now = target.topology or topology
-        self.rounds.forget((set(self.rounds.last) | set(self.rounds.health.errors)) - {topo.name for topo in now.hosts})
+        # hosts gone from the target by its topology now (left or stopped responding meanwhile; the
+        # source's forget listener has usually said so already): no health series stays behind
+        newest = target.topology or topology
+        self.rounds.forget((set(self.rounds.last) | set(self.rounds.health.errors)) - {topo.name for topo in newest.hosts})

@@ -4,15 +4,25 @@ and the backoff between attempts. Every process started here is killed when the 
 from __future__ import annotations
 
 import atexit
+import os
 import random
+import selectors
 import subprocess
 import threading
+import time
 
 from exporter.ssh.environment import ssh_environment
 from exporter.ssh.target import SshTarget
 
 _running: set[subprocess.Popen] = set()
 _running_lock = threading.Lock()
+# What a short command's stderr may keep (its end: the error is on the last line).
+STDERR_KEPT = 64 * 1024
+_CHUNK = 1 << 16
+
+
+class OutputTooLarge(Exception):
+    """A short command printed more than its cap: it was killed and nothing it printed is kept."""
 
 
 @atexit.register
@@ -73,11 +83,58 @@ def release(proc: subprocess.Popen) -> int:
     return returncode
 
 
-def run(target: SshTarget, remote: str, timeout: float, ssh: str = "ssh") -> subprocess.CompletedProcess:
-    """A short remote command run to its end (raises subprocess.TimeoutExpired after `timeout`)."""
-    return subprocess.run(
-        target.ssh_argv(remote, ssh), capture_output=True, text=True, timeout=timeout, env=ssh_environment(target)
+def run(
+    target: SshTarget, remote: str, timeout: float, ssh: str = "ssh", max_output: int | None = None
+) -> subprocess.CompletedProcess:
+    """A short remote command run to its end, its output read as it comes: stdout up to
+    max_output bytes (one byte more and the command is killed and OutputTooLarge raised, so what
+    is kept is bounded by the cap, not by what the host sends), the last STDERR_KEPT bytes of
+    stderr. Both decoded (decode: the parser then refuses a byte that is not UTF-8 in one line,
+    never a UnicodeDecodeError). Raises subprocess.TimeoutExpired after `timeout`."""
+    proc = subprocess.Popen(
+        target.ssh_argv(remote, ssh),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ssh_environment(target),
     )
+    with _running_lock:
+        _running.add(proc)
+    try:
+        deadline = time.monotonic() + timeout
+        out, err = _read_capped(proc, deadline, max_output)
+        returncode = proc.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        release(proc)
+    return subprocess.CompletedProcess(proc.args, returncode, decode(out), decode(err[-STDERR_KEPT:]))
+
+
+def decode(data: bytes) -> str:
+    """What a host printed, as text: UTF-8, a byte that is not shown as U+FFFD (never an error)."""
+    return data.decode("utf-8", "replace")
+
+
+def _read_capped(proc: subprocess.Popen, deadline: float, max_output: int | None) -> tuple[bytes, bytes]:
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ, out)
+        selector.register(proc.stderr, selectors.EVENT_READ, err)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, 0)
+            for key, _ in selector.select(left):
+                data = os.read(key.fd, _CHUNK)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                kept = key.data
+                kept += data
+                if kept is out and max_output is not None and len(out) > max_output:
+                    raise OutputTooLarge(f"answer larger than {max_output} bytes: refused")
+                if kept is err and len(err) > 2 * STDERR_KEPT:
+                    del err[:-STDERR_KEPT]
+    return bytes(out), bytes(err)
 
 
 class Backoff:

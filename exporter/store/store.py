@@ -292,6 +292,13 @@ class Store:
             self.host_disk_health[(origin, report.host)] = report
             self.version += 1
 
+    def drop_disk_health(self, hosts, origin: str = "") -> None:
+        """Hosts whose SMART rounds forgot them (they left): their disks go now."""
+        with self.lock:
+            for host in hosts:
+                self.host_disk_health.pop((origin, host), None)
+            self.version += 1
+
     @property
     def disk_health(self) -> dict[str, m.DiskHealthReport]:
         return _first_per_host(self.host_disk_health)

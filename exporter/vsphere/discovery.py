@@ -294,8 +294,9 @@ def place(nodes: dict[str, tuple[str, str, str]], moid: str) -> Place:
     nodes: moid -> (type, name, parent moid); the root folder is not one of them (as in Telegraf,
     it is no part of a path)."""
     _, name, parent = nodes[moid]
-    names, datacenter, cluster = [name], "", ""
-    while parent in nodes:
+    names, datacenter, cluster, seen = [name], "", "", {moid}
+    while parent in nodes and parent not in seen:  # a parent cycle (a hostile answer) ends the path
+        seen.add(parent)
         parent_kind, parent_name, grandparent = nodes[parent]
         if grandparent not in nodes and parent_kind == "Folder":
             break  # the root folder ("Datacenters")

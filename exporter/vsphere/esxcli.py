@@ -9,7 +9,7 @@ import http.client
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
-from exporter.esxcli.inventory import EsxcliError
+from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError
 from exporter.esxcli.parse import key
 from exporter.vsphere import soap, xmlguard
 from exporter.vsphere.client import describe
@@ -18,12 +18,14 @@ _NS = "{urn:vim25}"
 LONG_NAMES = {"-m": "module", "-d": "device"}  # esxcli's short flags as the API names the arguments
 
 
-def _call(stub, body: str) -> ET.Element:
+def _call(stub, body: str, limit: int | None = None) -> ET.Element:
     """The answer to one request; a connection that fails or an answer that cannot be read
     (refused by xmlguard, not XML) is this command's EsxcliError, like a fault."""
     try:
-        status, answer = soap.post(stub, soap.envelope(body))
+        status, answer = soap.post(stub, soap.envelope(body), limit=limit)
         root = xmlguard.parse(answer)
+    except xmlguard.AnswerTooLarge as err:
+        raise AnswerTooLarge(str(err)) from None
     except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError) as err:
         raise EsxcliError(describe(err)) from None
     if status != 200:
@@ -44,8 +46,9 @@ def executer(stub, host_moid: str) -> str:
     return found.text.strip()
 
 
-def run(stub, executer_moid: str, words: list[str]) -> tuple[list[dict[str, str]], list[str]]:
-    """`esxcli <words>` (a namespace path and method, then -x VALUE pairs) as records."""
+def run(stub, executer_moid: str, words: list[str], max_answer: int | None = None) -> tuple[list[dict[str, str]], list[str]]:
+    """`esxcli <words>` (a namespace path and method, then -x VALUE pairs) as records; max_answer:
+    a cap on this answer below --vsphere.max-answer-size (AnswerTooLarge past it)."""
     first_flag = next((i for i, w in enumerate(words) if w.startswith("-")), len(words))
     path, flags = words[:first_flag], words[first_flag:]
     namespace = path[:-1]
@@ -58,7 +61,7 @@ def run(stub, executer_moid: str, words: list[str]) -> tuple[list[dict[str, str]
         f"<moid>ha-cli-handler-{'-'.join(namespace)}</moid><version>urn:vim25/5.0</version>"
         f"<method>vim.EsxCLI.{'.'.join(path)}</method>{args}</ExecuteSoap>"
     )
-    root = _call(stub, body)
+    root = _call(stub, body, max_answer)
     result = root.find(f".//{_NS}returnval")
     if result is None:
         raise EsxcliError(f"esxcli {' '.join(path)}: no answer")

@@ -73,11 +73,11 @@ def invoke(mo, info, args, request: bytes | None = None, conn=None) -> ET.Elemen
     raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
-def post(stub, request: bytes, conn=None) -> tuple[int, list[bytes]]:
+def post(stub, request: bytes, conn=None, limit: int | None = None) -> tuple[int, list[bytes]]:
     """POST a SOAP request over the stub's session and connection pool: (HTTP status, the body's
     pieces as xmlguard.read_answer returns them). conn: a connection of the pool the caller keeps
     for itself (a long poll that another thread may have to cut short); it is neither returned to
-    the pool nor closed here."""
+    the pool nor closed here. limit: this call's own cap on the answer (xmlguard.read_answer)."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,
@@ -91,7 +91,7 @@ def post(stub, request: bytes, conn=None) -> tuple[int, list[bytes]]:
         response = conn.getresponse()
         # Capped, decompressed as it arrives, its prolog checked: a DOCTYPE or an answer over the
         # cap is refused before ElementTree sees it (xmlguard).
-        body = xmlguard.read_answer(response, response.getheader("Content-Encoding", "").lower() == "gzip")
+        body = xmlguard.read_answer(response, response.getheader("Content-Encoding", "").lower() == "gzip", limit=limit)
     except (OSError, http.client.HTTPException, xmlguard.AnswerRefused):
         conn.close()  # an answer left unread: the connection cannot serve another call
         if not own:

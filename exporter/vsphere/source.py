@@ -56,6 +56,7 @@ class VsphereTarget:
         self.topology: discovery.Topology | None = None  # replaced whole, never mutated
         self.discovered = threading.Event()  # set by the first discovery that succeeds
         self.collected = threading.Event()  # set by the first collection
+        self.forget_listeners: list = []  # called with the hosts that left (the SMART rounds: exporter.smart)
         self.running = False  # started as a live source (start()), not driven step by step (dump)
         self.resolved: perf.Resolved | None = None
         self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
@@ -307,6 +308,8 @@ class VsphereTarget:
             self.esxcli_health.forget(host)
             self.esxcli_log.answered((host,))
         self.host_faults.forget(hosts)
+        for listener in self.forget_listeners:
+            listener(hosts)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
 
     # --- collection --------------------------------------------------------------------

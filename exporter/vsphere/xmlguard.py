@@ -38,6 +38,10 @@ class AnswerRefused(ValueError):
     """An answer the exporter will not parse; str() is one line."""
 
 
+class AnswerTooLarge(AnswerRefused):
+    """An answer past a call's own cap (read_answer's limit), below the process-wide one."""
+
+
 def limit_answers(max_bytes: int) -> None:
     """Set the process-wide cap on one answer's size (decompressed), in bytes."""
     global _limit
@@ -135,12 +139,12 @@ class _RootReached(Exception):
     pass
 
 
-def read_answer(stream, gzipped: bool = False, xml: bool = True) -> list[bytes]:
+def read_answer(stream, gzipped: bool = False, xml: bool = True, limit: int | None = None) -> list[bytes]:
     """The body of an answer, as the pieces read from `stream` (decompressed when gzipped), up to
     the cap, its prolog checked as it arrives (xml): a DOCTYPE is refused after the first piece
     that holds it, an answer over the cap as soon as it passes it (AnswerRefused). The pieces are
     not joined: parse() feeds them to ElementTree one by one, so the body is copied no more often
-    than by one plain read()."""
+    than by one plain read(). limit: a smaller cap of this call's own (AnswerTooLarge past it)."""
     prolog, pieces, size = _Prolog() if xml else None, [], 0
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
     while True:
@@ -152,6 +156,8 @@ def read_answer(stream, gzipped: bool = False, xml: bool = True) -> list[bytes]:
             size += len(data)
             if size > _limit:
                 raise _too_large()
+            if limit is not None and size > limit:
+                raise AnswerTooLarge(f"answer larger than {limit} bytes: refused")
             if prolog is not None:
                 prolog.feed(data)
             pieces.append(data)

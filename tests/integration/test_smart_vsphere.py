@@ -7,6 +7,7 @@ the healthy host raising nothing that the failing one does (tests/support/smart_
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import urllib.request
@@ -15,7 +16,7 @@ import pytest
 
 from tests.support import smart_sim
 from tests.support.fake_esxcli import HDD, NVME, SSD, USB
-from tests.support.promtext import eventually, value
+from tests.support.promtext import eventually, samples, value
 from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
@@ -123,3 +124,47 @@ def test_dump_reads_the_local_disks_too(sim, password):
     )
     assert quiet.returncode == 0, quiet.stderr
     assert "esxi_disk_" not in quiet.stdout and "esxi_lun_queue_depth{" in quiet.stdout
+
+
+def test_hostile_answers_through_the_api_are_refused_and_counted(tmp_path):
+    """The method executer answering a SMART page of 20,000 rows (several MiB of SOAP) and a
+    400-digit raw: the page is refused unread past exporter.smart.plan.MAX_ANSWER (too_large),
+    the raw alone (out_of_range); every other disk and value is read."""
+    import threading
+
+    from exporter.serving.exposition import Exposition
+    from exporter.smart.vsphere import SmartOverVsphere
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    fixture, answers = smart_sim.write(json.loads(FIXTURE.read_text()), tmp_path / "sim")
+    hostile = json.loads(answers.read_text())
+    rows = [
+        {"Parameter": f"Vendor Attribute {i}", "Value": "100", "Threshold": "0", "Worst": "100", "Raw": str(i)}
+        for i in range(20_000)
+    ]
+    hostile[HEALTHY]["pages"][SSD] += rows
+    power_on = next(r for r in hostile[FAILING]["pages"][HDD] if r["Parameter"] == "Power-on Hours")
+    power_on["Raw"] = "9" * 400
+    answers.write_text(json.dumps(hostile))
+    sim = StorageSim(tmp_path / "vcsim", "-smart", str(answers), fixture=fixture)
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    vc = VsphereTarget(TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password), ca_file=str(sim.cert)))
+    try:
+        assert vc.run_once(), vc.error
+        smart = SmartOverVsphere(vc, vc.store, threading.Event(), interval=3600.0)
+        smart.round()
+        text = Exposition(vc.store, ["smart"]).body().decode()
+    finally:
+        vc.client.close()
+        sim.stop()
+    get = "storage core device smart get"
+    assert value(text, "esxi_disk_smart_status", host=HEALTHY, device=SSD, status="unreadable") == 1
+    assert value(text, "esxi_disk_smart_errors_total", host=HEALTHY, command=get, reason="too_large") == 1
+    assert "vendor_attribute" not in text
+    assert value(text, "esxi_disk_smart_value", host=HEALTHY, device=HDD, parameter="read_error_count", page="ata") == 81
+    failing = dict(host=FAILING, device=HDD, parameter="power_on_hours", page="ata")
+    assert value(text, "esxi_disk_smart_raw", **failing) is None and value(text, "esxi_disk_smart_value", **failing) is not None
+    assert value(text, "esxi_disk_smart_errors_total", host=FAILING, command=get, reason="out_of_range") == 1
+    assert all(math.isfinite(v) for _, _, v in samples(text))

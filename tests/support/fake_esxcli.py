@@ -5,7 +5,8 @@ module it does not have. Each run is appended to esxcli-runs.jsonl beside the co
 With `smart` in the control file ("healthy" or "failing", read at every run so a test can turn a
 host's disks bad), it is the SMART host of tests/fixtures/smart/: a SATA HDD, a SATA SSD, an NVMe
 namespace on vmhba2 (both its pages), a USB boot device without SMART and a SAN LUN; `smart_broken`
-lists devices whose page comes back as garbage."""
+lists devices whose page comes back as garbage; `smart_flood` ({device: megabytes}) makes a device's
+page that many megabytes of well-formed rows, written as a host would stream them."""
 
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def main(argv: list[str]) -> int:
             runs.write(json.dumps({"argv": argv}) + "\n")
         settings = json.loads(Path(control).read_text())
     if settings.get("smart"):
+        flood = settings.get("smart_flood", {}).get(argv[-1])
+        if flood and argv[:5] == ["storage", "core", "device", "smart", "get"]:
+            return _flood(int(flood * 1_000_000))
         if argv[-1] in settings.get("smart_broken", ()):
             sys.stdout.write("Parameter  Value\n%%% not a table %%%\n")
             return 0
@@ -70,6 +74,26 @@ def main(argv: list[str]) -> int:
         print(f"Error: Unknown command or namespace {' '.join(argv)}", file=sys.stderr)
         return 1
     sys.stdout.write((FIXTURES / answer).read_text())
+    return 0
+
+
+def _flood(size: int) -> int:
+    """A SMART table of `size` bytes: the header, then rows of distinct vendor attributes (each a
+    series if the exporter kept them all), written in 1 MB pieces until the reader hangs up."""
+    head = (SMART / "smart-hdd.txt").read_text()
+    out, written, row = sys.stdout.buffer, 0, 0
+    try:
+        out.write(head.encode())
+        written += len(head)
+        while written < size:
+            piece = "".join(f"{f'Vendor Attribute {row + i}':<33}  100    0          100    {row + i}\n" for i in range(15_000))
+            out.write(piece.encode())
+            written += len(piece)
+            row += 15_000
+        out.flush()
+    except BrokenPipeError:  # the exporter stopped reading at its cap and the session went
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

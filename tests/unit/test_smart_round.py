@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from exporter.esxcli.inventory import EsxcliError
-from exporter.esxcli.ssh import EsxcliOverSsh
+from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError
+from exporter.esxcli.ssh import MAX_OUTPUT, EsxcliOverSsh
 from exporter.serving.exposition import Exposition
 from exporter.smart import reader
 from exporter.smart.rounds import SmartRounds
@@ -33,12 +33,18 @@ class FixtureRunner(EsxcliOverSsh):
         super().__init__(target=None, store=None, stop=None, host_name=None)
         self.variant, self.broken, self.fail, self.asked = variant, set(broken), set(fail), []
 
-    def text(self, words):
+    def text(self, words, max_output=MAX_OUTPUT):
         self.asked.append(list(words))
         if words[-1] in self.fail:
             raise EsxcliError("no answer within 60 s")
         if words[-1] in self.broken:
             return "Parameter  Value\n%%% not a table %%%\n"
+        answer = self.answer(words)
+        if len(answer.encode()) > max_output:  # as process.run: refused past the cap
+            raise AnswerTooLarge(f"answer larger than {max_output} bytes: refused")
+        return answer
+
+    def answer(self, words) -> str:
         answer = smart_answers(self.variant).get(tuple(words))
         if answer is None:
             raise EsxcliError(fake_esxcli.CANNOT_OPEN)
@@ -107,7 +113,7 @@ def test_a_host_whose_devices_cannot_be_listed_fails_the_round_and_keeps_its_las
     store, rounds, _ = round_on(FixtureRunner())
 
     class Down(FixtureRunner):
-        def text(self, words):
+        def text(self, words, max_output=MAX_OUTPUT):
             raise EsxcliError("ssh: connect to host 192.0.2.7 port 22: Connection refused")
 
     _, _, ok = round_on(Down(), rounds=rounds, store=store)
@@ -118,10 +124,10 @@ def test_a_host_whose_devices_cannot_be_listed_fails_the_round_and_keeps_its_las
 
 def test_a_host_without_the_nvme_namespace_reads_its_ata_disks():
     class Esxi60(FixtureRunner):
-        def text(self, words):
+        def answer(self, words):
             if words[0] == "nvme":
                 raise EsxcliError("Error: Unknown command or namespace nvme device list")
-            return super().text(words)
+            return super().answer(words)
 
     runner = Esxi60()
     report, problems = reader.read(HOST, SshEsxcli(runner), now=1.0)
@@ -201,8 +207,8 @@ def test_exposition_passes_promtool_check_metrics():
 
 def test_a_device_list_field_that_does_not_read_is_counted_and_that_device_left_out():
     class Garbled(FixtureRunner):
-        def text(self, words):
-            answer = super().text(words)
+        def answer(self, words):
+            answer = super().answer(words)
             if words == ["storage", "core", "device", "list"]:  # the SSD's Is Local flag garbled
                 head, _, tail = answer.partition(SSD + "\n")
                 answer = head + SSD + "\n" + tail.replace("Is Local: true", "Is Local: yes please", 1)
