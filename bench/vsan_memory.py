@@ -61,6 +61,7 @@ def write_answer(path: Path, known: int, unknown: int) -> int:
     """An answer of `known` entities the discovery names and `unknown` it does not, the unknown
     ones between the known ones; written piece by piece. Returns its size in bytes."""
     uuids = known_uuids(known)
+    head, _, tail = entity("UUID", 0).partition("UUID")  # the unknown ones alike but for their uuid
     with open(path, "w", encoding="ascii") as out:
         out.write(_OPEN)
         step = max(1, unknown // max(1, known))
@@ -69,7 +70,7 @@ def write_answer(path: Path, known: int, unknown: int) -> int:
             if uuids and n % step == 0 and written < known:
                 out.write(entity(uuids[written], written))
                 written += 1
-            out.write(entity(f"7e57{n:04x}-dead-4bad-8000-{n:012d}", n))
+            out.write(f"{head}7e57{n % 65536:04x}-dead-4bad-8000-{n:012d}{tail}")
         for i in range(written, known):
             out.write(entity(uuids[i], i))
         out.write(_CLOSE)
@@ -125,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         normal, hostile = Path(tmp) / "normal.xml", Path(tmp) / "hostile.xml"
         sizes = {"normal": write_answer(normal, args.known, 0), "hostile": write_answer(hostile, args.known, args.unknown)}
-        print(f"answer: {args.known} known entities, {sizes['normal'] / 1024:.0f} kB; with {args.unknown:,} unknown, {sizes['hostile'] / 2**20:.0f} MiB")
+        print(
+            f"answer: {args.known} known entities, {sizes['normal'] / 1024:.0f} kB; with {args.unknown:,} unknown, {sizes['hostile'] / 2**20:.0f} MiB"
+        )
         for mode in args.modes.split(","):
             got = measure(normal if mode == "normal" else hostile, mode, args.known)
             print(

@@ -67,7 +67,7 @@ def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int])
         _count(dropped, "bad_entity", 1)
         return None
     if refused.label(ref_id) is None:
-        refused.refuse(dropped, refused.LABEL_TOO_LONG, ref_id, "entityRefId", ref_id)
+        refused.refuse(dropped, refused.LABEL_TOO_LONG, f"an entity of type {kind[:40]}", "entityRefId", ref_id)
         return None
     times = [parse_time(t) for t in sample_info.split(",")] if sample_info.strip() else []
     _count(dropped, "bad_timestamp", sum(t is None for t in times))
