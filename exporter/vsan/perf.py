@@ -131,25 +131,27 @@ def read_answer(pieces, names: Names | None, dropped: dict[str, int]) -> list[En
 
 def _take(parser, names: Names | None, dropped: dict[str, int], out: list[EntityRow]) -> None:
     for _event, element in parser.read_events():
-        if element.tag.rsplit("}", 1)[-1] != "returnval":
+        tag = element.tag
+        if not tag.endswith("returnval") or tag.rsplit("}", 1)[-1] != "returnval":
             continue
-        ref = _text(element, "entityRefId")
+        ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""  # children share it: C-level finds, no "{*}"
+        ref = _text(element, ns + "entityRefId")
         kind, _, uuid = ref.partition(":")
         if names is not None and uuid and len(ref) <= refused.MAX_LABEL and not named(kind, uuid, names):
             refused.count(dropped, "unknown_entity")
         else:
-            row = parse_entity(ref, _text(element, "sampleInfo"), _values(element), dropped)
+            row = parse_entity(ref, _text(element, ns + "sampleInfo"), _values(element, ns), dropped)
             if row is not None:
                 out.append(row)
         element.clear()  # what stays of it in the tree is an empty element
 
 
-def _values(entity) -> list[tuple[str, str, str | None]]:
+def _values(entity, ns: str) -> list[tuple[str, str, str | None]]:
     out = []
-    for series in entity.iterfind("{*}value"):
-        metric = series.find("{*}metricId")
-        interval = _text(metric, "metricsCollectInterval")
-        out.append((_text(metric, "label"), _text(series, "values"), interval or None))
+    for series in entity.iterfind(ns + "value"):
+        metric = series.find(ns + "metricId")
+        interval = _text(metric, ns + "metricsCollectInterval")
+        out.append((_text(metric, ns + "label"), _text(series, ns + "values"), interval or None))
     return out
 
 
@@ -157,8 +159,8 @@ def _chunks(items: list[str], size: int) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _text(element, name: str) -> str:
+def _text(element, tag: str) -> str:
     if element is None:
         return ""
-    found = element.find("{*}" + name)
+    found = element.find(tag)
     return "" if found is None or found.text is None else found.text.strip()

@@ -56,7 +56,13 @@ def format_time(stamp: float) -> str:
 def _cell(text: str) -> float | None | str:
     """A CSV cell: a float, None for a blank one, or the reason it is refused."""
     text = text.strip()
-    return refused.amount(text) if text else None
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return refused.amount(text)  # the reason
+    return value if 0 <= value < math.inf else refused.amount(text)  # NaN fails both
 
 
 def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int]) -> EntityRow | None:
