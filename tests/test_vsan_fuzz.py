@@ -6,7 +6,7 @@ in range (not negative, a ratio at most 1, the sample interval 1 s to a day), an
 at most 128 characters.
 
 The corpus in tests/fuzz/vsan/ is replayed first: inputs that made each refusal reason appear
-(written by `python3 -m tests.test_vsan_fuzz --grow N`) and every input that ever failed here
+(written by `python3 -m tests.test_vsan_fuzz N`: N inputs per target tried) and every input that ever failed here
 (written by the fuzz test itself, as `crash-<hash>.xml|json`, before it reports the failure).
 FUZZ_EXAMPLES sets the inputs per target (default 100).
 """
@@ -288,6 +288,6 @@ def grow(examples: int) -> int:
 
 
 if __name__ == "__main__":
-    count = int(sys.argv[sys.argv.index("--grow") + 1]) if "--grow" in sys.argv else 500
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     CORPUS.mkdir(parents=True, exist_ok=True)
     print(f"{grow(count)} input(s) added to {CORPUS}")

@@ -201,7 +201,9 @@ def _collection(store):
         "esxi_vsan_errors_total",
         "vSAN calls that failed, by call (perf, health, space, resync) and, for perf, the entity type it asked for.",
     )
-    dropped = counter("esxi_vsan_dropped_values_total", "vSAN performance values that could not be placed, by reason.")
+    dropped = counter(
+        "esxi_vsan_dropped_values_total", "vSAN values (performance, health, space, resync) refused or not placed, by reason."
+    )
     samples = counter("esxi_vsan_samples_total", "vSAN performance samples taken (each sample time once).")
     for (kind, name), record in sorted(store.health.items()):
         if kind != "vsan":
