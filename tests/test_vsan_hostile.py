@@ -25,6 +25,7 @@ from bench import vsan_memory
 from exporter.collectors import vsan as vsan_collector
 from exporter.collectors.textformat import render
 from exporter.store import model as m
+from exporter.store.store import Store
 from exporter.vsan import health, perf, perfcsv, refused
 from exporter.vsan import metrics as vm
 from exporter.vsphere import xmlguard
@@ -120,12 +121,24 @@ def test_health_counts_negative_or_too_large_and_long_states_are_refused_each_al
         ("reducedavailabilitywithnorebuild", 2**1023),  # each fits a float, their sum does not
     ]
     health.apply_summary(cluster, _summary("green", details), dropped)
-    assert cluster.objects == {"data_move": 7, "reduced_availability_with_no_rebuild": 2**1023}
+    assert cluster.objects == {"data_move": 7}
+    assert cluster.objects_refused == {"healthy", "inaccessible", "reduced_availability_with_no_rebuild"}
+    store = Store()
+    store.set_vsan(cluster, origin="vc")
+    objects = [
+        line for line in render(vsan_collector.collect(store)).decode().splitlines() if line.startswith("esxi_vsan_objects{")
+    ]
+    assert 'esxi_vsan_objects{cluster="c",state="data_move"} 7.0' in objects
+    assert [line for line in objects if any(f'"{s}"' in line for s in cluster.objects_refused)] == []  # not even 0
+    assert 'esxi_vsan_objects{cluster="c",state="reduced_availability_with_active_rebuild"} 0.0' in objects
     assert cluster.health == "green"
     assert dropped == {"negative": 1, "too_large": 2, "label_too_long": 1}
+    snake = m.VsanCluster(name="c")
+    health.apply_summary(snake, _summary("green", [("aB" * 60, 1)]), dropped)  # 120 sent, 179 in snake_case
+    assert snake.objects == {} and dropped["label_too_long"] == 2
     long_state = m.VsanCluster(name="c")
     health.apply_summary(long_state, _summary("r" * 700), dropped)
-    assert long_state.health == "" and dropped["label_too_long"] == 2
+    assert long_state.health == "" and dropped["label_too_long"] == 3
     assert ("overallHealth", "label_too_long") in dropped.refusals
 
 
@@ -291,6 +304,8 @@ def test_hostile_values_in_real_answers_are_refused_counted_logged_once_and_the_
         "esxi_vsan_disk_group_read_cache_hit_ratio",
         "esxi_vsan_resync_bytes",
     } <= names
+    assert [labels for n, labels in osa if n == "esxi_vsan_objects" and labels["state"] == "healthy"] == []  # refused: not 0
+    assert ("esxi_vsan_objects", {"cluster": "vsan-osa", "state": "inaccessible"}) in osa  # still shown
     record = source.store.health[("vsan", "vsan-osa")]
     assert record.up == 1 and record.errors == {}
     assert {"bad_interval", "out_of_range", "too_large", "negative", "label_too_long"} <= set(record.dropped)

@@ -179,7 +179,7 @@ def _health(clusters):
         if cluster.health_timestamp is not None:
             health_time.add(labels, cluster.health_timestamp)
         if cluster.objects or cluster.health:
-            counts = {state: 0 for state in OBJECT_STATES} | cluster.objects
+            counts = {state: 0 for state in OBJECT_STATES if state not in cluster.objects_refused} | cluster.objects
             for state, count in sorted(counts.items()):
                 objects.add(label_string(("cluster", "state"), (name, state)), float(count))
         for family, value in (

@@ -52,6 +52,7 @@ def apply_summary(cluster: m.VsanCluster, summary, dropped: dict[str, int] | Non
     stamp = getattr(summary, "timestamp", None)
     cluster.health_timestamp = stamp.timestamp() if stamp is not None else None
     objects: dict[str, int] = {}
+    unread: set[str] = set()
     details = summary.objectHealth.objectHealthDetail if summary.objectHealth is not None else None
     for detail in details or ():
         raw = detail.health or "unknown"
@@ -59,16 +60,24 @@ def apply_summary(cluster: m.VsanCluster, summary, dropped: dict[str, int] | Non
             refused.refuse(dropped, refused.LABEL_TOO_LONG, "objectHealthDetail", "health", raw)
             continue
         state = state_name(raw)
+        if refused.label(state) is None:  # "aBaB...": its snake_case is longer than what was sent
+            refused.refuse(dropped, refused.LABEL_TOO_LONG, "objectHealthDetail", "health", raw)
+            continue
         count = refused.amount(detail.numObjects or 0)
         if isinstance(count, str):
             refused.refuse(dropped, count, f"objectHealthDetail {state}", "numObjects", detail.numObjects)
+            unread.add(state)
             continue
         total = objects.get(state, 0) + int(count)
         if isinstance(refused.number(total), str):  # two large counts of one state
             refused.refuse(dropped, refused.TOO_LARGE, f"objectHealthDetail {state}", "numObjects", total)
+            unread.add(state)
             continue
         objects[state] = total
-    cluster.objects = objects
+    # A state whose count was refused is not shown, not even as the 0 the always-shown states get
+    # (an inaccessible count refused must not read as no inaccessible object).
+    cluster.objects = {state: n for state, n in objects.items() if state not in unread}
+    cluster.objects_refused = unread
 
 
 def apply_space(cluster: m.VsanCluster, usage, dropped: dict[str, int] | None = None) -> None:
