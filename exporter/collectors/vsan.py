@@ -179,7 +179,7 @@ def _health(clusters):
         if cluster.health_timestamp is not None:
             health_time.add(labels, cluster.health_timestamp)
         if cluster.objects or cluster.health:
-            counts = {state: 0 for state in OBJECT_STATES} | cluster.objects
+            counts = {state: 0 for state in OBJECT_STATES if state not in cluster.objects_refused} | cluster.objects
             for state, count in sorted(counts.items()):
                 objects.add(label_string(("cluster", "state"), (name, state)), float(count))
         for family, value in (
@@ -201,7 +201,9 @@ def _collection(store):
         "esxi_vsan_errors_total",
         "vSAN calls that failed, by call (perf, health, space, resync) and, for perf, the entity type it asked for.",
     )
-    dropped = counter("esxi_vsan_dropped_values_total", "vSAN performance values that could not be placed, by reason.")
+    dropped = counter(
+        "esxi_vsan_dropped_values_total", "vSAN values (performance, health, space, resync) refused or not placed, by reason."
+    )
     samples = counter("esxi_vsan_samples_total", "vSAN performance samples taken (each sample time once).")
     for (kind, name), record in sorted(store.health.items()):
         if kind != "vsan":

@@ -26,6 +26,7 @@ from .spec import ScenarioError
 from .units import duration
 
 KIB = 1024
+SAMPLE_SECONDS = perfcsv.DEFAULT_INTERVAL  # the performance service's sample interval
 CONGESTION_STARTS_FREE = 0.30  # vSAN starts throttling writes when the buffer has less free
 CONGESTION_MAX_PER_SECOND = 2.0  # at a full buffer
 BASE_WRITE_LATENCY_US = 2000.0
@@ -250,7 +251,7 @@ class VsanSimulation:
                 "throughputWrite": writes * s.block,
                 "latencyAvgRead": BASE_READ_LATENCY_US,
                 "latencyAvgWrite": write_latency,
-                "congestion": congestion * dt,  # the service's count over the sample
+                "congestion": congestion * SAMPLE_SECONDS,  # the service's count over its sample
                 "clientCacheHitRate": 12.0,
             }
             stats["oio"] = reads * BASE_READ_LATENCY_US / 1e6 + writes * write_latency / 1e6  # Little's law
@@ -286,8 +287,8 @@ class VsanSimulation:
             "latencyDelaySched": 300.0 + 20000.0 * congestion,
             "iopsSched": writes * min(1.0, congestion),
             "iopsDelayPctSched": 100.0 * min(1.0, congestion / CONGESTION_MAX_PER_SECOND),
-            "ssdCongestion": congestion * dt,
-            "logCongestion": 0.1 * congestion * dt,
+            "ssdCongestion": congestion * SAMPLE_SECONDS,
+            "logCongestion": 0.1 * congestion * SAMPLE_SECONDS,
             "memCongestion": 0.0,
             "slabCongestion": 0.0,
             "compCongestion": 0.0,
@@ -356,7 +357,9 @@ def _cluster_stats(hosts: dict[str, dict[str, float]]) -> dict[str, float]:
 
 
 def _series(stats: dict[str, float], dt: float) -> list[tuple[str, str, float]]:
-    return [(label, f"{value:.3f}", dt) for label, value in stats.items()]
+    # Each step stands for one of the service's samples, whatever its pace: its counts are over
+    # the service's interval, which the reader requires to be 1 s to a day.
+    return [(label, f"{value:.3f}", SAMPLE_SECONDS) for label, value in stats.items()]
 
 
 def _uuid(kind: str, name: str) -> str:

@@ -361,6 +361,7 @@ class VsanCluster:
     health: str = ""  # overall health: green | yellow | red | what vSAN says; "" not read
     health_timestamp: float | None = None  # when vSAN's health service computed the summary
     objects: dict[str, int] = field(default_factory=dict)  # object health state -> objects
+    objects_refused: set[str] = field(default_factory=set)  # states whose count vSAN sent was refused: not shown, not even as 0
     capacity_bytes: float | None = None
     free_bytes: float | None = None
     resync_bytes: float | None = None  # bytes left to resynchronise

@@ -2,6 +2,9 @@
 
 Object health states come as vSAN writes them (`reducedavailabilitywithnorebuild`,
 `remoteAccessible`); they are exported in snake_case (`reduced_availability_with_no_rebuild`).
+Every number is checked as it is read (exporter.vsan.refused): a negative count or size, or one
+too large for a float, is refused and counted, on that value only; a state over 128 characters is
+refused, never a label.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import re
 
 from exporter.store import model as m
+from exporter.vsan import refused
 
 # The words vSAN's object health states are made of, longest first (a greedy split).
 _WORDS = sorted(
@@ -37,28 +41,69 @@ def state_name(health: str) -> str:
     return "_".join(out)
 
 
-def apply_summary(cluster: m.VsanCluster, summary) -> None:
+def apply_summary(cluster: m.VsanCluster, summary, dropped: dict[str, int] | None = None) -> None:
     """VsanClusterHealthSummary (read from vSAN's cache) -> overall health and objects per state."""
-    cluster.health = (summary.overallHealth or "").strip().lower()
+    dropped = {} if dropped is None else dropped
+    overall = (summary.overallHealth or "").strip().lower()
+    if refused.label(overall) is None:
+        refused.refuse(dropped, refused.LABEL_TOO_LONG, "health summary", "overallHealth", overall)
+        overall = ""  # not read: no state exported
+    cluster.health = overall
     stamp = getattr(summary, "timestamp", None)
     cluster.health_timestamp = stamp.timestamp() if stamp is not None else None
     objects: dict[str, int] = {}
+    unread: set[str] = set()
     details = summary.objectHealth.objectHealthDetail if summary.objectHealth is not None else None
     for detail in details or ():
-        state = state_name(detail.health or "unknown")
-        objects[state] = objects.get(state, 0) + int(detail.numObjects or 0)
-    cluster.objects = objects
+        raw = detail.health or "unknown"
+        if refused.label(raw) is None:
+            refused.refuse(dropped, refused.LABEL_TOO_LONG, "objectHealthDetail", "health", raw)
+            continue
+        state = state_name(raw)
+        if refused.label(state) is None:  # "aBaB...": its snake_case is longer than what was sent
+            refused.refuse(dropped, refused.LABEL_TOO_LONG, "objectHealthDetail", "health", raw)
+            continue
+        count = refused.amount(detail.numObjects or 0)
+        if isinstance(count, str):
+            refused.refuse(dropped, count, f"objectHealthDetail {state}", "numObjects", detail.numObjects)
+            unread.add(state)
+            continue
+        total = objects.get(state, 0) + int(count)
+        if isinstance(refused.number(total), str):  # two large counts of one state
+            refused.refuse(dropped, refused.TOO_LARGE, f"objectHealthDetail {state}", "numObjects", total)
+            unread.add(state)
+            continue
+        objects[state] = total
+    # A state whose count was refused is not shown, not even as the 0 the always-shown states get
+    # (an inaccessible count refused must not read as no inaccessible object).
+    cluster.objects = {state: n for state, n in objects.items() if state not in unread}
+    cluster.objects_refused = unread
 
 
-def apply_space(cluster: m.VsanCluster, usage) -> None:
+def apply_space(cluster: m.VsanCluster, usage, dropped: dict[str, int] | None = None) -> None:
     """VsanSpaceUsage -> raw capacity and free bytes of the vSAN datastore."""
-    cluster.capacity_bytes = float(usage.totalCapacityB) if usage.totalCapacityB is not None else None
-    cluster.free_bytes = float(usage.freeCapacityB) if usage.freeCapacityB is not None else None
+    cluster.capacity_bytes = _amount(usage, "totalCapacityB", "space usage", dropped)
+    cluster.free_bytes = _amount(usage, "freeCapacityB", "space usage", dropped)
 
 
-def apply_resync(cluster: m.VsanCluster, result) -> None:
-    """VsanSyncingObjectQueryResult -> bytes and objects left to resynchronise, and vSAN's ETA (seconds)."""
-    cluster.resync_bytes = float(result.totalBytesToSync or 0)
-    cluster.resync_objects = float(result.totalObjectsToSync or 0)
+def apply_resync(cluster: m.VsanCluster, result, dropped: dict[str, int] | None = None) -> None:
+    """VsanSyncingObjectQueryResult -> bytes and objects left to resynchronise, and vSAN's ETA
+    (seconds; a negative ETA is vSAN's "unknown": no value, not counted)."""
+    cluster.resync_bytes = _amount(result, "totalBytesToSync", "resync summary", dropped, 0.0)
+    cluster.resync_objects = _amount(result, "totalObjectsToSync", "resync summary", dropped, 0.0)
     eta = result.totalRecoveryETA
-    cluster.resync_eta_seconds = float(eta) if eta is not None and eta >= 0 else None
+    unknown = eta is None or isinstance(refused.number(eta), float) and eta < 0
+    cluster.resync_eta_seconds = None if unknown else _amount(result, "totalRecoveryETA", "resync summary", dropped)
+
+
+def _amount(answer, name: str, where: str, dropped: dict[str, int] | None, absent: float | None = None) -> float | None:
+    """A size or count of an answer: a float not under 0, `absent` when it is not set, or None
+    (refused and counted)."""
+    raw = getattr(answer, name, None)
+    if raw is None:
+        return absent
+    value = refused.amount(raw)
+    if isinstance(value, str):
+        refused.refuse({} if dropped is None else dropped, value, where, name, raw)
+        return None
+    return value

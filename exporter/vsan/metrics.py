@@ -24,6 +24,11 @@ class Metric:
     scale: float = 1.0  # multiplies the value into the field's unit
     per_interval: bool = False  # a count over the sample's interval: divided by it (-> per second)
 
+    @property
+    def ratio(self) -> bool:
+        """A percentage read as a ratio: over 1 it is refused."""
+        return self.scale == PERCENT
+
     def convert(self, value: float, interval: float) -> float:
         # Divided by the unit's reciprocal (1e6, 100), which floats hold exactly: 400 µs is 0.0004 s,
         # not 0.00039999999999999996.

@@ -15,21 +15,32 @@ One entity type a call, so a fault loses that type only. Each type is asked in o
 A type whose wildcard the server refuses (InvalidArgument: some types do) is asked by uuid:
 multi-entity where the server takes it, else plain specs; one refused multi-entity spec falls back
 to plain specs too.
+
+An answer is read as it arrives (read_answer): each entity is taken when its element ends and let
+go, and one the cluster's discovery does not name is counted and dropped there, so memory follows
+what is kept, not what is sent. Its size is capped by what the call can hold (answer_cap).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import xml.etree.ElementTree as ET
 
 from pyVmomi import vim
 
 from exporter.vsan import metrics as vm
-from exporter.vsan.perfcsv import EntityRow, parse_entity
+from exporter.vsan import refused
+from exporter.vsan.perfcsv import EntityRow, Names, named, parse_entity
 
 WILDCARD, MULTI, PLAIN = "wildcard", "multi", "plain"
 FORMS = (WILDCARD, MULTI, PLAIN)
 MAX_SPECS = 100  # specs in a call without a wildcard or multi-entity spec
 MAX_UUIDS = 400  # uuids in one multi-entity spec
+# An answer's cap: (entities expected x 2 + ENTITY_SLACK) x (ENTITY_BYTES + labels x LABEL_BYTES).
+# An entity is ~0.5 kB of XML and a series ~0.3 kB with the window's 3 samples (15 minutes at the
+# service's 5); the bounds allow 16 samples a series (a window of one-minute samples) and twice the
+# entities discovered plus 64 (VMs created since the discovery, which a wildcard also reports).
+ENTITY_BYTES, LABEL_BYTES, ENTITY_SLACK = 2048, 1024, 64
 
 
 def entity_types(esa: bool) -> tuple[str, ...]:
@@ -99,19 +110,48 @@ def refusal(specs) -> str | None:
     return None
 
 
-def rows(root, dropped: dict[str, int]) -> list[EntityRow]:
-    """VsanPerfEntityMetricCSV answers (parsed XML) as entity rows; bad cells counted in dropped."""
+def answer_cap(entities: int, labels: int) -> int:
+    """The most bytes an answer for `entities` entities of `labels` labels each may take."""
+    return (2 * entities + ENTITY_SLACK) * (ENTITY_BYTES + labels * LABEL_BYTES)
+
+
+def read_answer(pieces, names: Names | None, dropped: dict[str, int]) -> list[EntityRow]:
+    """VsanPerfQueryPerf's answer (the pieces of xmlguard.iter_answer, as they arrive) as entity
+    rows: each VsanPerfEntityMetricCSV is read when its element ends, then cleared; one whose uuid
+    `names` does not name is counted (unknown_entity) and dropped unread. Bad cells are counted."""
+    parser = ET.XMLPullParser(events=("end",))
+    out: list[EntityRow] = []
+    for piece in pieces:
+        parser.feed(piece)
+        _take(parser, names, dropped, out)
+    parser.close()
+    _take(parser, names, dropped, out)
+    return out
+
+
+def _take(parser, names: Names | None, dropped: dict[str, int], out: list[EntityRow]) -> None:
+    for _event, element in parser.read_events():
+        tag = element.tag
+        if not tag.endswith("returnval") or tag.rsplit("}", 1)[-1] != "returnval":
+            continue
+        ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""  # children share it: C-level finds, no "{*}"
+        ref = _text(element, ns + "entityRefId")
+        kind, _, uuid = ref.partition(":")
+        if names is not None and uuid and len(ref) <= refused.MAX_LABEL and not named(kind, uuid, names):
+            refused.count(dropped, "unknown_entity")
+        else:
+            row = parse_entity(ref, _text(element, ns + "sampleInfo"), _values(element, ns), dropped)
+            if row is not None:
+                out.append(row)
+        element.clear()  # what stays of it in the tree is an empty element
+
+
+def _values(entity, ns: str) -> list[tuple[str, str, str | None]]:
     out = []
-    for entity in root.iterfind(".//{*}returnval"):
-        values = []
-        for series in entity.iterfind("{*}value"):
-            metric = series.find("{*}metricId")
-            label = _text(metric, "label")
-            interval = _text(metric, "metricsCollectInterval")
-            values.append((label, _text(series, "values"), float(interval) if _is_number(interval) else None))
-        row = parse_entity(_text(entity, "entityRefId"), _text(entity, "sampleInfo"), values, dropped)
-        if row is not None:
-            out.append(row)
+    for series in entity.iterfind(ns + "value"):
+        metric = series.find(ns + "metricId")
+        interval = _text(metric, ns + "metricsCollectInterval")
+        out.append((_text(metric, ns + "label"), _text(series, ns + "values"), interval or None))
     return out
 
 
@@ -119,15 +159,8 @@ def _chunks(items: list[str], size: int) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _text(element, name: str) -> str:
+def _text(element, tag: str) -> str:
     if element is None:
         return ""
-    found = element.find("{*}" + name)
+    found = element.find(tag)
     return "" if found is None or found.text is None else found.text.strip()
-
-
-def _is_number(text: str) -> bool:
-    try:
-        return float(text) > 0
-    except ValueError:
-        return False

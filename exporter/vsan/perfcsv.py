@@ -10,6 +10,11 @@ answered for the window carries (the service writes each host's statistics in it
 the newest time can be there for some entities and not yet for others), and never one at or
 before the time already taken, so a sample is never emitted twice.
 
+Every value is checked where it is converted (exporter.vsan.refused): a cell that is no number,
+negative or too large for a float, a ratio over 1, an interval outside 1 s to a day, an entity id
+over 128 characters are refused, counted by reason and noted with their entity and field; the rest
+of the answer is read.
+
 No vSphere import here: the simulator writes this same form for the same reader.
 """
 
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 
 from exporter.store import model as m
 from exporter.vsan import metrics as vm
+from exporter.vsan import refused
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 DEFAULT_INTERVAL = 300.0  # the performance service's sample spacing
@@ -55,18 +61,19 @@ def _cell(text: str) -> float | None | str:
     try:
         value = float(text)
     except ValueError:
-        return "bad_value"
-    if not math.isfinite(value):
-        return "bad_value"
-    return "negative" if value < 0 else value
+        return refused.amount(text)  # the reason
+    return value if 0 <= value < math.inf else refused.amount(text)  # NaN fails both
 
 
 def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int]) -> EntityRow | None:
-    """One entity of the answer; values: (label, CSV text, collect interval or None) per metric.
-    Returns None for an entity id that is not `type:uuid` (counted)."""
+    """One entity of the answer; values: (label, CSV text, collect interval as sent or None) per
+    metric. Returns None for an entity id that is not `type:uuid` or is too long (counted)."""
     kind, sep, uuid = ref_id.partition(":")
     if not sep or not kind or not uuid:
         _count(dropped, "bad_entity", 1)
+        return None
+    if refused.label(ref_id) is None:
+        refused.refuse(dropped, refused.LABEL_TOO_LONG, f"an entity of type {kind[:40]}", "entityRefId", ref_id)
         return None
     times = [parse_time(t) for t in sample_info.split(",")] if sample_info.strip() else []
     _count(dropped, "bad_timestamp", sum(t is None for t in times))
@@ -79,16 +86,24 @@ def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int])
         if len(cells) != len(times):
             _count(dropped, "length_mismatch", 1)
             continue
+        if interval is not None and (not isinstance(interval, str) or interval.strip()):
+            seconds = refused.interval(interval)
+            if isinstance(seconds, str):
+                # A count over 1e-320 s would be +Inf per second: the series' counts are refused
+                # (one refusal a series), values that need no interval are read.
+                refused.refuse(dropped, seconds, ref_id, f"{label}.metricsCollectInterval", interval)
+                if known[label].per_interval:
+                    continue
+            else:
+                row.intervals[label] = seconds
         parsed: list[float | None] = []
         for cell in cells:
             value = _cell(cell)
             if isinstance(value, str):
-                _count(dropped, value, 1)
+                refused.refuse(dropped, value, ref_id, label, cell)
                 value = None
             parsed.append(value)
         row.series[label] = parsed
-        if interval:
-            row.intervals[label] = float(interval)
     return row
 
 
@@ -134,10 +149,38 @@ def sample_at(rows: list[EntityRow], stamp: float, names: Names, dropped: dict[s
         known = vm.BY_LABEL[row.kind]
         for label, values in row.series.items():
             value = values[index]
-            if value is not None:
-                metric = known[label]
-                target[metric.field] = metric.convert(value, row.intervals.get(label, sample.interval))
+            if value is None:
+                continue
+            metric = known[label]
+            value = metric.convert(value, row.intervals.get(label, sample.interval))
+            reason = (
+                refused.TOO_LARGE if not math.isfinite(value) else refused.OUT_OF_RANGE if metric.ratio and value > 1 else None
+            )
+            if reason:
+                refused.refuse(dropped, reason, f"{row.kind}:{row.uuid}", label, values[index])
+                continue
+            target[metric.field] = value
     return sample
+
+
+def named(kind: str, uuid: str, names: Names) -> bool:
+    """The cluster's discovery names this entity: its values have a place in a sample."""
+    return _target(m.VsanSample(timestamp=0.0, interval=DEFAULT_INTERVAL), EntityRow(kind, uuid, []), names) is not None
+
+
+def describe(ref_id: str, names: Names) -> str:
+    """An entity for a log line: what the discovery calls it, and its id."""
+    kind, _, uuid = ref_id.partition(":")
+    sample = m.VsanSample(timestamp=0.0, interval=DEFAULT_INTERVAL)
+    if _target(sample, EntityRow(kind, uuid, []), names) is None:
+        return f"{ref_id} (not named by the discovery)"
+    where = (
+        [f"host {h}" for h in sample.hosts]
+        + [f"disk group {h} {d}" for h, d in sample.disk_groups]
+        + [f"disk {h} {d}" for h, d in sample.disks]
+        + [f"VM {v}" for v in sample.vms]
+    )
+    return f"{where[0] if where else 'the cluster'} ({kind})"
 
 
 def _target(sample: m.VsanSample, row: EntityRow, names: Names) -> dict | None:

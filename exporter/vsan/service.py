@@ -4,7 +4,7 @@ pyVmomi's vSAN bindings (pyVmomi >= 8.0.3 ships them).
 
 A session that expires is re-established by the target's Client (one login for both endpoints);
 this stub then takes the new cookie. The big answer, VsanPerfQueryPerf's, is read with
-ElementTree like QueryPerf's (exporter.vsphere.soap); the small ones through pyVmomi.
+ElementTree as it arrives (exporter.vsphere.soap, exporter.vsan.perf); the small ones through pyVmomi.
 """
 
 from __future__ import annotations
@@ -150,15 +150,17 @@ class VsanService:
             out[name] = {label for label in labels if label}
         return out
 
-    def query_perf(self, cluster_moid: str, specs: list) -> ET.Element:
-        """One VsanPerfQueryPerf for a cluster; the answer's parsed XML (read by perf.rows). A
-        fault is raised as a PerfFault naming it (the session's own NotAuthenticated excepted: the
-        client logs in again)."""
+    def query_perf(self, cluster_moid: str, specs: list, read, limit: int | None = None, deadline: float | None = None):
+        """One VsanPerfQueryPerf for a cluster; its answer handed to read() as it arrives (the
+        pieces of xmlguard.iter_answer: perf.read_answer), capped at `limit` bytes and cut at
+        `deadline` (time.monotonic()); what read() returns is returned. A fault is raised as a
+        PerfFault naming it (the session's own NotAuthenticated excepted: the client logs in again)."""
 
         def ask(stub):
             manager = vim.cluster.VsanPerformanceManager(PERFORMANCE_MANAGER, stub)
+            cluster = vim.ClusterComputeResource(cluster_moid)
             try:
-                return soap.invoke(manager, _QUERY_PERF, [specs, vim.ClusterComputeResource(cluster_moid)])
+                return soap.invoke_reading(manager, _QUERY_PERF, [specs, cluster], read, limit=limit, deadline=deadline)
             except vim.fault.NotAuthenticated:
                 raise
             except vmodl.MethodFault as fault:  # returned, not raised: the client would make it a plain error

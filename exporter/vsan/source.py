@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from exporter.store import model as m
-from exporter.vsan import discovery, health, perf, perfcsv
+from exporter.vsan import discovery, health, perf, perfcsv, refused
 from exporter.vsan.service import PerfFault, VsanService
 from exporter.vsphere.client import VsphereError
 
@@ -30,6 +30,49 @@ CALLS = ("perf", "health", "space", "resync")
 # A query looks back at most this many intervals for the newest complete sample (the first one of
 # a cluster, and one after an outage, this far).
 _LOOKBACK_SAMPLES = 3
+_LATE = "not asked: the round's deadline passed"
+
+
+class _Round:
+    """One cluster's round: what its calls answered before the round's deadline. The worker that
+    makes the calls keeps an answer only under the lock and while the round is open; at the
+    deadline the round is closed, and every call still pending fails with the reason given."""
+
+    def __init__(self, topo: discovery.ClusterTopology, deadline: float, calls: list[str]):
+        self.deadline = deadline  # time.monotonic()
+        self.record = m.VsanCluster(name=topo.name, uuid=topo.uuid, esa=topo.esa, hosts=dict(topo.hosts), disks=dict(topo.disks))
+        self.failed: dict[str, str] = {}  # call -> message
+        self.dropped = refused.Dropped()
+        self.pending = set(calls)
+        self.lock = threading.Lock()
+        self.open = True
+
+    def late(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def done(self, call: str | None, apply=None, dropped: refused.Dropped | None = None, error: str | None = None) -> bool:
+        """One call's outcome: apply() its answer, count what it refused; False (nothing kept)
+        once the round is closed."""
+        with self.lock:
+            if not self.open:
+                return False
+            self.pending.discard(call)
+            if error is not None:
+                self.failed[call] = error
+            elif apply is not None:
+                apply()
+            for reason, count in (dropped or {}).items():
+                refused.count(self.dropped, reason, count)
+            for key, note in getattr(dropped, "refusals", {}).items():
+                self.dropped.refusals.setdefault(key, note)
+            return True
+
+    def close(self, reason: str) -> None:
+        with self.lock:
+            self.open = False
+            for call in self.pending:
+                self.failed[call] = reason
+            self.pending.clear()
 
 
 class VsanSource:
@@ -57,6 +100,8 @@ class VsanSource:
         self.forms: dict[tuple[str, str], str] = {}
         self.first_form = perf.WILDCARD  # the form every type is asked in first (a benchmark compares them)
         self.unnamed = False  # a round met uuids the configuration does not name (a new VM, host or disk)
+        self.workers: dict[str, threading.Thread] = {}  # cluster -> the worker of its last round
+        self.refusals_logged: set[tuple[str, str, str]] = set()  # (cluster, field, reason) logged once
 
     # --- discovery -------------------------------------------------------------------------
     def discover(self) -> bool:
@@ -79,6 +124,7 @@ class VsanSource:
                     for keyed in (self.forms, self.last_error):
                         for key in [k for k in keyed if k[0] == name]:
                             del keyed[key]
+                    self.refusals_logged = {k for k in self.refusals_logged if k[0] != name}
             log.info("vsphere target %s: vSAN cluster(s) gone: %s", self.name, ", ".join(sorted(gone)))
         return True
 
@@ -101,21 +147,28 @@ class VsanSource:
             list(pool.map(lambda cluster: self.collect_cluster(cluster, now), clusters))
 
     def collect_cluster(self, topo: discovery.ClusterTopology, now: float) -> None:
+        """One cluster's round under one deadline (the vSphere call timeout from its start) for all
+        its calls: a cluster whose vSAN endpoint hangs is published down at the deadline, with
+        every call that had not answered failed, not after each call timed out in turn. The calls
+        are made by a worker thread; what it reads after the deadline is dropped."""
         start = time.perf_counter()
-        record = m.VsanCluster(name=topo.name, uuid=topo.uuid, esa=topo.esa, hosts=dict(topo.hosts), disks=dict(topo.disks))
-        failed: dict[str, str] = {}  # call -> message
-        dropped: dict[str, int] = {}
-        self._performance(topo, now, dropped, failed)
-        for call, read in (
-            ("health", lambda: health.apply_summary(record, self.service.health_summary(topo.moid))),
-            ("space", lambda: health.apply_space(record, self.service.space_usage(topo.moid))),
-            ("resync", lambda: self._resync(record, topo)),
-        ):
-            try:
-                read()
-            except VsphereError as err:
-                failed[call] = str(err)
+        timeout = self.config.timeout
+        round_ = _Round(topo, time.monotonic() + timeout, self._calls(topo))
+        previous = self.workers.get(topo.name)
+        if previous is not None and previous.is_alive():  # a call of the last round still hangs
+            round_.close("not asked: a call of the cluster's previous round has not ended")
+        else:
+            worker = threading.Thread(
+                target=self._read, args=(round_, topo, now), name=f"vsan:{self.name}:{topo.name}", daemon=True
+            )
+            self.workers[topo.name] = worker
+            worker.start()
+            worker.join(max(0.0, round_.deadline - time.monotonic()))
+            late = worker.is_alive()
+            round_.close(f"no answer within the round's deadline ({timeout:g}s)" if late else "not read: the round failed")
+        record, failed, dropped = round_.record, round_.failed, round_.dropped
         self._failed(topo.name, failed)
+        self._refused(topo, dropped.refusals)
         if dropped.get("unknown_entity"):
             self.unnamed = True  # read the configuration again before the next round
         record.sample = self.latest.get(topo.name)
@@ -124,9 +177,44 @@ class VsanSource:
         self.store.set_vsan(record, origin=self.name)
         self._publish(topo.name, not failed, dropped, time.perf_counter() - start)
 
-    def _performance(self, topo: discovery.ClusterTopology, now: float, dropped: dict[str, int], failed: dict[str, str]) -> None:
+    def _calls(self, topo: discovery.ClusterTopology) -> list[str]:
+        """The calls of a cluster's round, as errors name them."""
+        kinds = [kind for kind in perf.entity_types(topo.esa) if perf.labels_for(kind, self.supported)]
+        return [f"perf:{kind}" for kind in kinds] + ["health", "space"] + (["resync"] if self.resync_supported else [])
+
+    def _read(self, round_: _Round, topo: discovery.ClusterTopology, now: float) -> None:
+        """The worker of one cluster's round: every call, each answer kept while the round is open."""
+        try:
+            self._performance(round_, topo, now)
+            moid, service = topo.moid, self.service
+            for call, ask, apply in (
+                ("health", lambda: service.health_summary(moid), health.apply_summary),
+                ("space", lambda: service.space_usage(moid), health.apply_space),
+                ("resync", lambda: service.resync_summary(moid), health.apply_resync),
+            ):
+                if call == "resync" and not self.resync_supported:
+                    continue
+                if round_.late():
+                    round_.done(call, error=_LATE)
+                    continue
+                try:
+                    answer = ask()
+                except VsphereError as err:
+                    if call == "resync" and ("MethodNotFound" in str(err) or "not implemented" in str(err).lower()):
+                        self.resync_supported = False  # an older vSAN: no resync summary; not an error every interval
+                        log.info("vsphere target %s: vSAN has no resync summary (%s)", self.name, err)
+                        round_.done(call)
+                    else:
+                        round_.done(call, error=str(err))
+                    continue
+                dropped = refused.Dropped()
+                round_.done(call, lambda: apply(round_.record, answer, dropped), dropped)  # noqa: B023 - applied at once
+        except Exception:  # noqa: BLE001 - a worker must not die silently; its calls are failed by the round
+            log.exception("vsphere target %s: vSAN collection of cluster %s failed", self.name, topo.name)
+
+    def _performance(self, round_: _Round, topo: discovery.ClusterTopology, now: float) -> None:
         """The newest complete sample after the last one taken, if there is one yet, from every
-        entity type that answered; a type that failed is in `failed` ("perf:<type>" -> message)."""
+        entity type that answered; a type that failed is failed in the round ("perf:<type>")."""
         after = self.taken.get(topo.name)
         # The window: since the last sample taken, at most the lookback (only the newest sample is
         # taken; the reference asks for spans under 24 hours, and a long outage must not make one).
@@ -138,34 +226,52 @@ class VsanSource:
             labels = perf.labels_for(kind, self.supported)
             if not labels:
                 continue  # this vSAN version has none of our labels for the type
+            dropped = refused.Dropped()
             try:
-                rows += self._entity_type(topo, kind, labels, start, now, dropped)
+                found = self._entity_type(topo, kind, labels, start, now, dropped, round_.deadline)
             except VsphereError as err:
-                failed[f"perf:{kind}"] = str(err)
+                round_.done(f"perf:{kind}", dropped=dropped, error=str(err))
+                continue
+            if round_.done(f"perf:{kind}", dropped=dropped):
+                rows += found
         stamp = perfcsv.newest_complete(rows, start, now)
         if stamp is None:
             return  # no new complete sample yet: the last one stays, with its own time
+        dropped = refused.Dropped()
         sample = perfcsv.sample_at(rows, stamp, topo.names, dropped)
-        with self.lock:
-            self.taken[topo.name] = stamp
-            self.latest[topo.name] = sample
-            self.samples[topo.name] = self.samples.get(topo.name, 0) + 1
 
-    def _entity_type(self, topo, kind: str, labels: list[str], start: float, end: float, dropped: dict[str, int]):
+        def take() -> None:
+            with self.lock:
+                self.taken[topo.name] = stamp
+                self.latest[topo.name] = sample
+                self.samples[topo.name] = self.samples.get(topo.name, 0) + 1
+
+        round_.done(None, take, dropped)
+
+    def _entity_type(self, topo, kind: str, labels: list[str], start: float, end: float, dropped, deadline: float):
         """One entity type's rows, in the form it is asked in: the wildcard unless the server refused
         it for this cluster and type; a refusal (InvalidArgument) moves to the next form at once and
-        is remembered, so it is not asked again every round."""
+        is remembered, so it is not asked again every round. Each answer is read as it arrives,
+        entities the discovery does not name dropped as they come, and capped by what was asked."""
         key = (topo.name, kind)
         form = self.forms.get(key, self.first_form)
+
+        def read(pieces):
+            return perf.read_answer(pieces, topo.names, dropped)
+
         while True:
             uuids = [] if form == perf.WILDCARD else topo.uuids(kind)
             try:
                 rows = []
                 for specs in perf.calls(kind, form, uuids, labels, start, end):
-                    refused = perf.refusal(specs)
-                    if refused:  # never sent: the reference refuses it (a defect of the plan)
-                        raise VsphereError(f"not sent: {refused}")
-                    rows += perf.rows(self.service.query_perf(topo.moid, specs), dropped)
+                    refusal = perf.refusal(specs)
+                    if refusal:  # never sent: the reference refuses it (a defect of the plan)
+                        raise VsphereError(f"not sent: {refusal}")
+                    if time.monotonic() >= deadline:
+                        raise VsphereError(_LATE)
+                    asked = len(topo.uuids(kind)) if form == perf.WILDCARD else sum(len(s.entityRefId.split(",")) for s in specs)
+                    limit = perf.answer_cap(asked, len(labels))
+                    rows += self.service.query_perf(topo.moid, specs, read, limit=limit, deadline=deadline)
                 return rows
             except PerfFault as err:
                 following = perf.next_form(form, self.service.multi_entity) if err.fault == "InvalidArgument" else None
@@ -178,17 +284,19 @@ class VsanSource:
                 with self.lock:
                     self.forms[key] = form = following
 
-    def _resync(self, record: m.VsanCluster, topo: discovery.ClusterTopology) -> None:
-        if not self.resync_supported:
-            return
-        try:
-            health.apply_resync(record, self.service.resync_summary(topo.moid))
-        except VsphereError as err:
-            if "MethodNotFound" in str(err) or "not implemented" in str(err).lower():
-                self.resync_supported = False  # an older vSAN: no resync summary; not an error every interval
-                log.info("vsphere target %s: vSAN has no resync summary (%s)", self.name, err)
-                return
-            raise
+    def _refused(self, topo: discovery.ClusterTopology, refusals: dict[tuple[str, str], refused.Refusal]) -> None:
+        """One line for each field and reason of a cluster the first time a value is refused, not
+        every round (they are counted every time)."""
+        for (field, reason), note in refusals.items():
+            key = (topo.name, field, reason)
+            if key in self.refusals_logged:
+                continue
+            self.refusals_logged.add(key)
+            entity = perfcsv.describe(note.entity, topo.names) if ":" in note.entity else note.entity
+            log.warning(
+                "vsphere target %s: vSAN cluster %s: %s, %s %r refused: %s (%s; counted, logged once)",
+                self.name, topo.name, entity, field, note.value, refused.WHY.get(reason, reason), reason,
+            )  # fmt: skip
 
     def _failed(self, cluster: str, failed: dict[str, str]) -> None:
         """Count each failed call of a round; log the ones that started failing or fail otherwise

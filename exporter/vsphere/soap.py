@@ -73,11 +73,13 @@ def invoke(mo, info, args, request: bytes | None = None, conn=None) -> ET.Elemen
     raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
-def post(stub, request: bytes, conn=None, limit: int | None = None) -> tuple[int, list[bytes]]:
+def post(stub, request: bytes, conn=None, read=None, limit=None, deadline=None) -> tuple[int, list[bytes]]:
     """POST a SOAP request over the stub's session and connection pool: (HTTP status, the body's
     pieces as xmlguard.read_answer returns them). conn: a connection of the pool the caller keeps
     for itself (a long poll that another thread may have to cut short); it is neither returned to
-    the pool nor closed here. limit: this call's own cap on the answer (xmlguard.read_answer)."""
+    the pool nor closed here. read: a reader of a success answer as it arrives (it gets the
+    pieces of xmlguard.iter_answer, and what it returns is returned in place of the pieces), with
+    its own cap (limit) and deadline."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,
@@ -91,8 +93,12 @@ def post(stub, request: bytes, conn=None, limit: int | None = None) -> tuple[int
         response = conn.getresponse()
         # Capped, decompressed as it arrives, its prolog checked: a DOCTYPE or an answer over the
         # cap is refused before ElementTree sees it (xmlguard).
-        body = xmlguard.read_answer(response, response.getheader("Content-Encoding", "").lower() == "gzip", limit=limit)
-    except (OSError, http.client.HTTPException, xmlguard.AnswerRefused):
+        gzipped = response.getheader("Content-Encoding", "").lower() == "gzip"
+        if read is not None and response.status == 200:
+            body = read(xmlguard.iter_answer(response, gzipped, limit=limit, deadline=deadline))
+        else:
+            body = xmlguard.read_answer(response, gzipped, limit=limit)
+    except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError):
         conn.close()  # an answer left unread: the connection cannot serve another call
         if not own:
             stub.DropConnections()
@@ -103,6 +109,17 @@ def post(stub, request: bytes, conn=None, limit: int | None = None) -> tuple[int
     if cookie:
         stub.cookie = cookie
     return response.status, body
+
+
+def invoke_reading(mo, info, args, read, limit: int | None = None, deadline: float | None = None):
+    """As invoke, with the success answer handed to read() as it arrives (xmlguard.iter_answer's
+    pieces, capped at `limit`, cut at `deadline`) instead of parsed whole: what read() returns is
+    returned. Faults are raised as invoke raises them."""
+    stub = mo._stub
+    status, body = post(stub, stub.SerializeRequest(mo, info, args), read=read, limit=limit, deadline=deadline)
+    if status == 200:
+        return body
+    return _fault_or_answer(stub, info, status, b"".join(body))
 
 
 def envelope(body: str) -> bytes:

@@ -19,6 +19,7 @@ The parse paths, and where each is guarded:
 from __future__ import annotations
 
 import io
+import time
 import zlib
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
@@ -48,7 +49,10 @@ def limit_answers(max_bytes: int) -> None:
     _limit = int(max_bytes)
 
 
-def _too_large() -> AnswerRefused:
+def _too_large(cap: int | None = None) -> AnswerRefused:
+    """cap: a smaller cap the caller gave this answer (sized to what it asked for): AnswerTooLarge."""
+    if cap is not None:
+        return AnswerTooLarge(f"answer larger than {cap} bytes (the cap sized to what was asked): refused")
     return AnswerRefused(f"answer larger than {_limit} bytes (--vsphere.max-answer-size): refused")
 
 
@@ -145,25 +149,33 @@ def read_answer(stream, gzipped: bool = False, xml: bool = True, limit: int | No
     that holds it, an answer over the cap as soon as it passes it (AnswerRefused). The pieces are
     not joined: parse() feeds them to ElementTree one by one, so the body is copied no more often
     than by one plain read(). limit: a smaller cap of this call's own (AnswerTooLarge past it)."""
-    prolog, pieces, size = _Prolog() if xml else None, [], 0
+    return list(iter_answer(stream, gzipped, xml, limit=limit))
+
+
+def iter_answer(stream, gzipped: bool = False, xml: bool = True, limit: int | None = None, deadline: float | None = None):
+    """read_answer's pieces one by one, as they arrive, for a reader that keeps less than the
+    whole answer (a piece is yielded only after its prolog check passed). limit: a smaller cap for
+    this answer (AnswerTooLarge past it); deadline: a time.monotonic() past which an answer
+    still arriving is cut (AnswerRefused)."""
+    cap = _limit if limit is None else min(int(limit), _limit)
+    prolog, size = _Prolog() if xml else None, 0
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
     while True:
         # Small reads while the prolog is being checked: the rest of a hostile answer is never read.
         raw = stream.read(_READ if prolog is not None and not prolog.done else _REST)
         if not raw:
             break
+        if deadline is not None and time.monotonic() > deadline:
+            raise AnswerRefused(f"answer still arriving after the deadline, {size} bytes read: cut")
         for data in _inflated(inflate, raw) if inflate else (raw,):
             size += len(data)
-            if size > _limit:
-                raise _too_large()
-            if limit is not None and size > limit:
-                raise AnswerTooLarge(f"answer larger than {limit} bytes: refused")
+            if size > cap:
+                raise _too_large(cap if cap < _limit else None)
             if prolog is not None:
                 prolog.feed(data)
-            pieces.append(data)
+            yield data
     if prolog is not None:
         prolog.feed(b"", final=True)
-    return pieces
 
 
 def _inflated(inflate, raw: bytes):

@@ -558,9 +558,9 @@ def test_every_spec_has_its_window_and_none_spans_more_than_the_lookback(tmp_pat
         assert source.discover()
         query_perf = source.service.query_perf
 
-        def recording(moid, specs):
+        def recording(moid, specs, *args, **kwargs):
             sent.extend(specs)
-            return query_perf(moid, specs)
+            return query_perf(moid, specs, *args, **kwargs)
 
         source.service.query_perf = recording
         now = time.time()

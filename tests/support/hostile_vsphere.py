@@ -7,7 +7,9 @@ passes every other request through unchanged (so a login can succeed before the 
 
 `on` is a SOAP method name (matched in the request body) or "vimServiceVersions.xml" (the GET
 pyVim makes at login); `served` counts the hostile answers sent. `slow(on, seconds)` delays the
-answers to one method instead (a slow vCenter).
+answers to one method, or to every request of an endpoint when `on` is a path ("/vsanHealth": a
+vSAN health service that hangs), instead. `rewrite(on, fn)` passes the simulator's own answers to
+one method through fn (bytes -> bytes): hostile values in an otherwise real answer.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class HostileProxy:
         self.served = 0
         self.slow_on: str | None = None
         self.slow_by = 0.0
+        self.rewrites: dict[str, object] = {}  # method -> fn(answer bytes) -> bytes
         self.lock = threading.Lock()
         proxy = self
 
@@ -110,12 +113,15 @@ class HostileProxy:
 
             def _answer(self, body: bytes):
                 hostile = proxy._hostile(self.path, body)
-                if proxy.slow_on is not None and f"<{proxy.slow_on} ".encode() in body:
+                if proxy._is_slow(self.path, body):
                     time.sleep(proxy.slow_by)  # a slow vCenter: the answer comes, late
                 if hostile is not None:
                     status, payload, headers = hostile
                 else:
                     status, payload, headers = proxy._forward(self.command, self.path, body, self.headers)
+                    for on, fn in list(proxy.rewrites.items()):
+                        if f"<{on} ".encode() in body and status == 200:
+                            payload = fn(payload)
                 self.send_response(status)
                 for name, value in headers:
                     self.send_header(name, value)
@@ -139,8 +145,19 @@ class HostileProxy:
             self.on, self.payload, self.status, self.gzipped, self.served = on, payload, status, gzipped, 0
 
     def slow(self, on: str | None, seconds: float = 0.0) -> None:
-        """Answer every `on` request (a SOAP method name) `seconds` late; None: on time again."""
+        """Answer every `on` request (a SOAP method name, or a path such as "/vsanHealth")
+        `seconds` late; None: on time again."""
         self.slow_on, self.slow_by = on, seconds
+
+    def rewrite(self, on: str, fn) -> None:
+        """Pass the upstream's answers to `on` (a SOAP method name) through fn(bytes) -> bytes."""
+        self.rewrites[on] = fn
+
+    def _is_slow(self, path: str, body: bytes) -> bool:
+        on = self.slow_on
+        if on is None:
+            return False
+        return path.split("?")[0] == on if on.startswith("/") else f"<{on} ".encode() in body
 
     def _hostile(self, path: str, body: bytes):
         with self.lock:
