@@ -36,7 +36,7 @@ from exporter.vsan import health, perf, perfcsv, refused
 from exporter.vsan import metrics as vm
 from exporter.vsphere import xmlguard
 
-CORPUS = Path(__file__).parent / "fuzz" / "vsan"
+CORPUS = Path(__file__).resolve().parents[1] / "fuzz" / "vsan"
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 FUZZ = settings(
     max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
