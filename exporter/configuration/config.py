@@ -235,6 +235,18 @@ OPTIONS += [
 ]
 
 
+def _at_least(least: int) -> Callable[[Any], int]:
+    """A whole number's parser that refuses one under `least`."""
+
+    def parse(value: Any) -> int:
+        number = int(value)
+        if number < least:
+            raise ValueError(f"must be {least} or more: {value!r}")
+        return number
+
+    return parse
+
+
 # Bounds on what a host or vCenter may make the exporter read and keep (docs/operations.md#limits):
 # past one, the answer or value is refused and counted. The code's constants read these defaults.
 OPTIONS += [
@@ -246,7 +258,7 @@ OPTIONS += [
     ),
     Option(
         "smart.max_attributes",
-        lambda value: _at_least(count(value), 1),
+        _at_least(1),
         256,
         "Most SMART parameters read from one device's page; those past it are counted (too_many_attributes), not read.",
     ),
@@ -258,17 +270,11 @@ OPTIONS += [
     ),
     Option(
         "limits.max_label_length",
-        lambda value: _at_least(count(value), 64),
+        _at_least(100),  # ESXi's t10.* device names reach about 80 characters
         128,
         "Longest text from a host or vSAN kept as a label value (a SMART parameter, a device, a vSAN state or entity); longer is refused.",
     ),
 ]
-
-
-def _at_least(number: int, least: int) -> int:
-    if number < least:
-        raise ValueError(f"must be {least} or more: {number}")
-    return number
 
 
 def _interval(value: Any, off: str) -> float:
