@@ -14,7 +14,7 @@ import threading
 
 from exporter.collectors import COLLECTORS
 from exporter.configuration import static_inventory
-from exporter.configuration.config import ConfigError
+from exporter.configuration.config import ConfigError, default
 from exporter.configuration.filters import LunFilter
 from exporter.esxtop import EsxtopReader, read_file
 from exporter.esxtop.streams import follow_lines, pump, start_thread, stdin_lines
@@ -73,7 +73,23 @@ class App:
             return []
         from exporter.vsan.source import VsanSource
 
-        return [VsanSource(t, self.store) for t in self.vsphere if t.config.vsan]
+        max_label = self._setting("limits.max_label_length")
+        return [VsanSource(t, self.store, max_label=max_label) for t in self.vsphere if t.config.vsan]
+
+    def _setting(self, key: str):
+        """A resolved setting, or its one default where the settings were built by hand."""
+        value = self.settings.get(key)
+        return default(key) if value is None else value
+
+    def _smart_limits(self):
+        """What one host's SMART answers may make the exporter read and keep (docs/operations.md#limits)."""
+        from exporter.smart.parse import Limits
+
+        return Limits(
+            answer=self._setting("smart.max_answer_size"),
+            attributes=self._setting("smart.max_attributes"),
+            label=self._setting("limits.max_label_length"),
+        )
 
     def _ssh_streams(self):
         from exporter.esxtop.ssh import SshStreams
@@ -94,10 +110,11 @@ class App:
             return []
         from exporter.esxcli.ssh import EsxcliOverSsh
 
+        max_output = self._setting("esxtop.ssh_esxcli_max_answer_size")
         return [
             start_thread(
                 f"esxcli-ssh:{stream.target.label}",
-                EsxcliOverSsh(stream.target, self.store, self.stop, stream.host_name, interval, stream.ssh).run,
+                EsxcliOverSsh(stream.target, self.store, self.stop, stream.host_name, interval, stream.ssh, max_output).run,
             )
             for stream in streams
         ]
@@ -108,17 +125,19 @@ class App:
         target that reads esxcli (vsphere.esxcli)."""
         if not self.settings["smart.read"]:
             return []
-        interval = self.settings["smart.interval"]
+        interval, limits = self.settings["smart.interval"], self._smart_limits()
         from exporter.smart.ssh import SmartOverSsh
         from exporter.smart.vsphere import SmartOverVsphere
 
         threads = [
-            start_thread(f"smart-vsphere:{t.name}", SmartOverVsphere(t, self.store, self.stop, interval).run)
+            start_thread(f"smart-vsphere:{t.name}", SmartOverVsphere(t, self.store, self.stop, interval, limits).run)
             for t in self.vsphere
             if t.config.esxcli
         ]
+        max_output = self._setting("esxtop.ssh_esxcli_max_answer_size")
         for stream in self.ssh.streams if self.ssh else ():
-            runner = SmartOverSsh(stream.target, self.store, self.stop, stream.host_name, interval, stream.ssh)
+            ssh = stream.target, self.store, self.stop, stream.host_name, interval, stream.ssh
+            runner = SmartOverSsh(*ssh, limits=limits, max_output=max_output)
             threads.append(start_thread(f"smart-ssh:{stream.target.label}", runner.run))
         return threads
 
@@ -173,7 +192,7 @@ class App:
 
             for target in self.vsphere:
                 if target.config.esxcli and target.topology is not None:
-                    SmartOverVsphere(target, self.store, self.stop).round()
+                    SmartOverVsphere(target, self.store, self.stop, limits=self._smart_limits()).round()
         for target in self.vsphere:
             target.client.close()
         return failed

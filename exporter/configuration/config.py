@@ -235,6 +235,48 @@ OPTIONS += [
 ]
 
 
+def _at_least(least: int) -> Callable[[Any], int]:
+    """A whole number's parser that refuses one under `least`."""
+
+    def parse(value: Any) -> int:
+        number = int(value)
+        if number < least:
+            raise ValueError(f"must be {least} or more: {value!r}")
+        return number
+
+    return parse
+
+
+# Bounds on what a host or vCenter may make the exporter read and keep (docs/operations.md#limits):
+# past one, the answer or value is refused and counted. The code's constants read these defaults.
+OPTIONS += [
+    Option(
+        "smart.max_answer_size",
+        size,
+        1 << 20,
+        "Largest SMART page or NVMe log read (over SSH or the API); a larger one is refused whole (too_large).",
+    ),
+    Option(
+        "smart.max_attributes",
+        _at_least(1),
+        256,
+        "Most SMART parameters read from one device's page; those past it are counted (too_many_attributes), not read.",
+    ),
+    Option(
+        "esxtop.ssh_esxcli_max_answer_size",
+        size,
+        16 << 20,
+        "Largest output of one esxcli command over SSH (SMART pages: --smart.max-answer-size); a larger one is refused whole.",
+    ),
+    Option(
+        "limits.max_label_length",
+        _at_least(100),  # ESXi's t10.* device names reach about 80 characters
+        128,
+        "Longest text from a host or vSAN kept as a label value (a SMART parameter, a device, a vSAN state or entity); longer is refused.",
+    ),
+]
+
+
 def _interval(value: Any, off: str) -> float:
     """A duration longer than 0; for 0, the error says how to turn the thing off instead."""
     try:

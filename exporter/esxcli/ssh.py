@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import threading
 
+from exporter.configuration.config import default
 from exporter.esxcli import parse
 from exporter.esxcli.health import EsxcliHealth
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError, read
@@ -17,10 +18,11 @@ from exporter.ssh import process
 from exporter.ssh.target import SshTarget
 
 log = logging.getLogger(__name__)
-# The most one esxcli command may print over SSH: a host's path list at ESXi's maximum of 4,096
-# paths is about 4 MiB. More is refused unread (what the exporter keeps is bounded by this, not
-# by what a host sends); a SMART page has a cap of its own (exporter.smart.ssh).
-MAX_OUTPUT = 16 * 1024 * 1024
+# The most one esxcli command may print over SSH by default, 16 MiB: a host's path list at ESXi's
+# maximum of 4,096 paths is about 4 MiB. More is refused unread (what the exporter keeps is bounded
+# by this, not by what a host sends); --esxtop.ssh-esxcli-max-answer-size sets it. A SMART page
+# has a cap of its own (exporter.smart.parse.Limits).
+MAX_OUTPUT = default("esxtop.ssh_esxcli_max_answer_size")
 
 # How each command prints by default: blocks of `Key: Value`, or a dashed table.
 SHAPES = {
@@ -35,11 +37,20 @@ SHAPES = {
 
 
 class EsxcliOverSsh:
-    def __init__(self, target: SshTarget, store, stop: threading.Event, host_name, interval: float = 300.0, ssh: str = "ssh"):
+    def __init__(
+        self,
+        target: SshTarget,
+        store,
+        stop: threading.Event,
+        host_name,
+        interval: float = 300.0,
+        ssh: str = "ssh",
+        max_output: int = MAX_OUTPUT,
+    ):
         """host_name(): the host's name as its esxtop stream reports it (None until known), so
-        the Inventory joins the samples."""
+        the Inventory joins the samples. max_output: the most one command may print (bytes)."""
         self.target, self.store, self.stop, self.host_name = target, store, stop, host_name
-        self.interval, self.ssh = interval, ssh
+        self.interval, self.ssh, self.max_output = interval, ssh, max_output
         self.health = EsxcliHealth(store)
 
     def fetch(self, words: list[str]):
@@ -47,9 +58,10 @@ class EsxcliOverSsh:
         shape = next((f for prefix, f in SHAPES.items() if command.startswith(prefix)), parse.blocks)
         return shape(self.text(words))
 
-    def text(self, words: list[str], max_output: int = MAX_OUTPUT) -> str:
+    def text(self, words: list[str], max_output: int | None = None) -> str:
         """What `esxcli <words>` prints; EsxcliError (its last line) when it exits non-zero,
-        AnswerTooLarge when it prints more than max_output bytes."""
+        AnswerTooLarge when it prints more than max_output bytes (default: the runner's own)."""
+        max_output = self.max_output if max_output is None else max_output
         try:
             done = process.run(self.target, "esxcli " + shlex.join(words), timeout=60, ssh=self.ssh, max_output=max_output)
         except subprocess.TimeoutExpired:

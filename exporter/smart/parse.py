@@ -13,9 +13,11 @@ is no value, never zero. Units are converted here, once (exporter.store.units).
 A value that reads but cannot be true is refused alone, the rest of the answer read: a number
 past what its field can hold (a SMART figure of 64 bits, the NVMe log's fields as the NVMe
 specification sizes them) or negative, a parameter name or status over MAX_LABEL characters, the
-rows past MAX_ATTRIBUTES. Each is a Refusal handed to the caller's list, to be counted and logged.
+rows past MAX_ATTRIBUTES (each bound a flag: Limits). Each is a Refusal handed to the caller's
+list, to be counted and logged.
 
-This module imports only the model: the simulator writes SMART text for it (no esxcli, no SSH).
+This module imports only the model and the options' defaults: the simulator writes SMART text for
+it (no esxcli, no SSH).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from exporter.configuration.config import default
 from exporter.store import model as m
 from exporter.store import units
 
@@ -36,11 +39,24 @@ HEALTH = "health_status"
 # outside this range is some other packing, and no temperature is read from it.
 ATA_RAW_CELSIUS = (1, 100)
 # Bounds on what a host may make the exporter keep and export (docs/smart.md, "Hostile answers").
-MAX_LABEL = 128  # characters of a parameter name or a Health Status (label values)
-MAX_ATTRIBUTES = 256  # rows of one device's page (ATA defines 255 attributes)
+MAX_LABEL = default("limits.max_label_length")  # characters of a parameter name or a Health Status (label values): 128
+MAX_ATTRIBUTES = default("smart.max_attributes")  # rows of one device's page (ATA defines 255 attributes): 256
 SMART_FIGURE_BITS = 64  # esxcli's Value, Threshold, Worst and Raw are at most 64-bit counters
 # Kelvin is a 16-bit field of the NVMe log: °C above this is no temperature ESXi can report.
 NVME_MAX_CELSIUS = (1 << 16) - 1 - units.KELVIN_AT_ZERO_CELSIUS
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one host may make the exporter read and keep, set by --smart.max-answer-size,
+    --smart.max-attributes and --limits.max-label-length (docs/operations.md#limits)."""
+
+    answer: int = default("smart.max_answer_size")  # bytes of one SMART page or NVMe log (plan.MAX_ANSWER)
+    attributes: int = MAX_ATTRIBUTES
+    label: int = MAX_LABEL
+
+
+LIMITS = Limits()
 
 
 class SmartFormatError(ValueError):
@@ -76,20 +92,23 @@ def _key(name: str) -> str:
 
 
 # --- storage core device smart get ------------------------------------------------------------
-def smart_page_text(text: str, device: str, refused: list[Refusal] | None = None) -> m.SmartPage:
+def smart_page_text(text: str, device: str, refused: list[Refusal] | None = None, limits: Limits = LIMITS) -> m.SmartPage:
     """The default table (4 or 5 columns) or the --formatter=json form. refused: where the values
     left out go (see Refusal); None drops them (the simulator, whose pages are its own)."""
     body = text.strip()
     if not body:
         raise SmartFormatError(f"{device}: empty answer")
     if body[0] in "[{":
-        return _page(_json_rows(body, device), device, refused)
-    return _page(_table_rows(text, device), device, refused)
+        return _page(_json_rows(body, device), device, refused, limits)
+    return _page(_table_rows(text, device), device, refused, limits)
 
 
-def smart_page_records(records: list[dict[str, str]], device: str, refused: list[Refusal] | None = None) -> m.SmartPage:
+def smart_page_records(
+    records: list[dict[str, str]], device: str, refused: list[Refusal] | None = None, limits: Limits = LIMITS
+) -> m.SmartPage:
     """The vSphere API's answer: one record per row, keys as exporter.esxcli.parse.key spells them."""
-    return _page([(f"record {i}", {_key(k): v for k, v in r.items()}) for i, r in enumerate(records, 1)], device, refused)
+    rows = [(f"record {i}", {_key(k): v for k, v in r.items()}) for i, r in enumerate(records, 1)]
+    return _page(rows, device, refused, limits)
 
 
 def _table_rows(text: str, device: str) -> list[tuple[str, dict[str, str]]]:
@@ -204,8 +223,9 @@ def _refuse(refused: list[Refusal], subject: str, field: str, reason: str, messa
     refused.append(Refusal(subject, field, reason, message))
 
 
-def _page(rows: list[tuple[str, dict[str, str]]], device: str, refused=None) -> m.SmartPage:
+def _page(rows: list[tuple[str, dict[str, str]]], device: str, refused=None, limits: Limits = LIMITS) -> m.SmartPage:
     page, mine, past_cap = m.SmartPage(), [], 0
+    max_label, max_attributes = limits.label, limits.attributes
     for where, cells in rows:
         name = str(cells.get("parameter") or "").strip()
         if not name:
@@ -218,21 +238,21 @@ def _page(rows: list[tuple[str, dict[str, str]]], device: str, refused=None) -> 
         label = snake_case(name)
         if not label:
             raise SmartFormatError(f"{device}: {where}: parameter name {_shown(name)!r} has no letters or digits")
-        if len(name) > MAX_LABEL:
-            message = f"{device}: {where}: parameter name of {len(name)} characters (over {MAX_LABEL}): {name[:40]!r}...: refused"
+        if len(name) > max_label:
+            message = f"{device}: {where}: parameter name of {len(name)} characters (over {max_label}): {name[:40]!r}...: refused"
             _refuse(mine, device, label[:40], "label_too_long", message)
             continue
         if label == HEALTH:
             status = str(cells["value"]).strip()
-            if len(status) > MAX_LABEL:
-                message = f"{device}: {where}: Health Status of {len(status)} characters (over {MAX_LABEL}): refused"
+            if len(status) > max_label:
+                message = f"{device}: {where}: Health Status of {len(status)} characters (over {max_label}): refused"
                 _refuse(mine, device, HEALTH, "label_too_long", message)
                 continue
             page.health = "" if status.upper() == "N/A" else status
             continue
         if label in page.attributes:
             raise SmartFormatError(f"{device}: {where}: {_shown(name)} appears twice")
-        if len(page.attributes) >= MAX_ATTRIBUTES:
+        if len(page.attributes) >= max_attributes:
             past_cap += 1
             continue
         raw = _figure(cells.get("raw", "N/A"), device, where, "Raw", name, mine)
@@ -243,7 +263,7 @@ def _page(rows: list[tuple[str, dict[str, str]]], device: str, refused=None) -> 
             raw=None if raw == RAW_NOT_PROVIDED else raw,
         )
     if past_cap:
-        message = f"{device}: {past_cap} parameter(s) past the first {MAX_ATTRIBUTES}: not read"
+        message = f"{device}: {past_cap} parameter(s) past the first {max_attributes}: not read"
         _refuse(mine, device, "parameters", "too_many_attributes", message)
     if not page.attributes and not page.health and not mine:
         raise SmartFormatError(f"{device}: no parameters")

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from exporter.configuration.config import default
 from exporter.esxcli import storage
 from exporter.store import model as m
 
-# The most one SMART page or NVMe log may be (a page of 256 rows is about 20 KiB): past it the
-# answer is refused whole, unread, and the device keeps its last good reading.
-MAX_ANSWER = 1024 * 1024
+# The most one SMART page or NVMe log may be by default, 1 MiB (a page of 256 rows is about 20 KiB):
+# past it the answer is refused whole, unread, and the device keeps its last good reading. Set
+# by --smart.max-answer-size (parse.Limits.answer).
+MAX_ANSWER = default("smart.max_answer_size")
 
 DEVICES = ["storage", "core", "device", "list"]
 NVME_CONTROLLERS = ["nvme", "device", "list"]

@@ -2,7 +2,7 @@
 the plan (exporter.smart.plan), then each local device's page and each NVMe controller's log.
 
 A device without SMART ("CANNOT open device", "not supported") is a state of that device, not
-an error; a device that fails, answers garbage or more than a page may be (plan.MAX_ANSWER) is
+an error; a device that fails, answers garbage or more than a page may be (Limits.answer) is
 counted and keeps its last good reading; a value refused alone (exporter.smart.parse.Refusal) is
 counted and the rest of its page read; none of it stops the other devices. Only a host whose
 device list cannot be read fails the round.
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError
 from exporter.smart import disks, plan
-from exporter.smart.parse import MAX_LABEL, Refusal, SmartFormatError
+from exporter.smart.parse import Limits, Refusal, SmartFormatError
 from exporter.store import model as m
 
 # How ESXi says a device has no SMART to give (USB media, CD-ROMs, RAID volumes).
@@ -30,8 +30,10 @@ Problem = tuple[str, str, str]
 
 class Esxcli(Protocol):
     """esxcli on one host: each call raises EsxcliError when esxcli fails (AnswerTooLarge past
-    plan.MAX_ANSWER), SmartFormatError when its answer does not read; values refused alone go
-    to `refused`."""
+    limits.answer), SmartFormatError when its answer does not read; values refused alone go
+    to `refused`. limits: what it reads and keeps (parse.Limits, from the flags)."""
+
+    limits: Limits
 
     def records(self, words: list[str]) -> tuple[list[dict[str, str]], list]: ...
 
@@ -80,14 +82,16 @@ def _bad(problem) -> str:
     return "bad_line" if str(problem).startswith("line ") else "bad_value"
 
 
-def _named(names: list[str], command: list[str], what: str, problems: list[Problem], notes: list[Refusal]) -> list[str]:
-    """The names that can be label values; one over MAX_LABEL characters is refused and counted."""
+def _named(
+    names: list[str], command: list[str], what: str, problems: list[Problem], notes: list[Refusal], max_label: int
+) -> list[str]:
+    """The names that can be label values; one over max_label characters is refused and counted."""
     kept = []
     for name in names:
-        if len(name) <= MAX_LABEL:
+        if len(name) <= max_label:
             kept.append(name)
             continue
-        message = f"{what} name of {len(name)} characters (over {MAX_LABEL}): {name[:40]!r}...: refused"
+        message = f"{what} name of {len(name)} characters (over {max_label}): {name[:40]!r}...: refused"
         problems.append((" ".join(command), "label_too_long", message))
         notes.append(Refusal(name[:40], what, "label_too_long", message))
     return kept
@@ -110,9 +114,10 @@ def read(
         return None, problems
     local, bad = plan.local_devices(records)
     problems.extend((" ".join(plan.DEVICES), _bad(b), b) for b in bad)
-    local = _named(local, plan.DEVICES, "device", problems, notes)
+    max_label = esxcli.limits.label
+    local = _named(local, plan.DEVICES, "device", problems, notes, max_label)
     online = plan.online_controllers(_listed(esxcli, plan.NVME_CONTROLLERS, problems, "error") or [])
-    controllers = _named(online, plan.NVME_CONTROLLERS, "adapter", problems, notes)
+    controllers = _named(online, plan.NVME_CONTROLLERS, "adapter", problems, notes, max_label)
     paths = (_listed(esxcli, plan.PATHS, problems, "error") or []) if controllers else []
     steps = plan.make_plan(local, controllers, paths)
     command = " ".join(plan.NVME_LOG)

@@ -23,27 +23,27 @@ class ApiEsxcli:
     exporter.smart.parse. The API names each argument by esxcli's long option without its dashes:
     `smart get -d` is `--device-name` there (devicename), `log smart get -A` is `--adapter`."""
 
-    def __init__(self, stub, executer: str):
-        self.stub, self.executer = stub, executer
+    def __init__(self, stub, executer: str, limits: parse.Limits = parse.LIMITS):
+        self.stub, self.executer, self.limits = stub, executer, limits
 
     def records(self, words: list[str]):
         return esxcli.run(self.stub, self.executer, words)
 
     def smart_page(self, device: str, refused: list):
         words = [*plan.SMART_GET, "--devicename", device]
-        records, _ = esxcli.run(self.stub, self.executer, words, max_answer=plan.MAX_ANSWER)
-        return parse.smart_page_records(records, device, refused)
+        records, _ = esxcli.run(self.stub, self.executer, words, max_answer=self.limits.answer)
+        return parse.smart_page_records(records, device, refused, self.limits)
 
     def nvme_log(self, adapter: str, refused: list):
         words = [*plan.NVME_LOG, "--adapter", adapter]
-        records, _ = esxcli.run(self.stub, self.executer, words, max_answer=plan.MAX_ANSWER)
+        records, _ = esxcli.run(self.stub, self.executer, words, max_answer=self.limits.answer)
         return parse.nvme_log_records(records, adapter, refused)
 
 
 class SmartOverVsphere:
-    def __init__(self, target, store, stop: threading.Event, interval: float = 3600.0):
+    def __init__(self, target, store, stop: threading.Event, interval: float = 3600.0, limits: parse.Limits = parse.LIMITS):
         """target: an exporter.vsphere.VsphereTarget that is started (its discovery finds the hosts)."""
-        self.target, self.stop, self.interval = target, stop, interval
+        self.target, self.stop, self.interval, self.limits = target, stop, interval, limits
         self.rounds = SmartRounds(store, origin=target.name)
         # A host that leaves the target's inventory takes its disks with it at once, not at the
         # next SMART round (an hour later by default).
@@ -80,7 +80,7 @@ class SmartOverVsphere:
                 self.rounds.fail(topo.name, "RetrieveManagedMethodExecuter", str(err), epoch)
                 log.warning("SMART on %s: %s", label, err)
                 return
-            api = ApiEsxcli(stub, executer)
+            api = ApiEsxcli(stub, executer, self.limits)
             try:
                 target.client.call(lambda _content: self.rounds.refresh(topo.name, api, label, epoch))
             except VsphereError as err:

@@ -41,11 +41,14 @@ def state_name(health: str) -> str:
     return "_".join(out)
 
 
-def apply_summary(cluster: m.VsanCluster, summary, dropped: dict[str, int] | None = None) -> None:
-    """VsanClusterHealthSummary (read from vSAN's cache) -> overall health and objects per state."""
+def apply_summary(
+    cluster: m.VsanCluster, summary, dropped: dict[str, int] | None = None, max_label: int = refused.MAX_LABEL
+) -> None:
+    """VsanClusterHealthSummary (read from vSAN's cache) -> overall health and objects per state;
+    a state over max_label characters is refused."""
     dropped = {} if dropped is None else dropped
     overall = (summary.overallHealth or "").strip().lower()
-    if refused.label(overall) is None:
+    if refused.label(overall, max_label) is None:
         refused.refuse(dropped, refused.LABEL_TOO_LONG, "health summary", "overallHealth", overall)
         overall = ""  # not read: no state exported
     cluster.health = overall
@@ -56,11 +59,11 @@ def apply_summary(cluster: m.VsanCluster, summary, dropped: dict[str, int] | Non
     details = summary.objectHealth.objectHealthDetail if summary.objectHealth is not None else None
     for detail in details or ():
         raw = detail.health or "unknown"
-        if refused.label(raw) is None:
+        if refused.label(raw, max_label) is None:
             refused.refuse(dropped, refused.LABEL_TOO_LONG, "objectHealthDetail", "health", raw)
             continue
         state = state_name(raw)
-        if refused.label(state) is None:  # "aBaB...": its snake_case is longer than what was sent
+        if refused.label(state, max_label) is None:  # "aBaB...": its snake_case is longer than what was sent
             refused.refuse(dropped, refused.LABEL_TOO_LONG, "objectHealthDetail", "health", raw)
             continue
         count = refused.amount(detail.numObjects or 0)

@@ -115,21 +115,22 @@ def answer_cap(entities: int, labels: int) -> int:
     return (2 * entities + ENTITY_SLACK) * (ENTITY_BYTES + labels * LABEL_BYTES)
 
 
-def read_answer(pieces, names: Names | None, dropped: dict[str, int]) -> list[EntityRow]:
+def read_answer(pieces, names: Names | None, dropped: dict[str, int], max_label: int = refused.MAX_LABEL) -> list[EntityRow]:
     """VsanPerfQueryPerf's answer (the pieces of xmlguard.iter_answer, as they arrive) as entity
     rows: each VsanPerfEntityMetricCSV is read when its element ends, then cleared; one whose uuid
-    `names` does not name is counted (unknown_entity) and dropped unread. Bad cells are counted."""
+    `names` does not name is counted (unknown_entity) and dropped unread. Bad cells are counted, an
+    entity id over max_label characters refused."""
     parser = ET.XMLPullParser(events=("end",))
     out: list[EntityRow] = []
     for piece in pieces:
         parser.feed(piece)
-        _take(parser, names, dropped, out)
+        _take(parser, names, dropped, out, max_label)
     parser.close()
-    _take(parser, names, dropped, out)
+    _take(parser, names, dropped, out, max_label)
     return out
 
 
-def _take(parser, names: Names | None, dropped: dict[str, int], out: list[EntityRow]) -> None:
+def _take(parser, names: Names | None, dropped: dict[str, int], out: list[EntityRow], max_label: int) -> None:
     for _event, element in parser.read_events():
         tag = element.tag
         if not tag.endswith("returnval") or tag.rsplit("}", 1)[-1] != "returnval":
@@ -137,10 +138,10 @@ def _take(parser, names: Names | None, dropped: dict[str, int], out: list[Entity
         ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""  # children share it: C-level finds, no "{*}"
         ref = _text(element, ns + "entityRefId")
         kind, _, uuid = ref.partition(":")
-        if names is not None and uuid and len(ref) <= refused.MAX_LABEL and not named(kind, uuid, names):
+        if names is not None and uuid and len(ref) <= max_label and not named(kind, uuid, names):
             refused.count(dropped, "unknown_entity")
         else:
-            row = parse_entity(ref, _text(element, ns + "sampleInfo"), _values(element, ns), dropped)
+            row = parse_entity(ref, _text(element, ns + "sampleInfo"), _values(element, ns), dropped, max_label)
             if row is not None:
                 out.append(row)
         element.clear()  # what stays of it in the tree is an empty element

@@ -65,14 +65,16 @@ def _cell(text: str) -> float | None | str:
     return value if 0 <= value < math.inf else refused.amount(text)  # NaN fails both
 
 
-def parse_entity(ref_id: str, sample_info: str, values, dropped: dict[str, int]) -> EntityRow | None:
+def parse_entity(
+    ref_id: str, sample_info: str, values, dropped: dict[str, int], max_label: int = refused.MAX_LABEL
+) -> EntityRow | None:
     """One entity of the answer; values: (label, CSV text, collect interval as sent or None) per
-    metric. Returns None for an entity id that is not `type:uuid` or is too long (counted)."""
+    metric. Returns None for an entity id that is not `type:uuid` or is over max_label characters (counted)."""
     kind, sep, uuid = ref_id.partition(":")
     if not sep or not kind or not uuid:
         _count(dropped, "bad_entity", 1)
         return None
-    if refused.label(ref_id) is None:
+    if refused.label(ref_id, max_label) is None:
         refused.refuse(dropped, refused.LABEL_TOO_LONG, f"an entity of type {kind[:40]}", "entityRefId", ref_id)
         return None
     times = [parse_time(t) for t in sample_info.split(",")] if sample_info.strip() else []

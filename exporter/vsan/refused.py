@@ -8,7 +8,7 @@ The bounds, checked where each value is converted:
 - a sample interval (metricsCollectInterval) is 1 s to one day (`bad_interval`): a count over
   1e-320 s would be +Inf per second;
 - a text that becomes a label (a health state) or names an entity is at most 128 characters
-  (`label_too_long`): longer, it is refused, never exported whole.
+  (`label_too_long`, --limits.max-label-length): longer, it is refused, never exported whole.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-MAX_LABEL = 128  # characters of a label value or an entity id from an answer
+from exporter.configuration.config import default
+
+MAX_LABEL = default("limits.max_label_length")  # characters of a label value or an entity id from an answer: 128
 INTERVAL_MIN, INTERVAL_MAX = 1.0, 86400.0  # seconds a sample may average over
 
 BAD_VALUE, NEGATIVE, TOO_LARGE, OUT_OF_RANGE = "bad_value", "negative", "too_large", "out_of_range"
@@ -92,9 +94,9 @@ def interval(value) -> float | str:
     return out if isinstance(out, float) and INTERVAL_MIN <= out <= INTERVAL_MAX else BAD_INTERVAL
 
 
-def label(text: str) -> str | None:
-    """A text from an answer fit to be a label value, or None when it is too long."""
-    return text if len(text) <= MAX_LABEL else None
+def label(text: str, most: int = MAX_LABEL) -> str | None:
+    """A text from an answer fit to be a label value (at most `most` characters), or None when it is too long."""
+    return text if len(text) <= most else None
 
 
 def _cut(text: str) -> str:

@@ -76,10 +76,11 @@ class _Round:
 
 
 class VsanSource:
-    def __init__(self, target, store):
+    def __init__(self, target, store, max_label: int = refused.MAX_LABEL):
         """target: the vSphere target (exporter.vsphere.VsphereTarget) whose session, settings and
-        overrun count this source shares; its name is the records' origin."""
-        self.name = target.name
+        overrun count this source shares; its name is the records' origin. max_label: the longest
+        state or entity id kept (--limits.max-label-length)."""
+        self.name, self.max_label = target.name, max_label
         self.client = target.client
         self.store = store
         self.config = target.config
@@ -188,7 +189,7 @@ class VsanSource:
             self._performance(round_, topo, now)
             moid, service = topo.moid, self.service
             for call, ask, apply in (
-                ("health", lambda: service.health_summary(moid), health.apply_summary),
+                ("health", lambda: service.health_summary(moid), self._apply_summary),
                 ("space", lambda: service.space_usage(moid), health.apply_space),
                 ("resync", lambda: service.resync_summary(moid), health.apply_resync),
             ):
@@ -211,6 +212,9 @@ class VsanSource:
                 round_.done(call, lambda: apply(round_.record, answer, dropped), dropped)  # noqa: B023 - applied at once
         except Exception:  # noqa: BLE001 - a worker must not die silently; its calls are failed by the round
             log.exception("vsphere target %s: vSAN collection of cluster %s failed", self.name, topo.name)
+
+    def _apply_summary(self, cluster: m.VsanCluster, summary, dropped: refused.Dropped) -> None:
+        health.apply_summary(cluster, summary, dropped, self.max_label)
 
     def _performance(self, round_: _Round, topo: discovery.ClusterTopology, now: float) -> None:
         """The newest complete sample after the last one taken, if there is one yet, from every
@@ -257,7 +261,7 @@ class VsanSource:
         form = self.forms.get(key, self.first_form)
 
         def read(pieces):
-            return perf.read_answer(pieces, topo.names, dropped)
+            return perf.read_answer(pieces, topo.names, dropped, self.max_label)
 
         while True:
             uuids = [] if form == perf.WILDCARD else topo.uuids(kind)
@@ -293,9 +297,10 @@ class VsanSource:
                 continue
             self.refusals_logged.add(key)
             entity = perfcsv.describe(note.entity, topo.names) if ":" in note.entity else note.entity
+            why = f"over {self.max_label} characters" if reason == refused.LABEL_TOO_LONG else refused.WHY.get(reason, reason)
             log.warning(
                 "vsphere target %s: vSAN cluster %s: %s, %s %r refused: %s (%s; counted, logged once)",
-                self.name, topo.name, entity, field, note.value, refused.WHY.get(reason, reason), reason,
+                self.name, topo.name, entity, field, note.value, why, reason,
             )  # fmt: skip
 
     def _failed(self, cluster: str, failed: dict[str, str]) -> None:

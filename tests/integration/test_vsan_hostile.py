@@ -214,8 +214,8 @@ def proxy(upstream, tmp_path):
     endpoint.stop()
 
 
-@pytest.fixture()
-def source(proxy, tmp_path):
+def _vsan_source(proxy, tmp_path, **options):
+    """A vSAN source of a target through the proxy, discovered; options: VsanSource's (max_label)."""
     from exporter.vsan.source import VsanSource
     from exporter.vsphere import TargetConfig, VsphereTarget
 
@@ -225,10 +225,16 @@ def source(proxy, tmp_path):
     target = VsphereTarget(
         TargetConfig(name="vc", url=proxy.url, user=USER, password_file=str(password), insecure=True, timeout=3.0)
     )
-    vsan = VsanSource(target, target.store)
+    vsan = VsanSource(target, target.store, **options)
     assert vsan.discover()
+    return vsan
+
+
+@pytest.fixture()
+def source(proxy, tmp_path):
+    vsan = _vsan_source(proxy, tmp_path)
     yield vsan
-    target.client.close()
+    vsan.client.close()
 
 
 def _cells(pattern: str, new: str):
@@ -365,3 +371,39 @@ def test_a_hanging_vsan_endpoint_shows_the_cluster_down_within_one_call_timeout(
     assert 1 <= len(lines) <= 2 and any("deadline" in line for line in lines), lines
     text = render(vsan_collector.collect(source.store)).decode()
     assert 'esxi_vsan_up{cluster="vsan-osa"} 0.0' in text
+
+
+@pytest_integration
+def test_the_label_length_given_bounds_entity_ids_and_states_through_the_wire(proxy, tmp_path, caplog):
+    """--limits.max-label-length (VsanSource's max_label, as exporter.app passes it): an entity id and
+    a health state of 110 characters are refused at 100 and taken at the default 128."""
+    entity = f"<returnval><entityRefId>virtual-machine:{'x' * 95}</entityRefId><sampleInfo></sampleInfo></returnval>"
+    state = "a" * 110
+    proxy.rewrite(
+        "VsanPerfQueryPerf",
+        lambda body: body.replace(b"</VsanPerfQueryPerfResponse>", entity.encode() + b"</VsanPerfQueryPerfResponse>"),
+    )
+    extra = f"<objectHealthDetail><numObjects>5</numObjects><health>{state}</health></objectHealthDetail>".encode()
+    proxy.rewrite("VsanQueryVcClusterHealthSummary", lambda body: body.replace(b"<objectHealth>", b"<objectHealth>" + extra))
+    seen = {}
+    for max_label in (100, refused.MAX_LABEL):
+        (tmp_path / str(max_label)).mkdir()
+        vsan = _vsan_source(proxy, tmp_path / str(max_label), max_label=max_label)
+        try:
+            with caplog.at_level(logging.WARNING, logger="exporter.vsan.source"):
+                caplog.clear()
+                vsan.collect()
+            record = vsan.store.health[("vsan", "vsan-osa")]
+            seen[max_label] = (dict(record.dropped), record.up, [r.getMessage() for r in caplog.records], _exposition(vsan.store))
+        finally:
+            vsan.client.close()
+    calls = seen[refused.MAX_LABEL][0].get("unknown_entity", 0)  # the entity rides on every perf answer
+    dropped, up, lines, series = seen[100]
+    assert calls >= 1 and up == 1 and dropped == {"label_too_long": calls + 1}, (calls, dropped)  # + the state
+    assert any("entityRefId" in line and "over 100 characters (label_too_long" in line for line in lines), lines
+    assert any("objectHealthDetail, health" in line and "over 100 characters" in line for line in lines), lines
+    assert all(len(value) <= 100 for _, labels, _ in series for value in labels.values())
+    assert any(name == "esxi_vsan_host_writes_per_second" for name, _, _ in series)  # the real entities are read
+    dropped, up, lines, series = seen[refused.MAX_LABEL]
+    assert up == 1 and dropped == {"unknown_entity": calls}, dropped  # within the bound: only not asked for
+    assert ("esxi_vsan_objects", {"cluster": "vsan-osa", "state": state}) in [(n, labels) for n, labels, _ in series]

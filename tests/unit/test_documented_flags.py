@@ -42,6 +42,7 @@ OTHER_TOOLS = {
     "--include": "mmdebstrap",
     "--hook-dir": "mmdebstrap",
     "--dpkgopt": "mmdebstrap",
+    "--examples": "tests/fuzz/generate.py",  # growing the SMART fuzz corpus (docs/smart.md)
 }
 BENCH = "bench/"  # a page naming a benchmark may show its flags (read from bench/*.py)
 
