@@ -172,8 +172,17 @@ VSPHERE_ONLY = (
     "esxi_vm_disk_outstanding_writes",
     "esxi_vm_disk_iops_limit",
     "host_vm_disk:esxi_vm_disk_outstanding_commands:sum",
+    "esxi_host_connection_state",
+    "esxi_host_maintenance_mode",
 )
-VSPHERE_ONLY_PANELS = {"Disks of the selected VMs", "IOPS per disk against its limit", "Outstanding reads and writes per disk"}
+VSPHERE_ONLY_PANELS = {
+    "Disks of the selected VMs",
+    "IOPS per disk against its limit",
+    "Outstanding reads and writes per disk",
+    "Hosts not connected",
+    "Hosts in maintenance mode",
+    "Host states",
+}
 # Boards of sources this esxtop stack does not run (local disks' SMART, vSAN): every query of theirs
 # would be empty here; tests/integration/test_dashboards_live.py runs them on their own scenarios.
 OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json"}
