@@ -422,7 +422,10 @@ def test_esa_serves_one_entity_per_storage_pool_disk_named_by_its_vsan_uuid(vc, 
         assert config.vsanEsaEnabled and not config.storageInfo.diskMapping  # ESA: no disk groups
         results = hosts[name]["configManager.vsanSystem"].QueryDisksForVsan()
         in_use = {r.disk.canonicalName: r.vsanUuid for r in results if r.state == "inUse"}
-        pool = [d if isinstance(d, str) else d["device"] for d in {h["name"]: h for h in fixture["hosts"]}[name]["vsan"]["storage_pool"]]
+        pool = [
+            d if isinstance(d, str) else d["device"]
+            for d in {h["name"]: h for h in fixture["hosts"]}[name]["vsan"]["storage_pool"]
+        ]
         assert sorted(in_use) == sorted(pool)
         by_uuid.update({uuid: (name, device) for device, uuid in in_use.items()})
     assert by_uuid["52e5a000-0031-4e00-8a01-00000000e001"] == ("esx31.lab.local", "eui.0025384003110000")  # the fixture's
@@ -451,7 +454,10 @@ def test_network_and_backend_entities_of_both_clusters(vc, fixture):
         fx_hosts = {h["name"]: h for h in fixture["hosts"]}
         for name in names:
             assert [p.device for p in hosts[name]["config.vsanHostConfig"].networkInfo.port] == ["vmk1"]
-        refs = {kind: sorted(m.entityRefId for m in vc.perf(cluster, spec(f"{kind}:*", start, end))) for kind in NET_TYPES + BACKEND_TYPES}
+        refs = {
+            kind: sorted(m.entityRefId for m in vc.perf(cluster, spec(f"{kind}:*", start, end)))
+            for kind in NET_TYPES + BACKEND_TYPES
+        }
         assert refs["vsan-host-net"] == sorted(f"vsan-host-net:{node}" for node in nodes)
         assert refs["host-domcompmgr"] == sorted(f"host-domcompmgr:{node}" for node in nodes)
         assert refs["vsan-pnic-net"] == sorted(

@@ -31,7 +31,15 @@
 //     (UTC), value[] {metricId {label, metricsCollectInterval = sample seconds}, values "1.5,2,,4"}}.
 //     Entity types: cluster-domclient (the vSAN cluster uuid), host-domclient (node uuid),
 //     disk-group (its cache disk's vsanUuid), cache-disk and capacity-disk (vsanUuid),
-//     virtual-machine (config.instanceUuid). "type:*" is every entity of that type in the
+//     virtual-machine (config.instanceUuid); vSAN ESA's storage pool disks vsan-esa-disk-layer and
+//     vsan-esa-disk-scsifw (one entity per disk, its vsanUuid, which the host's
+//     configManager.vsanSystem QueryDisksForVsan answers with state inUse); the network
+//     vsan-host-net (node uuid), vsan-pnic-net ("<node uuid>|vmnicN"), vsan-vnic-net
+//     ("<node uuid>|defaultTcpipStack|vmkN", also in vsanHostConfig.networkInfo.port); the backend
+//     host-domcompmgr (node uuid), cluster-domcompmgr and cluster-domowner (cluster uuid).
+//     VsanPerfGetSupportedEntityTypes lists, for a type in the fixture's "advertised", only those
+//     labels while the type returns all it has (the real service understates: vsan-esa-disk-layer
+//     lists 6 and returns 38). "type:*" is every entity of that type in the
 //     cluster (VMs: all those registered on its hosts; ESA: no disk-group, cache-disk or
 //     capacity-disk entities, and no error); "type:uuid1,uuid2,..." (a multi-entity spec, served
 //     from API 8.0.0.3, vSAN 8.0U2) each of those; an unknown uuid matches nothing; an entity the
@@ -116,7 +124,9 @@
 //	      "virtual-machine": {"<VM name>": {...}}}}]}
 //
 // and per fixture host "vsan": {"node_uuid": "...", "disk_groups": [{"cache": DISK, "capacity":
-// [DISK, ...]}]}, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
+// [DISK, ...]}], "storage_pool": [DISK, ...] (ESA only, SSDs), "vmnics": ["vmnic1"], "vmknics":
+// ["vmk1"] (of the host's "network" section)}, perf keys "<host>|vmnicN" and "<host>|vmkN" for the
+// NIC types, the device for ESA disks, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
 // disk uuids are derived from the names when left out). Every disk must be one of the host's
 // "luns" with "local": true, a cache disk also "ssd": true. A fault is one of NotFound, InvalidArgument, NotSupported, Timedout,
 // VsanFault, SystemError. A VM may set "instance_uuid".
