@@ -41,6 +41,7 @@ IDENTITY_LABELS = (
     "cluster",
     "disk_group",
     "layer",
+    "vmnic",
 )
 
 

@@ -102,7 +102,15 @@ class VsanSource:
 
     def collect_cluster(self, topo: discovery.ClusterTopology, now: float) -> None:
         start = time.perf_counter()
-        record = m.VsanCluster(name=topo.name, uuid=topo.uuid, esa=topo.esa, hosts=dict(topo.hosts), disks=dict(topo.disks))
+        record = m.VsanCluster(
+            name=topo.name,
+            uuid=topo.uuid,
+            esa=topo.esa,
+            hosts=dict(topo.hosts),
+            disks=dict(topo.disks),
+            nic_speeds=dict(topo.nic_speeds),
+            unnamed_disks=topo.unnamed_disks,
+        )
         failed: dict[str, str] = {}  # call -> message
         dropped: dict[str, int] = {}
         self._performance(topo, now, dropped, failed)
@@ -135,9 +143,7 @@ class VsanSource:
             start = after
         rows: list[perfcsv.EntityRow] = []
         for kind in perf.entity_types(topo.esa):
-            labels = perf.labels_for(kind, self.supported)
-            if not labels:
-                continue  # this vSAN version has none of our labels for the type
+            labels = perf.labels_for(kind, self.supported)  # None: every label the type has
             try:
                 rows += self._entity_type(topo, kind, labels, start, now, dropped)
             except VsphereError as err:
@@ -151,7 +157,7 @@ class VsanSource:
             self.latest[topo.name] = sample
             self.samples[topo.name] = self.samples.get(topo.name, 0) + 1
 
-    def _entity_type(self, topo, kind: str, labels: list[str], start: float, end: float, dropped: dict[str, int]):
+    def _entity_type(self, topo, kind: str, labels: list[str] | None, start: float, end: float, dropped: dict[str, int]):
         """One entity type's rows, in the form it is asked in: the wildcard unless the server refused
         it for this cluster and type; a refusal (InvalidArgument) moves to the next form at once and
         is remembered, so it is not asked again every round."""
