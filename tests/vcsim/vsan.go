@@ -1525,6 +1525,35 @@ var vsanGenLabels = map[string][]string{
 	entityCache:    diskLabels,
 	entityCapacity: diskLabels,
 	entityVM:       {"iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyRead", "latencyWrite"},
+	// The network and backend, padded with labels no client here reads to the counts a live vSAN
+	// 9.1.1 cluster returns (issue 39: vsan-pnic-net 65, host-domcompmgr 82, cluster-domowner 46),
+	// so an answer without a label list is as big as a real one.
+	entityHostNet:        padLabels(netLabels(true), 16),
+	entityPnicNet:        padLabels(append(netLabels(false), "rxCrcErr", "rxErr", "txErr", "pauseCount", "rxCrcErrRaw", "rxErrRaw", "txErrRaw", "pauseCountRaw", "pfcCountRaw"), 65),
+	entityVnicNet:        padLabels(netLabels(false), 16),
+	entityHostCompMgr:    padLabels(backendLabels, 82),
+	entityClusterCompMgr: padLabels(backendLabels, 82),
+	entityClusterOwner:   padLabels(append(backendLabels[:len(backendLabels):len(backendLabels)], "avgResyncParallelism"), 46),
+}
+
+var backendLabels = []string{"iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyAvgRead", "latencyAvgWrite",
+	"iopsRecWrite", "throughputRecWrite", "latencyAvgRecWrite", "iopsResyncRead", "tputResyncRead", "latAvgResyncRead", "oio", "congestion"}
+
+func netLabels(host bool) []string {
+	out := []string{"rxThroughput", "txThroughput", "rxPackets", "txPackets", "rxPacketsLossRate", "txPacketsLossRate", "portRxDrops", "portTxDrops"}
+	if host {
+		out = append(out, "tcpTxRexmitRate", "tcpRxErrRate")
+	}
+	return out
+}
+
+// padLabels fills a label list up to n with labels no client here reads ("unreadNN").
+func padLabels(labels []string, n int) []string {
+	out := append([]string(nil), labels...)
+	for i := len(out); i < n; i++ {
+		out = append(out, fmt.Sprintf("unread%02d", i))
+	}
+	return out
 }
 
 var (
@@ -1552,7 +1581,10 @@ var vsanGenRanges = map[string][2]int64{
 // genCell is a generated value: fixed per entity, label and sample index modulo 4 (so values
 // change over time and repeat), within the label's range.
 func genCell(uuid, label string, k int64) string {
-	r := vsanGenRanges[label]
+	r, ok := vsanGenRanges[label]
+	if !ok {
+		r = [2]int64{0, 1000} // the network's and backend's labels: a count, a rate or a per mille
+	}
 	h := fnv.New64a()
 	h.Write([]byte(uuid))
 	h.Write([]byte(label))
@@ -1576,7 +1608,15 @@ func generateVsan(fx *Fixture, n int) {
 		for h := c * per; h < (c+1)*per; h++ {
 			host := &fx.Hosts[h]
 			vc.Hosts = append(vc.Hosts, host.Name)
-			host.Vsan = &VsanHost{}
+			host.Vsan = &VsanHost{Vmnics: []string{"vmnic1"}, Vmknics: []string{"vmk1"}}
+			if host.Network == nil { // a vSAN vmnic at 25 Gb/s and vSAN's vmknic on it
+				host.Network = &Network{Pnics: []Pnic{{Device: "vmnic0", Driver: "ixgben", SpeedMb: 10000}, {Device: "vmnic1", Driver: "nmlx5_core", SpeedMb: 25000}},
+					Vswitches:  []Vswitch{{Name: "vSwitch0", Uplinks: []string{"vmnic0"}}, {Name: "vSwitch1", Uplinks: []string{"vmnic1"}}},
+					Portgroups: []Portgroup{{Name: "Management Network", Vswitch: "vSwitch0"}, {Name: "vSAN", Vswitch: "vSwitch1"}},
+					Vmknics: []Vmknic{{Device: "vmk0", Portgroup: "Management Network", Ip: fmt.Sprintf("10.1.%d.%d", h/250, h%250+1), Mask: "255.255.0.0"},
+						{Device: "vmk1", Portgroup: "vSAN", Ip: fmt.Sprintf("172.20.%d.%d", h/250, h%250+1), Mask: "255.255.0.0"}},
+					Gateway: "10.1.255.254", GatewayVmknic: "vmk0"}
+			}
 			for g := 0; g < 2; g++ {
 				dg := VsanDiskGroup{}
 				for d := 0; d < 4; d++ {
