@@ -52,6 +52,7 @@ SELECTOR_LABELS = {  # placeholder -> (label, operator) pairs of the alert's own
     "sel_hd_other_vm": (("host", "="), ("device", "="), ("vm", "!="), ("vm", "!=", "")),
     "sel_hdp": (("host", "="), ("device", "="), ("parameter", "=")),  # a disk's SMART parameter
     "sel_c": (("cluster", "="),),  # a vSAN cluster
+    "sel_chn": (("cluster", "="), ("host", "="), ("vmnic", "=")),  # a vSAN host's vmnic
     "sel_ch": (("cluster", "="), ("host", "=")),  # a host of a vSAN cluster
 }
 

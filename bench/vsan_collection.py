@@ -11,6 +11,10 @@ The forms (exporter/vsan/perf.py), each type of each cluster asked in its own ca
 - wildcard: one `type:*` spec alone per call, one call per entity type per cluster (the default);
 - multi: the discovery's uuids in one multi-entity spec (`type:uuid1,uuid2,...`), 400 a call;
 - plain: one spec per uuid, 100 specs a call.
+A form may end in "+ours" (every type asked for the exporter's labels by name, listed or not) or
+"+all" (every type asked without a label list: all it has, the exporter's read): what each costs
+where the supported-types answer understates (issue 39). Without either, the exporter's own rule
+(exporter/vsan/perf.py labels_for: by name where every label of ours is listed, else no list).
 --base DIR: also the code before (a checkout: `git worktree add DIR COMMIT`, or `git archive`), on
 its own simulator (the one of DIR, which accepts the old call: six wildcard specs in one call per
 cluster, which the API reference and this checkout's simulator refuse), measured the same way.
@@ -77,7 +81,7 @@ def worker(root: str, url: str, cert: str, secret: str, k: int, n: int, rounds: 
     lun, lun_cpu = [], []
     for form in forms:
         if form != "old":
-            vsan.first_form = form  # every type asked in this form
+            vsan.first_form, vsan.supported = _form(form, vsan.supported)  # every type asked in this form
             vsan.forms.clear()
         walls, cpus = [], []
         for _ in range(rounds):
@@ -134,7 +138,7 @@ def worker(root: str, url: str, cert: str, secret: str, k: int, n: int, rounds: 
     Requests.install()
     for form in forms:
         if form != "old":
-            source.first_form = form
+            source.first_form, source.supported = _form(form, source.supported)
             source.forms.clear()
         source.taken.clear()
         sent, received, _ = relay.counts()
@@ -153,9 +157,33 @@ def worker(root: str, url: str, cert: str, secret: str, k: int, n: int, rounds: 
     return out
 
 
+def _form(form: str, supported):
+    """(query form, the supported labels the source goes by) for "wildcard", "wildcard+ours", ..."""
+    from exporter.vsan import metrics as vm
+
+    base, _, policy = form.partition("+")
+    if policy == "ours":
+        return base, None  # as if the server had not said: ours by name
+    if policy == "all":
+        return base, {kind: set() for kind in vm.METRICS}  # lists none of ours: no label list
+    return base, supported
+
+
 def _stats(sample) -> list[dict]:
     """Every stats dict of a vSAN sample (the values one round placed)."""
-    return [sample.cluster, *sample.hosts.values(), *sample.disk_groups.values(), *sample.disks.values(), *sample.vms.values()]
+    extra = [
+        *getattr(sample, "host_networks", {}).values(), *getattr(sample, "nics", {}).values(),
+        *getattr(sample, "vmknics", {}).values(), *getattr(sample, "host_backends", {}).values(),
+        getattr(sample, "cluster_backend", {}), getattr(sample, "cluster_owner", {}),
+    ]  # fmt: skip
+    return [
+        sample.cluster,
+        *sample.hosts.values(),
+        *sample.disk_groups.values(),
+        *sample.disks.values(),
+        *sample.vms.values(),
+        *extra,
+    ]
 
 
 def _series(body: bytes) -> int:
@@ -195,7 +223,7 @@ def main() -> int:
         root, url, cert, secret, k, n = args.worker
         print(json.dumps(worker(root, url, cert, secret, int(k), int(n), args.rounds, forms)))
         return 0
-    unknown = [f for f in forms if f not in FORMS]
+    unknown = [f for f in forms if f.partition("+")[0] not in FORMS or f.partition("+")[2] not in ("", "ours", "all")]
     if unknown:
         parser.error(f"--forms: {', '.join(unknown)} not one of {', '.join(FORMS)}")
     sys.path.insert(0, str(ROOT))

@@ -30,6 +30,13 @@ SPACE_LINE = ((None, "transparent"), (SPACE_WARN, "orange"), (SPACE_BAD, "red"))
 SPACE_STEPS = ((None, "green"), (SPACE_WARN, "orange"), (SPACE_BAD, "red"))
 HEALTH_STEPS = ((None, "green"), (1, "yellow"), (2, "red"))  # 0 green, 1 yellow, 2 red
 BAD_COUNT_STEPS = ((None, "green"), (1, "red"))
+LOSS = LIMITS.vsan_packet_loss_ratio
+RETRANSMITS = LIMITS.vsan_tcp_retransmit_ratio
+LOSS_LINE = ((None, "transparent"), (LOSS, "red"))
+RETRANSMIT_LINE = ((None, "transparent"), (RETRANSMITS, "red"))
+SATURATION = LIMITS.link_saturation_ratio
+SATURATION_LINE = ((None, "transparent"), (SATURATION, "red"))
+PAYLOAD = LIMITS.link_payload_ratio
 
 
 def cluster_variable() -> db.QueryVariable:
@@ -278,6 +285,166 @@ def build():
             [Q(series("esxi_vsan_disk_device_latency_mean_seconds", VSAN_HOST), "{{host}} {{device}}")],
             line_at=LATENCY_LINE,
             w=24,
+        )
+    )
+
+    d = d.with_row(row("ESA disks (vSAN layer per tier, device layer)"))
+    d = d.with_panel(
+        table_panel(
+            "ESA disks",
+            f"Each vSAN ESA disk over the time range: mean read and write latency at the vSAN layer in the "
+            f"performance and capacity tiers (above {MS}: EsxiVsanEsaDiskLatencyHigh), and at the device: DAVG, "
+            "KAVG, outstanding commands. Click a device for its LUN detail (the same device label), SMART health included.",
+            ("cluster", "host", "device"),
+            [
+                Column("perf read", gauge("esxi_vsan_disk_tier_read_latency_mean_seconds", CLUSTER, VSAN_HOST, 'tier="performance"', window=RANGE), "s", LATENCY_STEPS),
+                Column("perf write", gauge("esxi_vsan_disk_tier_write_latency_mean_seconds", CLUSTER, VSAN_HOST, 'tier="performance"', window=RANGE), "s", LATENCY_STEPS),
+                Column("capacity read", gauge("esxi_vsan_disk_tier_read_latency_mean_seconds", CLUSTER, VSAN_HOST, 'tier="capacity"', window=RANGE), "s", LATENCY_STEPS),
+                Column("capacity write", gauge("esxi_vsan_disk_tier_write_latency_mean_seconds", CLUSTER, VSAN_HOST, 'tier="capacity"', window=RANGE), "s", LATENCY_STEPS),
+                Column("DAVG", gauge("esxi_vsan_disk_device_latency_mean_seconds", CLUSTER, VSAN_HOST, 'disk_group=""', window=RANGE), "s", LATENCY_STEPS),
+                Column("KAVG", gauge("esxi_vsan_disk_kernel_latency_mean_seconds", CLUSTER, VSAN_HOST, window=RANGE), "s", LATENCY_STEPS),
+                Column("outstanding", gauge("esxi_vsan_disk_outstanding_commands", CLUSTER, VSAN_HOST, window=RANGE), "short"),
+            ],
+            sort_by="perf write",
+            links={"device": ("LUN detail", LUN_URL)},
+            w=24,
+            h=8,
+        )
+    )  # fmt: skip
+    d = d.with_panel(
+        timeseries_panel(
+            "ESA disk latency per tier",
+            f"Mean read and write latency of each ESA disk at the vSAN layer, per tier, with the {MS} line.",
+            "s",
+            [
+                Q(series("esxi_vsan_disk_tier_read_latency_mean_seconds", VSAN_HOST), "{{host}} {{device}} {{tier}} read"),
+                Q(series("esxi_vsan_disk_tier_write_latency_mean_seconds", VSAN_HOST), "{{host}} {{device}} {{tier}} write"),
+            ],
+            line_at=LATENCY_LINE,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "ESA disk device latency",
+            "The device layer of each ESA disk: DAVG (HBA to disk and back) and KAVG (time in the ESXi kernel).",
+            "s",
+            [
+                Q(series("esxi_vsan_disk_device_latency_mean_seconds", VSAN_HOST, 'disk_group=""'), "{{host}} {{device}} DAVG"),
+                Q(series("esxi_vsan_disk_kernel_latency_mean_seconds", VSAN_HOST), "{{host}} {{device}} KAVG"),
+            ],
+            line_at=LATENCY_LINE,
+        )
+    )
+
+    d = d.with_row(row("vSAN network"))
+    d = d.with_panel(
+        timeseries_panel(
+            "vmnic throughput against link capacity",
+            f"Each vSAN vmnic's received and transmitted bytes as a share of its payload capacity ({PAYLOAD} of the "
+            f"link speed), per direction; above {SATURATION:.0%}: EsxiVsanNicSaturated.",
+            "percentunit",
+            [
+                Q(
+                    f"{series('esxi_vsan_nic_received_bytes_per_second', VSAN_HOST)} / on (cluster, host, vmnic) "
+                    f"({series('esxi_vsan_nic_link_speed_bytes_per_second', VSAN_HOST)} * {PAYLOAD})",
+                    "{{host}} {{vmnic}} receive",
+                ),
+                Q(
+                    f"{series('esxi_vsan_nic_transmitted_bytes_per_second', VSAN_HOST)} / on (cluster, host, vmnic) "
+                    f"({series('esxi_vsan_nic_link_speed_bytes_per_second', VSAN_HOST)} * {PAYLOAD})",
+                    "{{host}} {{vmnic}} transmit",
+                ),
+            ],
+            line_at=SATURATION_LINE,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "vmnic throughput",
+            "Bytes each vSAN vmnic receives and transmits per second, beside its link speed.",
+            "Bps",
+            [
+                Q(series("esxi_vsan_nic_received_bytes_per_second", VSAN_HOST), "{{host}} {{vmnic}} receive"),
+                Q(series("esxi_vsan_nic_transmitted_bytes_per_second", VSAN_HOST), "{{host}} {{vmnic}} transmit"),
+                Q(series("esxi_vsan_nic_link_speed_bytes_per_second", VSAN_HOST), "{{host}} {{vmnic}} link"),
+            ],
+            dashed=("link",),
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Packet loss",
+            f"Share of packets lost per vSAN host and vmnic, received and transmitted; above {LOSS:.1%}: EsxiVsanPacketLoss.",
+            "percentunit",
+            [
+                Q(series("esxi_vsan_host_network_received_packet_loss_ratio", VSAN_HOST), "{{host}} receive"),
+                Q(series("esxi_vsan_host_network_transmitted_packet_loss_ratio", VSAN_HOST), "{{host}} transmit"),
+                Q(series("esxi_vsan_nic_received_packet_loss_ratio", VSAN_HOST), "{{host}} {{vmnic}} receive"),
+                Q(series("esxi_vsan_nic_transmitted_packet_loss_ratio", VSAN_HOST), "{{host}} {{vmnic}} transmit"),
+            ],
+            line_at=LOSS_LINE,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "TCP retransmits",
+            f"Share of vSAN's TCP segments each host retransmits; above {RETRANSMITS:.0%}: EsxiVsanTcpRetransmitsHigh.",
+            "percentunit",
+            [Q(series("esxi_vsan_host_network_tcp_retransmit_ratio", VSAN_HOST), "{{host}}")],
+            line_at=RETRANSMIT_LINE,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "vmnic errors",
+            "CRC and receive errors counted by each vSAN vmnic per second (from its counters since boot): any rise "
+            "is EsxiVsanNicErrorsRising. Pause frames: the switch asks the host to wait.",
+            "short",
+            [
+                Q(
+                    f"rate({metric('esxi_vsan_nic_received_crc_errors_total', VSAN_HOST)}[$__rate_interval])",
+                    "{{host}} {{vmnic}} CRC",
+                ),
+                Q(
+                    f"rate({metric('esxi_vsan_nic_received_errors_total', VSAN_HOST)}[$__rate_interval])",
+                    "{{host}} {{vmnic}} receive",
+                ),
+                Q(f"rate({metric('esxi_vsan_nic_pause_frames_total', VSAN_HOST)}[$__rate_interval])", "{{host}} {{vmnic}} pause"),
+            ],
+            w=24,
+        )
+    )
+
+    d = d.with_row(row("Backend: resync against the VMs' I/O"))
+    d = d.with_panel(
+        timeseries_panel(
+            "Resync against VM I/O per host",
+            "Bytes the component manager of each host moves for the VMs (reads + writes) and for resync (recovery "
+            "writes + resync reads): resync above the VMs' for an hour is EsxiVsanResyncCompetesWithVms.",
+            "Bps",
+            [
+                Q(
+                    f"{series('esxi_vsan_host_backend_read_bytes_per_second', VSAN_HOST)} + "
+                    f"{series('esxi_vsan_host_backend_written_bytes_per_second', VSAN_HOST)}",
+                    "{{host}} VMs",
+                ),
+                Q(
+                    f"{series('esxi_vsan_host_backend_recovery_written_bytes_per_second', VSAN_HOST)} + "
+                    f"{series('esxi_vsan_host_backend_resync_read_bytes_per_second', VSAN_HOST)}",
+                    "{{host}} resync",
+                ),
+            ],
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Backend congestion and outstanding I/O",
+            "Congestion per second and outstanding I/O at each host's component manager.",
+            "short",
+            [
+                Q(series("esxi_vsan_host_backend_congestion_per_second", VSAN_HOST), "{{host}} congestion"),
+                Q(series("esxi_vsan_host_backend_outstanding_io", VSAN_HOST), "{{host}} outstanding"),
+            ],
         )
     )
 

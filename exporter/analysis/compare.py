@@ -56,6 +56,8 @@ def object_names(capture: Capture, family: str) -> dict[str, object]:
             names[f"{device} / {vm}" if vm else f"{device} / world {world}"] = obj
         elif family == "vdisks":
             names[":".join(obj)] = obj  # vm:scsi0:0, as esxtop names it
+        elif family == "vsan_esa_disks":
+            names[" ".join(obj)] = obj  # "eui.0025... performance": the disk and its tier
         elif family == "cpus":
             if obj == "_Total":
                 names["all CPUs"] = obj

@@ -87,6 +87,8 @@ FAMILIES = (
     FamilySpec("cpus", ("cpu",), _gauges("esxi_cpu", cpu.GAUGES)),
     FamilySpec("vsan_hosts", ("cluster",), _gauges("esxi_vsan_host", vsan.DOM_CLIENT), suffix=" vSAN"),
     FamilySpec("vsan_vms", ("vm",), _gauges("esxi_vsan_vm", vsan.IO), scope="cluster", suffix=" vSAN VMs"),
+    FamilySpec("vsan_esa_disks", ("device", "tier"), _gauges("esxi_vsan_disk_tier", vsan.ESA_TIER), suffix=" vSAN"),
+    FamilySpec("vsan_nics", ("vmnic",), _gauges("esxi_vsan_nic", vsan.NIC), suffix=" vSAN"),
 )
 VSAN_SAMPLE_TIME = "esxi_vsan_sample_timestamp_seconds"
 VSAN_LAG = 900.0  # seconds a vSAN sample may be scraped after its own time (service 300 + exporter 300, and slack)

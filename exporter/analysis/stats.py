@@ -61,6 +61,11 @@ CPU = Metric("cpu", "CPU util", "level", "lower", 100.0, "%", 2.0, 0.0)
 # keep outstanding in vSAN, and the congestion vSAN raised (its back-pressure).
 VSAN_OIO = Metric("oio", "outstanding I/O", "level", None, 1.0, "I/Os", 0.5)
 VSAN_CONGESTION = Metric("congestion", "congestion", "level", "lower", 1.0, "/s", 0.01, 0.0)
+# A vSAN vmnic: what it carries (a load, neither better nor worse), the packets it loses and the
+# frames it receives damaged (0.01 percentage points: vSAN's loss line is 0.1%).
+NIC_MBPS = Metric("nic_mbps", "MB/s rx+tx", "rate", None, 1 / MIB, "MiB/s", 0.1)
+NIC_LOSS = Metric("rx_loss", "rx loss", "level", "lower", 100.0, "%", 0.01, 0.0)
+NIC_CRC = Metric("crc", "rx CRC errors", "level", "lower", 100.0, "%", 0.01, 0.0)
 
 FAMILY_METRICS = {
     "luns": (GAVG, DAVG, KAVG, QAVG, ACTV, QUED, QUED_SHARE, DQLEN, IOPS, MBPS, RESV, CONS),
@@ -72,6 +77,8 @@ FAMILY_METRICS = {
     "cpus": (CPU,),
     "vsan_hosts": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS, VSAN_OIO, VSAN_CONGESTION),
     "vsan_vms": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS),
+    "vsan_esa_disks": (READ_LATENCY, WRITE_LATENCY, IOPS, MBPS),
+    "vsan_nics": (NIC_MBPS, NIC_LOSS, NIC_CRC),
 }
 FAMILY_LABEL = {
     "luns": "LUN",
@@ -83,6 +90,8 @@ FAMILY_LABEL = {
     "vdisks": "virtual disk",
     "vsan_hosts": "vSAN host",
     "vsan_vms": "vSAN VM",
+    "vsan_esa_disks": "vSAN ESA disk tier",
+    "vsan_nics": "vSAN vmnic",
 }
 _LATENCY_FIELD = {
     "gavg": m.GAVG,
@@ -154,8 +163,9 @@ def _series(capture: Capture, family: str, obj, metric: Metric) -> Series | None
     if metric is LITTLE:
         values = little_outstanding(capture, family, obj)
         return None if values is None else Series(capture.timestamps[rows], values[rows], None)
-    if metric.key == MBPS.key:
-        read, written = _col(capture, family, obj, m.READ_BYTES), _col(capture, family, obj, m.WRITTEN_BYTES)
+    if metric.key in (MBPS.key, NIC_MBPS.key):
+        fields = (m.READ_BYTES, m.WRITTEN_BYTES) if metric.key == MBPS.key else (m.VSAN_RX_BYTES, m.VSAN_TX_BYTES)
+        read, written = _col(capture, family, obj, fields[0]), _col(capture, family, obj, fields[1])
         if read is None and written is None:
             return None
         values = (0 if read is None else read) + (0 if written is None else written)
@@ -170,6 +180,8 @@ def _series(capture: Capture, family: str, obj, metric: Metric) -> Series | None
         CPU.key: m.CPU_UTIL,
         VSAN_OIO.key: m.VSAN_OUTSTANDING_IO,
         VSAN_CONGESTION.key: m.VSAN_CONGESTION,
+        NIC_LOSS.key: m.VSAN_RX_LOSS,
+        NIC_CRC.key: m.VSAN_RX_CRC_ERRORS,
     }.get(metric.key)
     if metric is OUTSTANDING:
         active, queued = _col(capture, family, obj, m.ACTIVE), _col(capture, family, obj, m.QUEUED)

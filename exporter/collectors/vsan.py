@@ -49,6 +49,70 @@ DISK = (
     (m.DAVG, "device_latency_mean_seconds", "Mean device latency, HBA to disk and back (DAVG)"),
     (m.GAVG, "guest_latency_mean_seconds", "Mean latency as the layers above see it (GAVG)"),
 )
+# vSAN ESA disks: the device layer beside DISK, the vSAN layer per tier (label tier).
+ESA_DEVICE = (
+    (m.VSAN_UNMAPS, "unmaps_per_second", "Physical-layer unmaps per second"),
+    (m.VSAN_UNMAP_BYTES, "unmap_bytes_per_second", "Physical-layer bytes unmapped per second"),
+    (m.VSAN_UNMAP_LATENCY, "device_unmap_latency_mean_seconds", "Mean physical-layer latency per unmap"),
+    (m.KAVG, "kernel_latency_mean_seconds", "Mean time in the ESXi kernel (KAVG)"),
+    (m.VSAN_OUTSTANDING_COMMANDS, "outstanding_commands", "Commands outstanding at the device"),
+)
+ESA_TIER = (
+    (m.READS, "reads_per_second", "Reads per second"),
+    (m.WRITES, "writes_per_second", "Writes per second"),
+    (m.VSAN_UNMAPS, "unmaps_per_second", "Unmaps per second"),
+    (m.READ_BYTES, "read_bytes_per_second", "Bytes read per second"),
+    (m.WRITTEN_BYTES, "written_bytes_per_second", "Bytes written per second"),
+    (m.VSAN_UNMAP_BYTES, "unmap_bytes_per_second", "Bytes unmapped per second"),
+    (m.GAVG_READ, "read_latency_mean_seconds", "Mean latency per read"),
+    (m.GAVG_WRITE, "write_latency_mean_seconds", "Mean latency per write"),
+    (m.VSAN_UNMAP_LATENCY, "unmap_latency_mean_seconds", "Mean latency per unmap"),
+)
+NETWORK = (
+    (m.VSAN_RX_BYTES, "received_bytes_per_second", "Bytes received per second"),
+    (m.VSAN_TX_BYTES, "transmitted_bytes_per_second", "Bytes transmitted per second"),
+    (m.VSAN_RX_PACKETS, "received_packets_per_second", "Packets received per second"),
+    (m.VSAN_TX_PACKETS, "transmitted_packets_per_second", "Packets transmitted per second"),
+    (m.VSAN_RX_LOSS, "received_packet_loss_ratio", "Share of received packets lost"),
+    (m.VSAN_TX_LOSS, "transmitted_packet_loss_ratio", "Share of transmitted packets lost"),
+    (m.VSAN_PORT_RX_DROPS, "port_received_drop_ratio", "Share of received packets the vSwitch port dropped"),
+    (m.VSAN_PORT_TX_DROPS, "port_transmitted_drop_ratio", "Share of transmitted packets the vSwitch port dropped"),
+)
+HOST_NETWORK = (
+    *NETWORK,
+    (m.VSAN_TCP_RETRANSMITS, "tcp_retransmit_ratio", "Share of TCP segments retransmitted"),
+    (m.VSAN_TCP_RX_ERRORS, "tcp_receive_error_ratio", "Share of TCP segments received in error"),
+)
+NIC = (
+    *NETWORK,
+    (m.VSAN_RX_CRC_ERRORS, "received_crc_error_ratio", "Share of received frames with a bad CRC"),
+    (m.VSAN_RX_ERRORS, "received_error_ratio", "Share of received frames in error"),
+    (m.VSAN_TX_ERRORS, "transmitted_error_ratio", "Share of transmitted frames in error"),
+    (m.VSAN_PAUSE, "pause_frame_ratio", "802.3x pause frames per frame"),
+)
+NIC_COUNTERS = (
+    (m.VSAN_RX_CRC_ERRORS_TOTAL, "received_crc_errors_total", "Frames received with a bad CRC"),
+    (m.VSAN_RX_ERRORS_TOTAL, "received_errors_total", "Frames received in error"),
+    (m.VSAN_TX_ERRORS_TOTAL, "transmitted_errors_total", "Frames transmitted in error"),
+    (m.VSAN_PAUSE_TOTAL, "pause_frames_total", "802.3x pause frames"),
+    (m.VSAN_PFC_TOTAL, "pfc_frames_total", "Priority flow control frames"),
+)
+BACKEND = (
+    *IO,
+    (m.VSAN_RECOVERY_WRITES, "recovery_writes_per_second", "Recovery (resync) writes per second"),
+    (m.VSAN_RECOVERY_WRITE_BYTES, "recovery_written_bytes_per_second", "Recovery (resync) bytes written per second"),
+    (m.VSAN_RECOVERY_WRITE_LATENCY, "recovery_write_latency_mean_seconds", "Mean latency per recovery (resync) write"),
+    (m.VSAN_RESYNC_READS, "resync_reads_per_second", "Resync reads per second"),
+    (m.VSAN_RESYNC_READ_BYTES, "resync_read_bytes_per_second", "Resync bytes read per second"),
+    (m.VSAN_RESYNC_READ_LATENCY, "resync_read_latency_mean_seconds", "Mean latency per resync read"),
+    (m.VSAN_OUTSTANDING_IO, "outstanding_io", "Outstanding I/O"),
+    (
+        m.VSAN_CONGESTION,
+        "congestion_per_second",
+        "Congestion raised per second (its count over the sample's interval / the interval)",
+    ),
+)
+OWNER = (*BACKEND, (m.VSAN_RESYNC_PARALLELISM, "resync_parallelism", "Resync jobs running at once, on average"))
 HEALTH_STATES = ("green", "yellow", "red")
 # Object states always exported (0 when vSAN lists none), so alerts see 0, not absence.
 OBJECT_STATES = (
@@ -65,13 +129,21 @@ WHAT = {
     "disk_group": "one disk group's cache tier (frontend)",
     "disk": "one cache or capacity disk",
     "vm": "one VM's vSAN objects",
+    "tier": "one vSAN ESA disk, the vSAN layer's view of one tier (performance or capacity)",
+    "host_network": "one host's vSAN network (vsan-host-net)",
+    "nic": "one physical NIC carrying vSAN traffic (vsan-pnic-net)",
+    "vmknic": "one vSAN VMkernel NIC (vsan-vnic-net)",
+    "host_backend": "one host's vSAN component manager (host-domcompmgr): I/O its disks take, the VMs' and resync's",
+    "cluster_backend": "the cluster's vSAN component managers (cluster-domcompmgr)",
+    "cluster_owner": "the cluster's vSAN object owners (cluster-domowner)",
 }
 
 
-def _fill(prefix: str, what: str, spec, rows):
-    """One gauge per (field, stem) of spec over rows of (labels, stats)."""
+def _fill(prefix: str, what: str, spec, rows, kind=gauge):
+    """One gauge (or counter) per (field, stem) of spec over rows of (labels, stats)."""
     for field, stem, help_text in spec:
-        family = gauge(f"{prefix}_{stem}", f"{help_text} ({WHAT[what]}), the vSAN performance service's mean over its sample.")
+        tail = "a counter since the host booted" if kind is counter else "the vSAN performance service's mean over its sample"
+        family = kind(f"{prefix}_{stem}", f"{help_text} ({WHAT[what]}), {tail}.")
         for labels, stats in rows:
             value = stats.get(field)
             if value is not None:
@@ -97,6 +169,14 @@ def _configuration(clusters):
         "A disk vSAN claimed: its disk group (the group's cache device; empty on ESA), tier and vSAN uuid. Always 1.",
     )
     vms = gauge("esxi_vsan_vm_info", "A VM whose objects live on the vSAN cluster: its host and instance uuid. Always 1.")
+    speeds = gauge(
+        "esxi_vsan_nic_link_speed_bytes_per_second",
+        "Link speed of a physical NIC that carries vSAN traffic, in bytes per second (its configured link speed).",
+    )
+    unnamed = gauge(
+        "esxi_vsan_unnamed_disks",
+        "vSAN disks in use that the hosts' disk query gave no device or vSAN uuid for (their values cannot be placed).",
+    )
     for name, cluster in clusters:
         info.add(label_string(("cluster", "uuid", "architecture"), (name, cluster.uuid, "esa" if cluster.esa else "osa")), 1.0)
         for host, node_uuid in sorted(cluster.hosts.items()):
@@ -111,7 +191,12 @@ def _configuration(clusters):
             )
         for vm, (instance_uuid, host) in sorted(cluster.vms.items()):
             vms.add(label_string(("cluster", "vm", "host", "instance_uuid"), (name, vm, host, instance_uuid)), 1.0)
-    return [info, hosts, disks, vms]
+        nics = set(cluster.sample.nics) if cluster.sample is not None else set()  # the vmnics vSAN uses
+        for (host, vmnic), speed in sorted(cluster.nic_speeds.items()):
+            if (host, vmnic) in nics:
+                speeds.add(label_string(("cluster", "host", "vmnic"), (name, host, vmnic)), speed)
+        unnamed.add(label_string(("cluster",), (name,)), float(cluster.unnamed_disks))
+    return [info, hosts, disks, vms, speeds, unnamed]
 
 
 def _performance(clusters):
@@ -120,6 +205,7 @@ def _performance(clusters):
     )
     interval = gauge("esxi_vsan_sample_interval_seconds", "Seconds the vSAN performance service's samples average over.")
     cluster_rows, host_rows, group_rows, disk_rows, vm_rows = [], [], [], [], []
+    tier_rows, host_net_rows, nic_rows, vmknic_rows, host_backend_rows, backend_rows, owner_rows = [], [], [], [], [], [], []
     congestion = gauge(
         "esxi_vsan_disk_group_congestion_per_second",
         "Congestion per second a disk group layer raised (ssd, log, mem, slab, comp, iops): its count over the sample's interval / the interval.",
@@ -143,15 +229,35 @@ def _performance(clusters):
             disk = cluster.disks.get((host, device))
             group = disk.disk_group if disk is not None else ""
             disk_rows.append((label_string(("cluster", "host", "disk_group", "device"), (name, host, group, device)), stats))
+            for tier in m.VSAN_ESA_TIERS:
+                in_tier = {field: stats.get(m.vsan_tier_field(tier, field)) for field, _, _ in ESA_TIER}
+                if any(v is not None for v in in_tier.values()):
+                    tier_rows.append((label_string(("cluster", "host", "device", "tier"), (name, host, device, tier)), in_tier))
         vm_rows += [(label_string(("cluster", "vm"), (name, vm)), stats) for vm, stats in sorted(sample.vms.items())]
+        host_net_rows += [(label_string(("cluster", "host"), (name, h)), s) for h, s in sorted(sample.host_networks.items())]
+        nic_rows += [(label_string(("cluster", "host", "vmnic"), (name, *k)), s) for k, s in sorted(sample.nics.items())]
+        vmknic_rows += [(label_string(("cluster", "host", "vmknic"), (name, *k)), s) for k, s in sorted(sample.vmknics.items())]
+        host_backend_rows += [(label_string(("cluster", "host"), (name, h)), s) for h, s in sorted(sample.host_backends.items())]
+        if sample.cluster_backend:
+            backend_rows.append((label_string(("cluster",), (name,)), sample.cluster_backend))
+        if sample.cluster_owner:
+            owner_rows.append((label_string(("cluster",), (name,)), sample.cluster_owner))
     yield stamp
     yield interval
     yield from _fill("esxi_vsan_cluster", "cluster", DOM_CLIENT, cluster_rows)
     yield from _fill("esxi_vsan_host", "host", HOST, host_rows)
     yield from _fill("esxi_vsan_disk_group", "disk_group", DISK_GROUP, group_rows)
     yield congestion
-    yield from _fill("esxi_vsan_disk", "disk", DISK, disk_rows)
+    yield from _fill("esxi_vsan_disk", "disk", (*DISK, *ESA_DEVICE), disk_rows)
+    yield from _fill("esxi_vsan_disk_tier", "tier", ESA_TIER, tier_rows)
     yield from _fill("esxi_vsan_vm", "vm", IO, vm_rows)
+    yield from _fill("esxi_vsan_host_network", "host_network", HOST_NETWORK, host_net_rows)
+    yield from _fill("esxi_vsan_nic", "nic", NIC, nic_rows)
+    yield from _fill("esxi_vsan_nic", "nic", NIC_COUNTERS, nic_rows, kind=counter)
+    yield from _fill("esxi_vsan_vmknic", "vmknic", NETWORK, vmknic_rows)
+    yield from _fill("esxi_vsan_host_backend", "host_backend", BACKEND, host_backend_rows)
+    yield from _fill("esxi_vsan_cluster_backend", "cluster_backend", BACKEND, backend_rows)
+    yield from _fill("esxi_vsan_cluster_owner", "cluster_owner", OWNER, owner_rows)
 
 
 def _health(clusters):

@@ -68,6 +68,10 @@ class Thresholds:
     vsan_write_buffer_free_min_ratio: float  # a disk group's write buffer this free or less is behind
     vsan_space_used_warning_ratio: float
     vsan_space_used_critical_ratio: float
+    vsan_packet_loss_ratio: float  # share of packets a vSAN host or vmnic may lose
+    vsan_tcp_retransmit_ratio: float  # share of vSAN's TCP segments sent again worth a look
+    vsan_resync_over_vm_ratio: float  # resync bytes over the VMs' own at which resync competes
+    vsan_resync_min_bytes_per_second: float
 
     @property
     def link_saturated_share_of_speed(self) -> float:
@@ -101,4 +105,8 @@ def read(source: str | Path | None = None) -> Thresholds:
         vsan_write_buffer_free_min_ratio=number("values", "vsan_write_buffer_free_min_ratio"),
         vsan_space_used_warning_ratio=number("values", "vsan_space_used_warning_ratio"),
         vsan_space_used_critical_ratio=number("values", "vsan_space_used_critical_ratio"),
+        vsan_packet_loss_ratio=number("values", "vsan_packet_loss_ratio"),
+        vsan_tcp_retransmit_ratio=number("values", "vsan_tcp_retransmit_ratio"),
+        vsan_resync_over_vm_ratio=number("values", "vsan_resync_over_vm_ratio"),
+        vsan_resync_min_bytes_per_second=number("values", "vsan_resync_min_bytes_per_second"),
     )

@@ -9,6 +9,13 @@ VMs write a burst faster than its disk groups destage, so the buffer fills; unde
 raises congestion (its back-pressure) in proportion to how full it is, and the host's write
 latency grows with the congestion, past 50 ms near a full buffer. After the burst the buffer
 drains and congestion and latency fall back. Reads stay fast: they are served by the read cache.
+
+The incident `kind: lossy-nic` is the network's instead: one host's first vSAN vmnic drops
+packets (receive loss, CRC errors counted, TCP retransmits on every host), and the write latency
+of every host rises, since each write waits for its replica on that host; the disks stay fast
+and no congestion is raised. `architecture: esa` gives the cluster vSAN ESA's storage pool disks
+(per disk, the vSAN layer per tier and the device layer) in place of disk groups. Every cluster
+has the vSAN network (per host, vmnic and vmknic) and the backend (component manager and owner).
 """
 
 from __future__ import annotations
@@ -32,14 +39,19 @@ CONGESTION_MAX_PER_SECOND = 2.0  # at a full buffer
 BASE_WRITE_LATENCY_US = 2000.0
 BASE_READ_LATENCY_US = 1200.0
 WRITE_LATENCY_PER_CONGESTION_US = 40000.0  # per unit of congestion per second: 2/s -> +80 ms
+LOSSY_NIC_LOSS_PER_MILLE = 15.0  # the lossy vmnic's receive loss during the incident (1.5%)
+WRITE_LATENCY_PER_LOSS_PER_MILLE_US = 4000.0  # a replica write waits out retransmits: 15 per mille -> +60 ms
+INCIDENTS = ("write-burst", "lossy-nic")
+ARCHITECTURES = ("osa", "esa")
 
 
 @dataclass(frozen=True)
 class Incident:
-    host: int  # 1-based index of the host whose VMs write the burst
+    host: int  # 1-based index of the host whose VMs write the burst (lossy-nic: whose vmnic drops packets)
     after: float  # seconds of healthy running before it
     burst: float  # seconds the burst lasts
     calm: float  # seconds after it before the cycle starts again
+    kind: str = "write-burst"  # or lossy-nic
 
 
 @dataclass(frozen=True)
@@ -60,13 +72,19 @@ class VsanScenario:
     capacity_bytes: float  # raw, per capacity disk
     used_ratio: float
     incident: Incident
+    esa: bool = False  # vSAN ESA: storage pool disks, no disk groups
+    vmnics: int = 2  # vSAN vmnics per host
+    link_bytes: float = 25e9 / 8  # each vmnic's link speed, bytes per second
 
     @property
     def cycle(self) -> float:
         return self.incident.after + self.incident.burst + self.incident.calm
 
 
-_KEYS = {"kind", "description", "cluster", "hosts", "disk_groups", "capacity_disks", "vms", "workload", "incident", "capacity"}
+_KEYS = {
+    "kind", "description", "cluster", "hosts", "disk_groups", "capacity_disks", "vms", "workload", "incident", "capacity",
+    "architecture", "network",
+}  # fmt: skip
 
 
 def is_vsan(text: str) -> bool:
@@ -92,6 +110,13 @@ def parse(text: str, name: str, file: str) -> VsanScenario:
             raise ScenarioError(f"{file}: {where}{key}: {err}") from None
 
     workload, incident, capacity = doc.get("workload") or {}, doc.get("incident") or {}, doc.get("capacity") or {}
+    network = doc.get("network") or {}
+    architecture = str(doc.get("architecture", "osa"))
+    if architecture not in ARCHITECTURES:
+        raise ScenarioError(f"{file}: architecture: {architecture!r} is not one of {', '.join(ARCHITECTURES)}")
+    kind = str(incident.get("kind", "write-burst"))
+    if kind not in INCIDENTS:
+        raise ScenarioError(f"{file}: incident.kind: {kind!r} is not one of {', '.join(INCIDENTS)}")
     hosts = get(doc, "hosts", "", _positive_int, 4)
     scenario = VsanScenario(
         name=name,
@@ -114,7 +139,11 @@ def parse(text: str, name: str, file: str) -> VsanScenario:
             after=get(incident, "after", "incident.", duration, "60s"),
             burst=get(incident, "burst", "incident.", duration, "240s"),
             calm=get(incident, "calm", "incident.", duration, "300s"),
+            kind=kind,
         ),
+        esa=architecture == "esa",
+        vmnics=get(network, "vmnics", "network.", _positive_int, 2),
+        link_bytes=get(network, "link_gbps", "network.", _positive, 25) * 1e9 / 8,
     )
     if scenario.incident.host > hosts:
         raise ScenarioError(f"{file}: incident.host: {scenario.incident.host} is not one of the {hosts} hosts")
@@ -158,6 +187,7 @@ class VsanSimulation:
     start: float
     now: float = 0.0  # simulated seconds since start
     groups: list[_Group] = field(default_factory=list)
+    errors: dict[tuple[str, str], float] = field(default_factory=dict)  # (host, vmnic) -> CRC errors since boot
 
     def __post_init__(self):
         s = self.scenario
@@ -179,6 +209,9 @@ class VsanSimulation:
         index = self.hosts.index(host) + 1
         return [f"vsan-vm{index:02d}{v:02d}" for v in range(1, self.scenario.vms + 1)]
 
+    def vmnics(self) -> list[str]:
+        return [f"vmnic{n + 2}" for n in range(self.scenario.vmnics)]
+
     def names(self) -> perfcsv.Names:
         names = perfcsv.Names()
         for host in self.hosts:
@@ -186,17 +219,24 @@ class VsanSimulation:
             for vm_name in self.vms(host):
                 names.vms[_uuid("vm", vm_name)] = vm_name
         for group in self.groups:
-            names.disk_groups[_uuid("disk", group.cache)] = (group.host, group.cache)
+            if not self.scenario.esa:
+                names.disk_groups[_uuid("disk", group.cache)] = (group.host, group.cache)
             for device in [group.cache, *group.capacity]:
                 names.disks[_uuid("disk", device)] = (group.host, device)
         return names
 
     def cluster(self) -> m.VsanCluster:
-        record = m.VsanCluster(name=self.scenario.cluster, uuid=_uuid("cluster", self.scenario.cluster))
+        s = self.scenario
+        record = m.VsanCluster(name=s.cluster, uuid=_uuid("cluster", s.cluster), esa=s.esa)
         record.hosts = {host: _uuid("node", host) for host in self.hosts}
         for group in self.groups:
             for device, tier in [(group.cache, "cache"), *((d, "capacity") for d in group.capacity)]:
-                record.disks[(group.host, device)] = m.VsanDisk(group.host, device, group.cache, tier, _uuid("disk", device))
+                if s.esa:  # every disk in the storage pool, no disk group
+                    group_name, tier = "", "storage_pool"
+                else:
+                    group_name = group.cache
+                record.disks[(group.host, device)] = m.VsanDisk(group.host, device, group_name, tier, _uuid("disk", device))
+        record.nic_speeds = {(host, nic): s.link_bytes for host in self.hosts for nic in self.vmnics()}
         record.vms = {vm_name: (_uuid("vm", vm_name), host) for host in self.hosts for vm_name in self.vms(host)}
         return record
 
@@ -218,6 +258,12 @@ class VsanSimulation:
         s, t = self.scenario, self.now % self.scenario.cycle
         return host == self.host(s.incident.host) and s.incident.after <= t < s.incident.after + s.incident.burst
 
+    def _loss(self, host: str, nic: str) -> float:
+        """A vmnic's receive loss, per mille, as the service gives it."""
+        s = self.scenario
+        lossy = s.incident.kind == "lossy-nic" and self._burst(host) and nic == self.vmnics()[0]
+        return LOSSY_NIC_LOSS_PER_MILLE if lossy else 0.0
+
     def step(self, dt: float) -> list[tuple[str, str, list[tuple[str, str, float]]]]:
         """Advance dt seconds; the performance service's answer for the sample that ends now:
         (entityRefId, sampleInfo, [(label, CSV values, collect interval)])."""
@@ -227,8 +273,10 @@ class VsanSimulation:
         info = perfcsv.format_time(stamp)
         rows = []
         host_stats: dict[str, dict[str, float]] = {}
+        # lossy-nic: every host's writes wait for their replica on the host whose vmnic drops packets
+        loss = max(self._loss(h, n) for h in self.hosts for n in self.vmnics())
         for host in self.hosts:
-            factor = s.burst_factor if self._burst(host) else 1.0
+            factor = s.burst_factor if s.incident.kind == "write-burst" and self._burst(host) else 1.0
             writes = s.vm_writes * s.vms * factor
             reads = s.vm_reads * s.vms
             groups = [g for g in self.groups if g.host == host]
@@ -241,9 +289,14 @@ class VsanSimulation:
                 free = 1.0 - group.used
                 congestion = CONGESTION_MAX_PER_SECOND * max(0.0, (CONGESTION_STARTS_FREE - free) / CONGESTION_STARTS_FREE)
                 congestions.append(congestion)
-                rows += self._group_rows(group, info, dt, written, destaged, reads * s.block / len(groups), congestion)
+                read = reads * s.block / len(groups)
+                if s.esa:
+                    rows += self._esa_rows(group, info, dt, written, destaged, read, congestion)
+                else:
+                    rows += self._group_rows(group, info, dt, written, destaged, read, congestion)
             congestion = max(congestions)
             write_latency = BASE_WRITE_LATENCY_US + WRITE_LATENCY_PER_CONGESTION_US * congestion
+            write_latency += WRITE_LATENCY_PER_LOSS_PER_MILLE_US * loss
             stats = {
                 "iopsRead": reads,
                 "iopsWrite": writes,
@@ -257,6 +310,8 @@ class VsanSimulation:
             stats["oio"] = reads * BASE_READ_LATENCY_US / 1e6 + writes * write_latency / 1e6  # Little's law
             host_stats[host] = stats
             rows.append((f"{vm.HOST}:{_uuid('node', host)}", info, _series(stats, dt)))
+            rows += self._network_rows(host, info, dt, stats, loss)
+            rows += self._backend_rows(host, info, dt, stats)
             for vm_name in self.vms(host):
                 per_vm = {
                     "iopsRead": reads / s.vms,
@@ -267,8 +322,49 @@ class VsanSimulation:
                     "latencyWrite": write_latency,
                 }
                 rows.append((f"{vm.VM}:{_uuid('vm', vm_name)}", info, _series(per_vm, dt)))
-        rows.append((f"{vm.CLUSTER}:{_uuid('cluster', s.cluster)}", info, _series(_cluster_stats(host_stats), dt)))
+        cluster = _cluster_stats(host_stats)
+        rows.append((f"{vm.CLUSTER}:{_uuid('cluster', s.cluster)}", info, _series(cluster, dt)))
+        backend = {**cluster, "iopsRecWrite": 0.0, "throughputRecWrite": 0.0, "iopsResyncRead": 0.0, "tputResyncRead": 0.0}
+        rows.append((f"{vm.CLUSTER_BACKEND}:{_uuid('cluster', s.cluster)}", info, _series(backend, dt)))
+        rows.append(
+            (f"{vm.CLUSTER_OWNER}:{_uuid('cluster', s.cluster)}", info, _series({**backend, "avgResyncParallelism": 0.0}, dt))
+        )
         return rows
+
+    def _network_rows(self, host: str, info: str, dt: float, stats: dict[str, float], loss: float):
+        """The host's vSAN network: its VMs' reads come in and writes go out once more as replicas,
+        spread over its vmnics; the lossy vmnic loses packets and counts CRC errors."""
+        node = _uuid("node", host)
+        rx, tx = stats["throughputRead"] + stats["throughputWrite"], stats["throughputWrite"] + stats["throughputRead"] / 2
+        packets = 8 * KIB
+        own = max(self._loss(host, nic) for nic in self.vmnics())
+        common = {"rxThroughput": rx, "txThroughput": tx, "rxPackets": rx / packets, "txPackets": tx / packets,
+                  "txPacketsLossRate": 0.0, "portRxDrops": 0.0, "portTxDrops": 0.0}  # fmt: skip
+        rows = [
+            (f"{vm.HOST_NETWORK}:{node}", info, _series(
+                {**common, "rxPacketsLossRate": own / len(self.vmnics()),
+                 "tcpTxRexmitRate": 0.2 + 0.2 * loss, "tcpRxErrRate": 0.0}, dt)),
+            (f"{vm.VMKNIC}:{node}|vSAN|vmk1", info, _series({**common, "rxPacketsLossRate": own / len(self.vmnics())}, dt)),
+        ]  # fmt: skip
+        for nic in self.vmnics():
+            nic_loss = self._loss(host, nic)
+            self.errors[(host, nic)] = self.errors.get((host, nic), 0.0) + (nic_loss * rx / packets / 1000 / 10) * dt
+            share = 1 / len(self.vmnics())
+            rows.append((f"{vm.NIC}:{node}|{nic}", info, _series({
+                "rxThroughput": rx * share, "txThroughput": tx * share, "rxPackets": rx * share / packets,
+                "txPackets": tx * share / packets, "rxPacketsLossRate": nic_loss, "txPacketsLossRate": 0.0,
+                "portRxDrops": 0.0, "portTxDrops": 0.0, "rxCrcErr": nic_loss / 10, "rxErr": nic_loss / 10, "txErr": 0.0,
+                "pauseCount": 0.0, "rxCrcErrRaw": self.errors[(host, nic)], "rxErrRaw": self.errors[(host, nic)],
+                "txErrRaw": 0.0, "pauseCountRaw": 0.0, "pfcCountRaw": 0.0}, dt)))  # fmt: skip
+        return rows
+
+    def _backend_rows(self, host: str, info: str, dt: float, stats: dict[str, float]):
+        """The host's component manager: the VMs' I/O it takes, and a small rebalancing resync."""
+        backend = {key: stats[key] for key in ("iopsRead", "iopsWrite", "throughputRead", "throughputWrite",
+                   "latencyAvgRead", "latencyAvgWrite", "oio")}  # fmt: skip
+        backend |= {"iopsRecWrite": 4.0, "throughputRecWrite": 4 * 256 * KIB, "latencyAvgRecWrite": 1500.0,
+                    "iopsResyncRead": 4.0, "tputResyncRead": 4 * 256 * KIB, "latAvgResyncRead": 900.0, "congestion": 0.0}  # fmt: skip
+        return [(f"{vm.HOST_BACKEND}:{_uuid('node', host)}", info, _series(backend, dt))]
 
     def _group_rows(self, group: _Group, info: str, dt: float, written: float, destaged: float, read: float, congestion: float):
         s = self.scenario
@@ -320,6 +416,36 @@ class VsanSimulation:
                 "latencyDevGAvg": 2600.0 + 10000.0 * busy,
             }
             rows.append((f"{vm.CAPACITY_DISK}:{_uuid('disk', device)}", info, _series(capacity, dt)))
+        return rows
+
+    def _esa_rows(self, group: _Group, info: str, dt: float, written: float, destaged: float, read: float, congestion: float):
+        """vSAN ESA's storage pool disks: writes land in the performance tier (its log) and are
+        moved to the capacity tier at most at its rate; the device layer beneath both."""
+        s = self.scenario
+        devices = [group.cache, *group.capacity]
+        rows = []
+        for device in devices:
+            w, r, moved = written / len(devices), read / len(devices), destaged / len(devices)
+            busy = min(1.0, destaged / s.destage_bytes)
+            layer = {
+                "iopsReadPerf": r / s.block * 0.3, "iopsWritePerf": w / s.block, "iopsUnmapPerf": 0.0,
+                "tputReadPerf": r * 0.3, "tputWritePerf": w, "tputUnmapPerf": 0.0,
+                "avgLatReadPerf": 300.0, "avgLatWritePerf": 500.0 + WRITE_LATENCY_PER_CONGESTION_US * congestion,
+                "avgLatUnmapPerf": 0.0,
+                "iopsReadCapacity": r / s.block * 0.7, "iopsWriteCapacity": moved / (256 * KIB), "iopsUnmapCapacity": 0.0,
+                "tputReadCapacity": r * 0.7, "tputWriteCapacity": moved, "tputUnmapCapacity": 0.0,
+                "avgLatReadCapacity": 600.0, "avgLatWriteCapacity": 900.0 + 8000.0 * busy, "avgLatUnmapCapacity": 0.0,
+            }  # fmt: skip
+            device_layer = {
+                "iopsDevRead": r / s.block, "iopsDevWrite": (w + moved) / s.block, "iopsDevUnmap": 0.0,
+                "throughputDevRead": r, "throughputDevWrite": w + moved, "throughputDevUnmap": 0.0,
+                "latencyDevRead": 150.0, "latencyDevWrite": 250.0 + 2000.0 * busy, "latencyDevUnmap": 0.0,
+                "latencyDevDAvg": 200.0 + 1500.0 * busy, "latencyDevKAvg": 15.0, "latencyDevGAvg": 215.0 + 1500.0 * busy,
+                "outstandingCmdCount": 2.0 + 30.0 * busy,
+            }  # fmt: skip
+            uuid = _uuid("disk", device)
+            rows.append((f"{vm.ESA_DISK_LAYER}:{uuid}", info, _series(layer, dt)))
+            rows.append((f"{vm.ESA_DISK_DEVICE}:{uuid}", info, _series(device_layer, dt)))
         return rows
 
     def summary(self, record: m.VsanCluster) -> None:

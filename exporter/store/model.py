@@ -325,6 +325,52 @@ def vsan_layer_congestion(layer: str) -> str:
     return f"{layer}_{VSAN_CONGESTION}"
 
 
+# vSAN ESA disks: the device layer (vsan-esa-disk-scsifw) in the disk's plain fields (READS, ...,
+# DAVG, KAVG, GAVG), the vSAN layer (vsan-esa-disk-layer) per tier as vsan_tier_field(tier, field).
+VSAN_UNMAPS = "unmaps_per_second"
+VSAN_UNMAP_BYTES = "unmap_bytes_per_second"
+VSAN_UNMAP_LATENCY = "unmap_latency_seconds"
+VSAN_OUTSTANDING_COMMANDS = "outstanding_commands"  # the device's outstanding commands (outstandingCmdCount)
+VSAN_ESA_TIERS = ("performance", "capacity")  # the service's ...Perf and ...Capacity labels
+
+
+def vsan_tier_field(tier: str, field: str) -> str:
+    return f"{tier}_tier_{field}"
+
+
+# vSAN network (vsan-host-net per host, vsan-pnic-net per vmnic, vsan-vnic-net per vmknic).
+VSAN_RX_BYTES = "received_bytes_per_second"
+VSAN_TX_BYTES = "transmitted_bytes_per_second"
+VSAN_RX_PACKETS = "received_packets_per_second"
+VSAN_TX_PACKETS = "transmitted_packets_per_second"
+VSAN_RX_LOSS = "received_packet_loss_ratio"  # share of received packets lost, 0..1
+VSAN_TX_LOSS = "transmitted_packet_loss_ratio"
+VSAN_PORT_RX_DROPS = "port_received_drop_ratio"  # share dropped at the vSwitch port, 0..1
+VSAN_PORT_TX_DROPS = "port_transmitted_drop_ratio"
+VSAN_TCP_RETRANSMITS = "tcp_retransmit_ratio"  # share of TCP segments sent again, 0..1
+VSAN_TCP_RX_ERRORS = "tcp_receive_error_ratio"
+VSAN_RX_CRC_ERRORS = "received_crc_error_ratio"  # share of received frames with a bad CRC, 0..1
+VSAN_RX_ERRORS = "received_error_ratio"
+VSAN_TX_ERRORS = "transmitted_error_ratio"
+VSAN_PAUSE = "pause_frame_ratio"  # 802.3x pause frames, per frame, 0..1
+# The NIC's counters since the host booted (the service's ...Raw labels).
+VSAN_RX_CRC_ERRORS_TOTAL = "received_crc_errors_total"
+VSAN_RX_ERRORS_TOTAL = "received_errors_total"
+VSAN_TX_ERRORS_TOTAL = "transmitted_errors_total"
+VSAN_PAUSE_TOTAL = "pause_frames_total"
+VSAN_PFC_TOTAL = "pfc_frames_total"
+
+# vSAN backend (host-/cluster-domcompmgr, cluster-domowner): the VMs' I/O in the shared fields,
+# beside vSAN's own recovery (resync) writes and resync reads.
+VSAN_RECOVERY_WRITES = "recovery_writes_per_second"
+VSAN_RECOVERY_WRITE_BYTES = "recovery_written_bytes_per_second"
+VSAN_RECOVERY_WRITE_LATENCY = "recovery_write_latency_seconds"
+VSAN_RESYNC_READS = "resync_reads_per_second"
+VSAN_RESYNC_READ_BYTES = "resync_read_bytes_per_second"
+VSAN_RESYNC_READ_LATENCY = "resync_read_latency_seconds"
+VSAN_RESYNC_PARALLELISM = "resync_parallelism"  # resync jobs running at once, on average
+
+
 @dataclass(slots=True)
 class VsanSample:
     """One sample of a vSAN cluster's performance service (every entity at one sample time)."""
@@ -336,6 +382,12 @@ class VsanSample:
     disk_groups: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, cache device) -> stats
     disks: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, device) -> stats
     vms: dict[str, dict[str, float]] = field(default_factory=dict)  # VM name -> stats
+    host_networks: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> vsan-host-net
+    nics: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, vmnic) -> vsan-pnic-net
+    vmknics: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, vmknic) -> vsan-vnic-net
+    host_backends: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> host-domcompmgr
+    cluster_backend: dict[str, float] = field(default_factory=dict)  # cluster-domcompmgr
+    cluster_owner: dict[str, float] = field(default_factory=dict)  # cluster-domowner
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,3 +419,7 @@ class VsanCluster:
     resync_bytes: float | None = None  # bytes left to resynchronise
     resync_objects: float | None = None  # objects resynchronising
     resync_eta_seconds: float | None = None
+    # (host, vmnic) -> its link speed in bytes per second (config.network.pnic linkSpeed); a vmnic whose
+    # link is down has none
+    nic_speeds: dict[tuple[str, str], float] = field(default_factory=dict)
+    unnamed_disks: int = 0  # vSAN disks the discovery's disk query gave no device for (counted, not dropped)

@@ -4,7 +4,10 @@ Three property-collector reads, answers parsed with ElementTree (exporter.vspher
 1. the inventory tree with each cluster's `configurationEx` (vSAN on: `vsanConfigInfo.enabled`;
    its uuid and ESA flag), which also places every host (its cluster and inventory path);
 2. the hosts of the chosen vSAN clusters: `config.vsanHostConfig` (node uuid; the disk groups of
-   `storageInfo.diskMapping`, each disk's canonical name and `vsanDiskInfo.vsanUuid`) and `vm`;
+   `storageInfo.diskMapping`, each disk's canonical name and `vsanDiskInfo.vsanUuid`), `vm`, their
+   physical NICs' link speeds (`config.network.pnic`) and `configManager.vsanSystem`; on vSAN ESA,
+   which has no disk mapping, each host's `QueryDisksForVsan()` names its disks: those in state
+   `inUse` carry their vSAN uuid beside the device's canonical name (one call per ESA host);
 3. those VMs' name and `config.instanceUuid` (the id of the `virtual-machine` entity).
 These uuids are also what a performance query by uuid asks for (ClusterTopology.uuids).
 A target without a vSAN cluster costs only the first read, and no vSAN call.
@@ -26,13 +29,21 @@ from exporter.store import model as m
 from exporter.vsan import metrics as vm
 from exporter.vsan.perfcsv import Names
 from exporter.vsphere import soap
-from exporter.vsphere.discovery import place
+from exporter.vsphere.discovery import mbit_bytes, place
 from exporter.vsphere.selection import HostSelection
 
 _TREE_TYPES = (vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem)
-HOST_PROPERTIES = ["name", "runtime.connectionState", "config.vsanHostConfig", "vm"]
+HOST_PROPERTIES = [
+    "name",
+    "runtime.connectionState",
+    "config.vsanHostConfig",
+    "vm",
+    "configManager.vsanSystem",
+    "config.network.pnic",
+]
 VM_PROPERTIES = ["name", "config.instanceUuid", "runtime.host"]
 _text, _all = soap.text, soap.children
+STORAGE_POOL = "storage_pool"  # the tier of a vSAN ESA disk (model.VsanDisk.tier)
 
 
 @dataclass(slots=True)
@@ -46,6 +57,8 @@ class ClusterTopology:
     disks: dict[tuple[str, str], m.VsanDisk] = field(default_factory=dict)  # (host, device) -> disk
     vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # VM name -> (instance uuid, host)
     names: Names = field(default_factory=Names)
+    nic_speeds: dict[tuple[str, str], float] = field(default_factory=dict)  # (host, vmnic) -> bytes/s
+    unnamed_disks: int = 0  # disks in use by vSAN that the disk query gave no device or uuid for
 
     def uuids(self, kind: str) -> list[str]:
         """The uuids the performance service names this cluster's entities of a type by (what a
@@ -61,6 +74,14 @@ class ClusterTopology:
             found = [d.uuid for d in self.disks.values() if d.tier == "capacity"]
         elif kind == vm.VM:
             found = [uuid for uuid, _host in self.vms.values()]
+        elif kind in vm.ESA_TYPES:
+            found = [d.uuid for d in self.disks.values() if d.tier == STORAGE_POOL]
+        elif kind in (vm.CLUSTER_BACKEND, vm.CLUSTER_OWNER):
+            found = [self.uuid]
+        elif kind in (vm.HOST_NETWORK, vm.HOST_BACKEND):
+            found = list(self.hosts.values())
+        elif kind in (vm.NIC, vm.VMKNIC):
+            found = []  # named by NIC, which only the wildcard answer tells
         else:
             found = []
         return sorted({uuid for uuid in found if uuid})
@@ -84,6 +105,11 @@ def discover(client, selection: HostSelection | None = None) -> list[ClusterTopo
             continue
         host_names[moid] = name = _value(props.get("name"))
         _add_host(cluster, name, props.get("config.vsanHostConfig"))
+        _add_nics(cluster, name, props.get("config.network.pnic"))
+        if cluster.esa and name in cluster.hosts:
+            system = _value(props.get("configManager.vsanSystem"))
+            if system:
+                _add_pool_disks(cluster, name, client.call(lambda content, s=system: _query_disks(content, s)))
         for ref in _all(props.get("vm"), "ManagedObjectReference"):
             vm_cluster[_value(ref)] = cluster
     if vm_cluster:
@@ -173,6 +199,34 @@ def _add_host(cluster: ClusterTopology, host: str, config) -> None:
                 cluster.names.disks[uuid] = (host, device)
                 if tier == "cache":
                     cluster.names.disk_groups[uuid] = (host, device)
+
+
+def _add_nics(cluster: ClusterTopology, host: str, pnics) -> None:
+    """Each physical NIC's link speed (linkSpeed.speedMb; absent when the link is down)."""
+    for pnic in _all(pnics, "PhysicalNic"):
+        device, speed = _text(pnic, "device"), _text(pnic, "linkSpeed/speedMb")
+        if device and speed and float(speed) > 0:
+            cluster.nic_speeds[(host, device)] = mbit_bytes(float(speed))
+
+
+def _query_disks(content, system_moid: str) -> list[tuple[str, str, str]]:
+    """HostVsanSystem.QueryDisksForVsan(): (canonical name, state, vSAN uuid) of each disk."""
+    system = vim.host.VsanSystem(system_moid, content.propertyCollector._stub)
+    return [(r.disk.canonicalName if r.disk else "", r.state or "", r.vsanUuid or "") for r in system.QueryDisksForVsan() or []]
+
+
+def _add_pool_disks(cluster: ClusterTopology, host: str, results: list[tuple[str, str, str]]) -> None:
+    """vSAN ESA's disks (the storage pool) from the host's disk query: those in use, by vSAN uuid.
+    The join is by uuid, never by the order of an answer; a disk in use without a name or a uuid
+    is counted (unnamed_disks), and its entities, if any, count as unknown when a sample comes."""
+    for device, state, uuid in results:
+        if state != "inUse":
+            continue
+        if not device or not uuid:
+            cluster.unnamed_disks += 1
+            continue
+        cluster.disks[(host, device)] = m.VsanDisk(host=host, device=device, disk_group="", tier=STORAGE_POOL, uuid=uuid)
+        cluster.names.disks[uuid] = (host, device)
 
 
 def _retrieve(content, kind, moids: list[str], properties: list[str]) -> list[tuple[str, dict]]:

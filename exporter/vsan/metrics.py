@@ -65,12 +65,85 @@ _DISK = (
     Metric("latencyDevGAvg", m.GAVG, MICROSECOND),
 )
 
+# vSAN ESA, per storage pool disk: the vSAN layer per tier (labels "<stem><Op><Tier>": iopsReadPerf,
+# tputWriteCapacity, avgLatUnmapPerf, ...) and the device (SCSI framework) layer.
+_TIER_LABELS = {"performance": "Perf", "capacity": "Capacity"}
+_ESA_LAYER = tuple(
+    Metric(f"{stem}{op}{_TIER_LABELS[tier]}", m.vsan_tier_field(tier, field), scale)
+    for tier in m.VSAN_ESA_TIERS
+    for op, fields in (
+        ("Read", (m.READS, m.READ_BYTES, m.GAVG_READ)),
+        ("Write", (m.WRITES, m.WRITTEN_BYTES, m.GAVG_WRITE)),
+        ("Unmap", (m.VSAN_UNMAPS, m.VSAN_UNMAP_BYTES, m.VSAN_UNMAP_LATENCY)),
+    )
+    for stem, field, scale in zip(("iops", "tput", "avgLat"), fields, (1.0, 1.0, MICROSECOND), strict=True)
+)
+_ESA_DEVICE = (
+    *_DISK,
+    Metric("iopsDevUnmap", m.VSAN_UNMAPS),
+    Metric("throughputDevUnmap", m.VSAN_UNMAP_BYTES),
+    Metric("latencyDevUnmap", m.VSAN_UNMAP_LATENCY, MICROSECOND),
+    Metric("latencyDevKAvg", m.KAVG, MICROSECOND),
+    Metric("outstandingCmdCount", m.VSAN_OUTSTANDING_COMMANDS),
+)
+# The vSAN network. The loss, drop and error rates are per mille: the service's own unit for them
+# (VsanPerfStatsUnitType "permille"), though their descriptions say "percentage"; the TCP rates
+# are percent. docs/vsan.md#units says where each comes from; tests/unit/test_vsan_units.py pins them.
+PER_MILLE = 1e-3
+_NETWORK = (
+    Metric("rxThroughput", m.VSAN_RX_BYTES),
+    Metric("txThroughput", m.VSAN_TX_BYTES),
+    Metric("rxPackets", m.VSAN_RX_PACKETS),
+    Metric("txPackets", m.VSAN_TX_PACKETS),
+    Metric("rxPacketsLossRate", m.VSAN_RX_LOSS, PER_MILLE),
+    Metric("txPacketsLossRate", m.VSAN_TX_LOSS, PER_MILLE),
+    Metric("portRxDrops", m.VSAN_PORT_RX_DROPS, PER_MILLE),
+    Metric("portTxDrops", m.VSAN_PORT_TX_DROPS, PER_MILLE),
+)
+_HOST_NETWORK = (
+    *_NETWORK,
+    Metric("tcpTxRexmitRate", m.VSAN_TCP_RETRANSMITS, PERCENT),
+    Metric("tcpRxErrRate", m.VSAN_TCP_RX_ERRORS, PERCENT),
+)
+_NIC = (
+    *_NETWORK,
+    Metric("rxCrcErr", m.VSAN_RX_CRC_ERRORS, PER_MILLE),
+    Metric("rxErr", m.VSAN_RX_ERRORS, PER_MILLE),
+    Metric("txErr", m.VSAN_TX_ERRORS, PER_MILLE),
+    Metric("pauseCount", m.VSAN_PAUSE, PER_MILLE),
+    Metric("rxCrcErrRaw", m.VSAN_RX_CRC_ERRORS_TOTAL),
+    Metric("rxErrRaw", m.VSAN_RX_ERRORS_TOTAL),
+    Metric("txErrRaw", m.VSAN_TX_ERRORS_TOTAL),
+    Metric("pauseCountRaw", m.VSAN_PAUSE_TOTAL),
+    Metric("pfcCountRaw", m.VSAN_PFC_TOTAL),
+)
+# The backend: the VMs' I/O as the component manager (or owner) sees it, beside resync.
+_BACKEND = (
+    *_io("iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyAvgRead", "latencyAvgWrite"),
+    Metric("iopsRecWrite", m.VSAN_RECOVERY_WRITES),
+    Metric("throughputRecWrite", m.VSAN_RECOVERY_WRITE_BYTES),
+    Metric("latencyAvgRecWrite", m.VSAN_RECOVERY_WRITE_LATENCY, MICROSECOND),
+    Metric("iopsResyncRead", m.VSAN_RESYNC_READS),
+    Metric("tputResyncRead", m.VSAN_RESYNC_READ_BYTES),
+    Metric("latAvgResyncRead", m.VSAN_RESYNC_READ_LATENCY, MICROSECOND),
+    Metric("oio", m.VSAN_OUTSTANDING_IO),
+    Metric("congestion", m.VSAN_CONGESTION, per_interval=True),
+)
+
 CLUSTER = "cluster-domclient"
 HOST = "host-domclient"
 DISK_GROUP = "disk-group"
 CACHE_DISK = "cache-disk"
 CAPACITY_DISK = "capacity-disk"
 VM = "virtual-machine"
+ESA_DISK_LAYER = "vsan-esa-disk-layer"
+ESA_DISK_DEVICE = "vsan-esa-disk-scsifw"
+HOST_NETWORK = "vsan-host-net"
+NIC = "vsan-pnic-net"  # "<node uuid>|vmnicN"
+VMKNIC = "vsan-vnic-net"  # "<node uuid>|<netstack>|vmkN"
+HOST_BACKEND = "host-domcompmgr"
+CLUSTER_BACKEND = "cluster-domcompmgr"
+CLUSTER_OWNER = "cluster-domowner"
 
 METRICS: dict[str, tuple[Metric, ...]] = {
     CLUSTER: _DOM_CLIENT,
@@ -89,8 +162,17 @@ METRICS: dict[str, tuple[Metric, ...]] = {
     CACHE_DISK: _DISK,
     CAPACITY_DISK: _DISK,
     VM: _io("iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyRead", "latencyWrite"),
+    ESA_DISK_LAYER: _ESA_LAYER,
+    ESA_DISK_DEVICE: _ESA_DEVICE,
+    HOST_NETWORK: _HOST_NETWORK,
+    NIC: _NIC,
+    VMKNIC: _NETWORK,
+    HOST_BACKEND: _BACKEND,
+    CLUSTER_BACKEND: _BACKEND,
+    CLUSTER_OWNER: (*_BACKEND, Metric("avgResyncParallelism", m.VSAN_RESYNC_PARALLELISM)),
 }
-# vSAN ESA has no disk groups, and no cache or capacity tier.
+# vSAN ESA has no disk groups, and no cache or capacity tier; vSAN OSA has no storage pool.
 DISK_GROUP_TYPES = (DISK_GROUP, CACHE_DISK, CAPACITY_DISK)
+ESA_TYPES = (ESA_DISK_LAYER, ESA_DISK_DEVICE)
 
 BY_LABEL: dict[str, dict[str, Metric]] = {kind: {metric.label: metric for metric in metrics} for kind, metrics in METRICS.items()}

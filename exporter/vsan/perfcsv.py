@@ -196,9 +196,20 @@ def _target(sample: m.VsanSample, row: EntityRow, names: Names) -> dict | None:
     if kind == vm.DISK_GROUP:
         key = names.disk_groups.get(uuid)
         return None if key is None else sample.disk_groups.setdefault(key, {})
-    if kind in (vm.CACHE_DISK, vm.CAPACITY_DISK):
+    if kind in (vm.CACHE_DISK, vm.CAPACITY_DISK, *vm.ESA_TYPES):
         key = names.disks.get(uuid)
         return None if key is None else sample.disks.setdefault(key, {})
+    if kind in (vm.CLUSTER_BACKEND, vm.CLUSTER_OWNER):
+        return sample.cluster_backend if kind == vm.CLUSTER_BACKEND else sample.cluster_owner
+    if kind in (vm.HOST_NETWORK, vm.HOST_BACKEND, vm.NIC, vm.VMKNIC):
+        # "<node uuid>", "<node uuid>|vmnicN", "<node uuid>|<netstack>|vmkN"
+        node, *rest = uuid.split("|")
+        host = names.hosts.get(node)
+        if host is None or len(rest) != {vm.NIC: 1, vm.VMKNIC: 2}.get(kind, 0):
+            return None
+        if kind in (vm.HOST_NETWORK, vm.HOST_BACKEND):
+            return (sample.host_networks if kind == vm.HOST_NETWORK else sample.host_backends).setdefault(host, {})
+        return (sample.nics if kind == vm.NIC else sample.vmknics).setdefault((host, rest[-1]), {})
     if kind == vm.VM:
         name = names.vms.get(uuid)
         return None if name is None else sample.vms.setdefault(name, {})

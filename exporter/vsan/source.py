@@ -40,7 +40,15 @@ class _Round:
 
     def __init__(self, topo: discovery.ClusterTopology, deadline: float, calls: list[str]):
         self.deadline = deadline  # time.monotonic()
-        self.record = m.VsanCluster(name=topo.name, uuid=topo.uuid, esa=topo.esa, hosts=dict(topo.hosts), disks=dict(topo.disks))
+        self.record = m.VsanCluster(
+            name=topo.name,
+            uuid=topo.uuid,
+            esa=topo.esa,
+            hosts=dict(topo.hosts),
+            disks=dict(topo.disks),
+            nic_speeds=dict(topo.nic_speeds),
+            unnamed_disks=topo.unnamed_disks,
+        )
         self.failed: dict[str, str] = {}  # call -> message
         self.dropped = refused.Dropped()
         self.pending = set(calls)
@@ -227,9 +235,7 @@ class VsanSource:
             start = after
         rows: list[perfcsv.EntityRow] = []
         for kind in perf.entity_types(topo.esa):
-            labels = perf.labels_for(kind, self.supported)
-            if not labels:
-                continue  # this vSAN version has none of our labels for the type
+            labels = perf.labels_for(kind, self.supported)  # None: every label the type has
             dropped = refused.Dropped()
             try:
                 found = self._entity_type(topo, kind, labels, start, now, dropped, round_.deadline)
@@ -252,7 +258,7 @@ class VsanSource:
 
         round_.done(None, take, dropped)
 
-    def _entity_type(self, topo, kind: str, labels: list[str], start: float, end: float, dropped, deadline: float):
+    def _entity_type(self, topo, kind: str, labels: list[str] | None, start: float, end: float, dropped, deadline: float):
         """One entity type's rows, in the form it is asked in: the wildcard unless the server refused
         it for this cluster and type; a refusal (InvalidArgument) moves to the next form at once and
         is remembered, so it is not asked again every round. Each answer is read as it arrives,
@@ -274,7 +280,7 @@ class VsanSource:
                     if time.monotonic() >= deadline:
                         raise VsphereError(_LATE)
                     asked = len(topo.uuids(kind)) if form == perf.WILDCARD else sum(len(s.entityRefId.split(",")) for s in specs)
-                    limit = perf.answer_cap(asked, len(labels))
+                    limit = perf.answer_cap(asked, len(labels) if labels is not None else perf.UNLISTED_LABELS)
                     rows += self.service.query_perf(topo.moid, specs, read, limit=limit, deadline=deadline)
                 return rows
             except PerfFault as err:

@@ -42,6 +42,7 @@ IDENTITY_LABELS = (
     "cluster",
     "disk_group",
     "layer",
+    "vmnic",
 )
 
 

@@ -5,7 +5,9 @@ Four hours before and four after a change, scraped every 15 s, with a vSAN sampl
 (48 a window: 5-minute means need hours to tell a change from noise, where 5 s esxtop samples need
 minutes):
 esx21's write latency doubles (a policy or hardware change that went wrong), esx22 stays as it was,
-and vm-a on esx21 sees the same doubling. Written as OpenMetrics, loaded into a real Prometheus.
+and vm-a on esx21 sees the same doubling. esx21's ESA disk eui.21's performance tier writes take
+twice as long, 3 ms to 6 ms (its capacity tier stays); esx22's vSAN vmnic2 starts losing 1.2% of what it
+receives (its CRC errors with it) while vmnic3 stays clean. Written as OpenMetrics, loaded into a real Prometheus.
 """
 
 from __future__ import annotations
@@ -62,6 +64,18 @@ def history() -> str:
         add("esxi_vsan_host_congestion_per_second", labels, np.zeros(len(samples)))
     add("esxi_vsan_vm_write_latency_mean_seconds", 'cluster="vsan-a",vm="vm-a"', write_ms["esx21"] / 1000)
     add("esxi_vsan_vm_writes_per_second", 'cluster="vsan-a",vm="vm-a"', np.full(len(samples), 300.0))
+    disk_rng = np.random.default_rng(11)  # the disks' own noise, so the hosts' stays as it was
+    for tier, scale in (("performance", np.where(before, 1.0, 2.0)), ("capacity", np.ones(len(samples)))):
+        labels = f'cluster="vsan-a",host="esx21",device="eui.21",tier="{tier}"'
+        add("esxi_vsan_disk_tier_write_latency_mean_seconds", labels, (3.0 * scale + _ar1(disk_rng, len(samples), 0.2)) / 1000)
+        add("esxi_vsan_disk_tier_writes_per_second", labels, np.full(len(samples), 400.0))
+        add("esxi_vsan_disk_tier_reads_per_second", labels, np.full(len(samples), 600.0))
+    for vmnic, loss in (("vmnic2", np.where(before, 0.0, 0.012)), ("vmnic3", np.zeros(len(samples)))):
+        labels = f'cluster="vsan-a",host="esx22",vmnic="{vmnic}"'
+        add("esxi_vsan_nic_received_packet_loss_ratio", labels, loss)
+        add("esxi_vsan_nic_received_crc_error_ratio", labels, loss / 10)
+        add("esxi_vsan_nic_received_bytes_per_second", labels, 5e8 + 1e6 * _ar1(rng, len(samples), 1.0))
+        add("esxi_vsan_nic_transmitted_bytes_per_second", labels, 4e8 + 1e6 * _ar1(rng, len(samples), 1.0))
     add("esxi_vsan_sample_timestamp_seconds", 'cluster="vsan-a"', samples)
     text = []
     for name, lines in series.items():
@@ -91,7 +105,16 @@ def test_vsan_host_and_vm_subjects_get_a_before_after_verdict(prometheus):
     assert worse == {
         ("esx21 vSAN", "vsan_hosts", "vsan-a", "write_latency"),
         ("vsan-a vSAN VMs", "vsan_vms", "vm-a", "write_latency"),
+        ("esx21 vSAN", "vsan_esa_disks", "eui.21 performance", "write_latency"),
+        ("esx22 vSAN", "vsan_nics", "vmnic2", "rx_loss"),
+        ("esx22 vSAN", "vsan_nics", "vmnic2", "crc"),
     }
+    disk = metrics[("esx21 vSAN", "vsan_esa_disks", "eui.21 performance", "write_latency")]
+    assert disk["before"] == pytest.approx(3.0, abs=0.3) and disk["after"] == pytest.approx(6.0, abs=0.3)
+    assert metrics[("esx21 vSAN", "vsan_esa_disks", "eui.21 capacity", "write_latency")]["verdict"] == "unchanged"
+    nic = metrics[("esx22 vSAN", "vsan_nics", "vmnic2", "rx_loss")]
+    assert nic["before"] == pytest.approx(0.0) and nic["after"] == pytest.approx(1.2)  # percent
+    assert metrics[("esx22 vSAN", "vsan_nics", "vmnic3", "rx_loss")]["verdict"] == "unchanged"
     host = metrics[("esx21 vSAN", "vsan_hosts", "vsan-a", "write_latency")]
     assert host["before"] == pytest.approx(4.0, abs=0.3) and host["after"] == pytest.approx(8.0, abs=0.3)
     steady = metrics[("esx22 vSAN", "vsan_hosts", "vsan-a", "write_latency")]

@@ -406,6 +406,87 @@ def test_esa_has_cluster_host_and_vm_entities_and_no_disk_groups(vc):
     assert set(series(cluster)["latencyAvgWrite"]) == {"610"}
 
 
+ESA_TYPES = ["vsan-esa-disk-layer", "vsan-esa-disk-scsifw"]
+NET_TYPES = ["vsan-host-net", "vsan-pnic-net", "vsan-vnic-net"]
+BACKEND_TYPES = ["host-domcompmgr", "cluster-domcompmgr", "cluster-domowner"]
+
+
+def test_esa_serves_one_entity_per_storage_pool_disk_named_by_its_vsan_uuid(vc, fixture):
+    """vsan-esa-disk-layer and -scsifw: one entity per disk (not per host), id the disk's vSAN uuid,
+    which the host's QueryDisksForVsan answers (state inUse) beside the device's canonical name."""
+    start, end = window()
+    hosts = vc.retrieve(vim.HostSystem, ["configManager.vsanSystem", "config.vsanHostConfig"])
+    by_uuid = {}
+    for name in ("esx31.lab.local", "esx32.lab.local"):
+        config = hosts[name]["config.vsanHostConfig"]
+        assert config.vsanEsaEnabled and not config.storageInfo.diskMapping  # ESA: no disk groups
+        results = hosts[name]["configManager.vsanSystem"].QueryDisksForVsan()
+        in_use = {r.disk.canonicalName: r.vsanUuid for r in results if r.state == "inUse"}
+        pool = [
+            d if isinstance(d, str) else d["device"]
+            for d in {h["name"]: h for h in fixture["hosts"]}[name]["vsan"]["storage_pool"]
+        ]
+        assert sorted(in_use) == sorted(pool)
+        by_uuid.update({uuid: (name, device) for device, uuid in in_use.items()})
+    assert by_uuid["52e5a000-0031-4e00-8a01-00000000e001"] == ("esx31.lab.local", "eui.0025384003110000")  # the fixture's
+    (one,) = hosts["esx31.lab.local"]["configManager.vsanSystem"].QueryDisksForVsan(canonicalName=["eui.0025384003110000"])
+    assert one.state == "inUse"
+    perf = fixture["vsan"]["clusters"][1]["perf"]
+    for kind in ESA_TYPES:
+        answer = vc.perf("vsan-esa", spec(f"{kind}:*", start, end))
+        assert sorted(m.entityRefId for m in answer) == sorted(f"{kind}:{uuid}" for uuid in by_uuid)
+        for metric in answer:
+            device = by_uuid[metric.entityRefId.split(":", 1)[1]][1]
+            assert set(series(metric)) == set(perf[kind][device])
+        assert vc.perf("vsan-osa", spec(f"{kind}:*", start, end)) == []  # OSA has no ESA disks, and no error
+    for kind in ("disk-group", "cache-disk", "capacity-disk"):
+        assert vc.perf("vsan-esa", spec(f"{kind}:*", start, end)) == []  # ESA: empty, no error
+
+
+def test_network_and_backend_entities_of_both_clusters(vc, fixture):
+    """vsan-host-net per node uuid, vsan-pnic-net "<node>|vmnicN", vsan-vnic-net "<node>|<stack>|vmkN";
+    host-domcompmgr per node, cluster-domcompmgr and cluster-domowner per cluster uuid."""
+    start, end = window()
+    hosts = vc.retrieve(vim.HostSystem, ["config.vsanHostConfig"])
+    for cluster, uuid in (("vsan-osa", OSA_UUID), ("vsan-esa", ESA_UUID)):
+        names = next(c for c in fixture["vsan"]["clusters"] if c["name"] == cluster)["hosts"]
+        nodes = {hosts[n]["config.vsanHostConfig"].clusterInfo.nodeUuid: n for n in names}
+        fx_hosts = {h["name"]: h for h in fixture["hosts"]}
+        for name in names:
+            assert [p.device for p in hosts[name]["config.vsanHostConfig"].networkInfo.port] == ["vmk1"]
+        refs = {
+            kind: sorted(m.entityRefId for m in vc.perf(cluster, spec(f"{kind}:*", start, end)))
+            for kind in NET_TYPES + BACKEND_TYPES
+        }
+        assert refs["vsan-host-net"] == sorted(f"vsan-host-net:{node}" for node in nodes)
+        assert refs["host-domcompmgr"] == sorted(f"host-domcompmgr:{node}" for node in nodes)
+        assert refs["vsan-pnic-net"] == sorted(
+            f"vsan-pnic-net:{node}|{nic}" for node, name in nodes.items() for nic in fx_hosts[name]["vsan"]["vmnics"]
+        )
+        assert refs["vsan-vnic-net"] == sorted(f"vsan-vnic-net:{node}|defaultTcpipStack|vmk1" for node in nodes)
+        assert refs["cluster-domcompmgr"] == [f"cluster-domcompmgr:{uuid}"]
+        assert refs["cluster-domowner"] == [f"cluster-domowner:{uuid}"]
+    node = hosts["esx31.lab.local"]["config.vsanHostConfig"].clusterInfo.nodeUuid
+    (nic,) = vc.perf("vsan-esa", spec(f"vsan-pnic-net:{node}|vmnic2", start, end, labels=["rxCrcErr", "pauseCountRaw"]))
+    assert series(nic) == {"rxCrcErr": ["0"] * 12, "pauseCountRaw": ["224"] * 12}
+
+
+def test_supported_types_list_fewer_labels_than_are_returned(vc, fixture):
+    """The real service understates (vsan-esa-disk-layer lists 6 labels and returns 38; the fixture
+    serves 32 of those 38): a type the
+    fixture's "advertised" names lists only those; the others list every label they serve."""
+    start, end = window()
+    manager = vim.cluster.VsanPerformanceManager("vsan-performance-manager", vc.stub)
+    listed = {t.name: {m.label for g in t.graphs for m in g.metrics} for t in manager.GetSupportedEntityTypes()}
+    assert set(listed) >= set(TYPES + ESA_TYPES + NET_TYPES + BACKEND_TYPES)
+    assert listed["vsan-esa-disk-layer"] == set(fixture["vsan"]["advertised"]["vsan-esa-disk-layer"])
+    returned = {v.metricId.label for m in vc.perf("vsan-esa", spec("vsan-esa-disk-layer:*", start, end)) for v in m.value}
+    assert len(listed["vsan-esa-disk-layer"]) == 6 and len(returned) == 32 and listed["vsan-esa-disk-layer"] < returned
+    assert "avgLatWritePerf" in returned - listed["vsan-esa-disk-layer"]  # the performance tier: returned, unlisted
+    host = {v.metricId.label for m in vc.perf("vsan-osa", spec("host-domclient:*", start, end)) for v in m.value}
+    assert listed["host-domclient"] == host
+
+
 def test_no_sample_after_now_or_after_the_end_and_none_before_the_start(faulty):
     before = dt.datetime.now(UTC)
     (metric,) = faulty.perf(

@@ -17,9 +17,9 @@ from tests.support.servers import Exporter
 INCIDENT_HOST = "esx-vsan02.lab.local"
 
 
-def _run(seconds: float, step: float = 5.0):
+def _run(seconds: float, step: float = 5.0, scenario: str = "vsan-congestion"):
     """(simulated second, VsanSample) at every step, read back through perfcsv."""
-    sim = VsanSimulation(load_vsan_scenario("vsan-congestion"), start=1_800_000_000)
+    sim = VsanSimulation(load_vsan_scenario(scenario), start=1_800_000_000)
     names = sim.names()
     out = []
     for i in range(int(seconds / step)):
@@ -114,3 +114,37 @@ def test_serve_simulate_vsan_shows_the_cluster_over_http():
 
 def _with_sample(text: str) -> str | None:
     return text if "esxi_vsan_sample_timestamp_seconds" in text else None
+
+
+def test_lossy_nic_one_vmnic_drops_packets_every_hosts_writes_slow_no_disk_at_fault():
+    """vsan-lossy-nic (vSAN ESA): esx-vsan03's first vSAN vmnic loses 1.5% of what it receives and
+    counts CRC errors; the write latency of every host passes 50 ms; the disks stay fast and vSAN
+    raises no congestion. Before it, no loss and a few ms."""
+    scenario = load_vsan_scenario("vsan-lossy-nic")
+    assert scenario.esa and scenario.incident.kind == "lossy-nic" and "vsan-lossy-nic" in dict(list_scenarios())
+    sim, found = _run(scenario.cycle, scenario="vsan-lossy-nic")
+    lossy = ("esx-vsan03.lab.local", "vmnic2")
+    after = scenario.incident.after
+    before = [s for t, s in found if t < after]
+    during = [s for t, s in found if after + 10 <= t < after + scenario.incident.burst]
+    assert before and during
+    for s in before:
+        assert all(nic[m.VSAN_RX_LOSS] == 0 for nic in s.nics.values())
+        assert all(host[m.GAVG_WRITE] < 0.005 for host in s.hosts.values())
+    for s in during:
+        assert s.nics[lossy][m.VSAN_RX_LOSS] == 0.015  # 15 per mille as the service gives it
+        assert all(v[m.VSAN_RX_LOSS] == 0 for k, v in s.nics.items() if k != lossy)
+        assert all(host[m.GAVG_WRITE] > 0.05 for host in s.hosts.values())  # every host's writes
+        assert all(host[m.VSAN_CONGESTION] == 0 for host in s.hosts.values())
+        assert all(disk[m.DAVG] < 0.005 for disk in s.disks.values())  # no disk at fault
+        assert all(host[m.VSAN_TCP_RETRANSMITS] > 0.01 for host in s.host_networks.values())
+    crc = [s.nics[lossy][m.VSAN_RX_CRC_ERRORS_TOTAL] for s in during]
+    assert crc == sorted(crc) and crc[-1] > crc[0]  # the counter rises
+    # ESA: storage pool disks per tier and device layer, no disk groups; the backend and NIC speeds
+    sample = during[-1]
+    assert sample.disk_groups == {} and len(sample.disks) == 4 * 8
+    assert all(m.vsan_tier_field("performance", m.GAVG_WRITE) in d and m.KAVG in d for d in sample.disks.values())
+    assert set(sample.host_backends) == set(sim.hosts) and sample.cluster_backend and sample.cluster_owner
+    record = sim.cluster()
+    assert record.esa and {d.tier for d in record.disks.values()} == {"storage_pool"}
+    assert record.nic_speeds[lossy] == 25e9 / 8

@@ -93,6 +93,118 @@ CONVERSIONS = [
     (vm.VM, "throughputWrite", 8192, m.WRITTEN_BYTES, 8192.0),
     (vm.VM, "iopsWrite", 100, m.WRITES, 100.0),
     (vm.VM, "throughputRead", 4096, m.READ_BYTES, 4096.0),
+    # vSAN ESA disks: the vSAN layer per tier (µs -> s), the device layer.
+    (vm.ESA_DISK_LAYER, "iopsReadPerf", 900, m.vsan_tier_field("performance", m.READS), 900.0),
+    (vm.ESA_DISK_LAYER, "iopsWritePerf", 600, m.vsan_tier_field("performance", m.WRITES), 600.0),
+    (vm.ESA_DISK_LAYER, "iopsUnmapPerf", 20, m.vsan_tier_field("performance", m.VSAN_UNMAPS), 20.0),
+    (vm.ESA_DISK_LAYER, "tputReadPerf", 36864000, m.vsan_tier_field("performance", m.READ_BYTES), 36864000.0),
+    (vm.ESA_DISK_LAYER, "tputWritePerf", 24576000, m.vsan_tier_field("performance", m.WRITTEN_BYTES), 24576000.0),
+    (vm.ESA_DISK_LAYER, "tputUnmapPerf", 81920, m.vsan_tier_field("performance", m.VSAN_UNMAP_BYTES), 81920.0),
+    (vm.ESA_DISK_LAYER, "avgLatReadPerf", 250, m.vsan_tier_field("performance", m.GAVG_READ), 0.00025),
+    (vm.ESA_DISK_LAYER, "avgLatWritePerf", 52000, m.vsan_tier_field("performance", m.GAVG_WRITE), 0.052),
+    (vm.ESA_DISK_LAYER, "avgLatUnmapPerf", 300, m.vsan_tier_field("performance", m.VSAN_UNMAP_LATENCY), 0.0003),
+    (vm.ESA_DISK_LAYER, "iopsReadCapacity", 900, m.vsan_tier_field("capacity", m.READS), 900.0),
+    (vm.ESA_DISK_LAYER, "iopsWriteCapacity", 600, m.vsan_tier_field("capacity", m.WRITES), 600.0),
+    (vm.ESA_DISK_LAYER, "iopsUnmapCapacity", 20, m.vsan_tier_field("capacity", m.VSAN_UNMAPS), 20.0),
+    (vm.ESA_DISK_LAYER, "tputReadCapacity", 36864000, m.vsan_tier_field("capacity", m.READ_BYTES), 36864000.0),
+    (vm.ESA_DISK_LAYER, "tputWriteCapacity", 24576000, m.vsan_tier_field("capacity", m.WRITTEN_BYTES), 24576000.0),
+    (vm.ESA_DISK_LAYER, "tputUnmapCapacity", 81920, m.vsan_tier_field("capacity", m.VSAN_UNMAP_BYTES), 81920.0),
+    (vm.ESA_DISK_LAYER, "avgLatReadCapacity", 250, m.vsan_tier_field("capacity", m.GAVG_READ), 0.00025),
+    (vm.ESA_DISK_LAYER, "avgLatWriteCapacity", 52000, m.vsan_tier_field("capacity", m.GAVG_WRITE), 0.052),
+    (vm.ESA_DISK_LAYER, "avgLatUnmapCapacity", 300, m.vsan_tier_field("capacity", m.VSAN_UNMAP_LATENCY), 0.0003),
+    (vm.ESA_DISK_DEVICE, "iopsDevRead", 900, m.READS, 900.0),
+    (vm.ESA_DISK_DEVICE, "iopsDevWrite", 600, m.WRITES, 600.0),
+    (vm.ESA_DISK_DEVICE, "iopsDevUnmap", 20, m.VSAN_UNMAPS, 20.0),
+    (vm.ESA_DISK_DEVICE, "throughputDevRead", 10, m.READ_BYTES, 10.0),
+    (vm.ESA_DISK_DEVICE, "throughputDevWrite", 20, m.WRITTEN_BYTES, 20.0),
+    (vm.ESA_DISK_DEVICE, "throughputDevUnmap", 30, m.VSAN_UNMAP_BYTES, 30.0),
+    (vm.ESA_DISK_DEVICE, "latencyDevRead", 180, m.VSAN_DEVICE_READ_LATENCY, 0.00018),
+    (vm.ESA_DISK_DEVICE, "latencyDevWrite", 240, m.VSAN_DEVICE_WRITE_LATENCY, 0.00024),
+    (vm.ESA_DISK_DEVICE, "latencyDevUnmap", 200, m.VSAN_UNMAP_LATENCY, 0.0002),
+    (vm.ESA_DISK_DEVICE, "latencyDevDAvg", 170, m.DAVG, 0.00017),
+    (vm.ESA_DISK_DEVICE, "latencyDevKAvg", 20, m.KAVG, 0.00002),
+    (vm.ESA_DISK_DEVICE, "latencyDevGAvg", 190, m.GAVG, 0.00019),
+    (vm.ESA_DISK_DEVICE, "outstandingCmdCount", 4, m.VSAN_OUTSTANDING_COMMANDS, 4.0),
+    # The vSAN network: loss, drop and error rates per mille (-> ratio), TCP rates percent, Raw counters as they are.
+    (vm.HOST_NETWORK, "rxThroughput", 52428800, m.VSAN_RX_BYTES, 52428800.0),
+    (vm.HOST_NETWORK, "txThroughput", 41943040, m.VSAN_TX_BYTES, 41943040.0),
+    (vm.HOST_NETWORK, "rxPackets", 9000, m.VSAN_RX_PACKETS, 9000.0),
+    (vm.HOST_NETWORK, "txPackets", 8000, m.VSAN_TX_PACKETS, 8000.0),
+    (vm.HOST_NETWORK, "rxPacketsLossRate", 12, m.VSAN_RX_LOSS, 0.012),
+    (vm.HOST_NETWORK, "txPacketsLossRate", 3, m.VSAN_TX_LOSS, 0.003),
+    (vm.HOST_NETWORK, "portRxDrops", 5, m.VSAN_PORT_RX_DROPS, 0.005),
+    (vm.HOST_NETWORK, "portTxDrops", 1, m.VSAN_PORT_TX_DROPS, 0.001),
+    (vm.NIC, "rxThroughput", 52428800, m.VSAN_RX_BYTES, 52428800.0),
+    (vm.NIC, "txThroughput", 41943040, m.VSAN_TX_BYTES, 41943040.0),
+    (vm.NIC, "rxPackets", 9000, m.VSAN_RX_PACKETS, 9000.0),
+    (vm.NIC, "txPackets", 8000, m.VSAN_TX_PACKETS, 8000.0),
+    (vm.NIC, "rxPacketsLossRate", 12, m.VSAN_RX_LOSS, 0.012),
+    (vm.NIC, "txPacketsLossRate", 3, m.VSAN_TX_LOSS, 0.003),
+    (vm.NIC, "portRxDrops", 5, m.VSAN_PORT_RX_DROPS, 0.005),
+    (vm.NIC, "portTxDrops", 1, m.VSAN_PORT_TX_DROPS, 0.001),
+    (vm.VMKNIC, "rxThroughput", 52428800, m.VSAN_RX_BYTES, 52428800.0),
+    (vm.VMKNIC, "txThroughput", 41943040, m.VSAN_TX_BYTES, 41943040.0),
+    (vm.VMKNIC, "rxPackets", 9000, m.VSAN_RX_PACKETS, 9000.0),
+    (vm.VMKNIC, "txPackets", 8000, m.VSAN_TX_PACKETS, 8000.0),
+    (vm.VMKNIC, "rxPacketsLossRate", 12, m.VSAN_RX_LOSS, 0.012),
+    (vm.VMKNIC, "txPacketsLossRate", 3, m.VSAN_TX_LOSS, 0.003),
+    (vm.VMKNIC, "portRxDrops", 5, m.VSAN_PORT_RX_DROPS, 0.005),
+    (vm.VMKNIC, "portTxDrops", 1, m.VSAN_PORT_TX_DROPS, 0.001),
+    (vm.HOST_NETWORK, "tcpTxRexmitRate", 2, m.VSAN_TCP_RETRANSMITS, 0.02),
+    (vm.HOST_NETWORK, "tcpRxErrRate", 1, m.VSAN_TCP_RX_ERRORS, 0.01),
+    (vm.NIC, "rxCrcErr", 2, m.VSAN_RX_CRC_ERRORS, 0.002),
+    (vm.NIC, "rxErr", 4, m.VSAN_RX_ERRORS, 0.004),
+    (vm.NIC, "txErr", 1, m.VSAN_TX_ERRORS, 0.001),
+    (vm.NIC, "pauseCount", 7, m.VSAN_PAUSE, 0.007),
+    (vm.NIC, "rxCrcErrRaw", 3, m.VSAN_RX_CRC_ERRORS_TOTAL, 3.0),
+    (vm.NIC, "rxErrRaw", 5, m.VSAN_RX_ERRORS_TOTAL, 5.0),
+    (vm.NIC, "txErrRaw", 0, m.VSAN_TX_ERRORS_TOTAL, 0.0),
+    (vm.NIC, "pauseCountRaw", 224, m.VSAN_PAUSE_TOTAL, 224.0),
+    (vm.NIC, "pfcCountRaw", 9, m.VSAN_PFC_TOTAL, 9.0),
+    # The backend: the VMs' I/O beside recovery writes and resync reads.
+    (vm.HOST_BACKEND, "iopsRead", 1400, m.READS, 1400.0),
+    (vm.HOST_BACKEND, "iopsWrite", 900, m.WRITES, 900.0),
+    (vm.HOST_BACKEND, "throughputRead", 57344000, m.READ_BYTES, 57344000.0),
+    (vm.HOST_BACKEND, "throughputWrite", 36864000, m.WRITTEN_BYTES, 36864000.0),
+    (vm.HOST_BACKEND, "latencyAvgRead", 600, m.GAVG_READ, 0.0006),
+    (vm.HOST_BACKEND, "latencyAvgWrite", 900, m.GAVG_WRITE, 0.0009),
+    (vm.HOST_BACKEND, "iopsRecWrite", 40, m.VSAN_RECOVERY_WRITES, 40.0),
+    (vm.HOST_BACKEND, "throughputRecWrite", 2621440, m.VSAN_RECOVERY_WRITE_BYTES, 2621440.0),
+    (vm.HOST_BACKEND, "latencyAvgRecWrite", 1500, m.VSAN_RECOVERY_WRITE_LATENCY, 0.0015),
+    (vm.HOST_BACKEND, "iopsResyncRead", 35, m.VSAN_RESYNC_READS, 35.0),
+    (vm.HOST_BACKEND, "tputResyncRead", 2293760, m.VSAN_RESYNC_READ_BYTES, 2293760.0),
+    (vm.HOST_BACKEND, "latAvgResyncRead", 1200, m.VSAN_RESYNC_READ_LATENCY, 0.0012),
+    (vm.HOST_BACKEND, "oio", 6, m.VSAN_OUTSTANDING_IO, 6.0),
+    (vm.HOST_BACKEND, "congestion", 30, m.VSAN_CONGESTION, 0.1),
+    (vm.CLUSTER_BACKEND, "iopsRead", 1400, m.READS, 1400.0),
+    (vm.CLUSTER_BACKEND, "iopsWrite", 900, m.WRITES, 900.0),
+    (vm.CLUSTER_BACKEND, "throughputRead", 57344000, m.READ_BYTES, 57344000.0),
+    (vm.CLUSTER_BACKEND, "throughputWrite", 36864000, m.WRITTEN_BYTES, 36864000.0),
+    (vm.CLUSTER_BACKEND, "latencyAvgRead", 600, m.GAVG_READ, 0.0006),
+    (vm.CLUSTER_BACKEND, "latencyAvgWrite", 900, m.GAVG_WRITE, 0.0009),
+    (vm.CLUSTER_BACKEND, "iopsRecWrite", 40, m.VSAN_RECOVERY_WRITES, 40.0),
+    (vm.CLUSTER_BACKEND, "throughputRecWrite", 2621440, m.VSAN_RECOVERY_WRITE_BYTES, 2621440.0),
+    (vm.CLUSTER_BACKEND, "latencyAvgRecWrite", 1500, m.VSAN_RECOVERY_WRITE_LATENCY, 0.0015),
+    (vm.CLUSTER_BACKEND, "iopsResyncRead", 35, m.VSAN_RESYNC_READS, 35.0),
+    (vm.CLUSTER_BACKEND, "tputResyncRead", 2293760, m.VSAN_RESYNC_READ_BYTES, 2293760.0),
+    (vm.CLUSTER_BACKEND, "latAvgResyncRead", 1200, m.VSAN_RESYNC_READ_LATENCY, 0.0012),
+    (vm.CLUSTER_BACKEND, "oio", 6, m.VSAN_OUTSTANDING_IO, 6.0),
+    (vm.CLUSTER_BACKEND, "congestion", 30, m.VSAN_CONGESTION, 0.1),
+    (vm.CLUSTER_OWNER, "iopsRead", 1400, m.READS, 1400.0),
+    (vm.CLUSTER_OWNER, "iopsWrite", 900, m.WRITES, 900.0),
+    (vm.CLUSTER_OWNER, "throughputRead", 57344000, m.READ_BYTES, 57344000.0),
+    (vm.CLUSTER_OWNER, "throughputWrite", 36864000, m.WRITTEN_BYTES, 36864000.0),
+    (vm.CLUSTER_OWNER, "latencyAvgRead", 600, m.GAVG_READ, 0.0006),
+    (vm.CLUSTER_OWNER, "latencyAvgWrite", 900, m.GAVG_WRITE, 0.0009),
+    (vm.CLUSTER_OWNER, "iopsRecWrite", 40, m.VSAN_RECOVERY_WRITES, 40.0),
+    (vm.CLUSTER_OWNER, "throughputRecWrite", 2621440, m.VSAN_RECOVERY_WRITE_BYTES, 2621440.0),
+    (vm.CLUSTER_OWNER, "latencyAvgRecWrite", 1500, m.VSAN_RECOVERY_WRITE_LATENCY, 0.0015),
+    (vm.CLUSTER_OWNER, "iopsResyncRead", 35, m.VSAN_RESYNC_READS, 35.0),
+    (vm.CLUSTER_OWNER, "tputResyncRead", 2293760, m.VSAN_RESYNC_READ_BYTES, 2293760.0),
+    (vm.CLUSTER_OWNER, "latAvgResyncRead", 1200, m.VSAN_RESYNC_READ_LATENCY, 0.0012),
+    (vm.CLUSTER_OWNER, "oio", 6, m.VSAN_OUTSTANDING_IO, 6.0),
+    (vm.CLUSTER_OWNER, "congestion", 30, m.VSAN_CONGESTION, 0.1),
+    (vm.CLUSTER_OWNER, "avgResyncParallelism", 2, m.VSAN_RESYNC_PARALLELISM, 2.0),
 ]
 
 
@@ -179,14 +291,22 @@ def test_sample_maps_uuids_and_counts_unknown_ones():
     assert dropped == {"unknown_entity": 1}
 
 
-def test_esa_asks_for_no_disk_groups_and_labels_follow_the_server():
-    assert perf.entity_types(esa=True) == (vm.CLUSTER, vm.HOST, vm.VM)
-    assert set(perf.entity_types(esa=False)) == set(vm.METRICS)
+def test_esa_asks_for_no_disk_groups_osa_for_no_storage_pool_and_labels_follow_the_server():
+    esa = set(perf.entity_types(esa=True))
+    assert not esa & {vm.DISK_GROUP, vm.CACHE_DISK, vm.CAPACITY_DISK}
+    assert esa >= {vm.CLUSTER, vm.HOST, vm.VM, vm.ESA_DISK_LAYER, vm.ESA_DISK_DEVICE, vm.NIC, vm.HOST_BACKEND}
+    assert set(perf.entity_types(esa=False)) == set(vm.METRICS) - {vm.ESA_DISK_LAYER, vm.ESA_DISK_DEVICE}
+    ours = [metric.label for metric in vm.METRICS[vm.HOST]]
+    # every label of ours listed: asked for by name
+    assert perf.labels_for(vm.HOST, {vm.HOST: {*ours, "notOurs"}}) == ours
+    # the list understates (some of ours unlisted): no label list, every label the type has
     supported = {vm.HOST: {"iopsRead", "latencyAvgRead", "notOurs"}}
-    assert perf.labels_for(vm.HOST, supported) == ["iopsRead", "latencyAvgRead"]
+    assert perf.labels_for(vm.HOST, supported) is None
     assert perf.labels_for(vm.VM, supported) == [metric.label for metric in vm.METRICS[vm.VM]]  # not listed: all of ours
     ((spec,),) = perf.calls(vm.HOST, perf.WILDCARD, [], perf.labels_for(vm.HOST, supported), T0, T1)
-    assert (spec.entityRefId, list(spec.labels)) == ("host-domclient:*", ["iopsRead", "latencyAvgRead"])
+    assert (spec.entityRefId, list(spec.labels or [])) == ("host-domclient:*", [])
+    ((spec,),) = perf.calls(vm.VM, perf.WILDCARD, [], perf.labels_for(vm.VM, supported), T0, T1)
+    assert list(spec.labels) == [metric.label for metric in vm.METRICS[vm.VM]]
     assert spec.startTime.timestamp() == T0 and spec.endTime.timestamp() == T1
 
 
@@ -259,6 +379,7 @@ def test_uuids_by_entity_type_come_from_the_discovery():
             ("esx1", "naa.d1"): m.VsanDisk("esx1", "naa.d1", "naa.c1", "capacity", "d1"),
             ("esx2", "naa.d2"): m.VsanDisk("esx2", "naa.d2", "naa.c2", "capacity", "d2"),
             ("esx2", "naa.c2"): m.VsanDisk("esx2", "naa.c2", "naa.c2", "cache", "c2"),
+            ("esx3", "eui.e1"): m.VsanDisk("esx3", "eui.e1", "", "storage_pool", "e1"),
         },
         vms={"db01": ("vm-b", "esx1"), "web01": ("vm-a", "esx2")},
     )
@@ -269,6 +390,14 @@ def test_uuids_by_entity_type_come_from_the_discovery():
         vm.CACHE_DISK: ["c1", "c2"],
         vm.CAPACITY_DISK: ["d1", "d2"],
         vm.VM: ["vm-a", "vm-b"],
+        vm.ESA_DISK_LAYER: ["e1"],  # an ESA disk by its own uuid (the disk query's)
+        vm.ESA_DISK_DEVICE: ["e1"],
+        vm.HOST_NETWORK: ["n1", "n2"],
+        vm.HOST_BACKEND: ["n1", "n2"],
+        vm.CLUSTER_BACKEND: ["52aa"],
+        vm.CLUSTER_OWNER: ["52aa"],
+        vm.NIC: [],  # "<node>|vmnicN": which vmnics carry vSAN only the wildcard answer tells
+        vm.VMKNIC: [],
     }
     assert topo.uuids("vscsi") == []
 
@@ -423,3 +552,34 @@ def test_multi_entity_specs_only_where_the_server_says_its_vsan_is_8_0u2_or_late
     assert not takes_multi_entity(offering("99.0"))  # nothing pyVmomi knows: not assumed
     assert not takes_multi_entity(None)  # no file: not assumed
     assert not takes_multi_entity(b"not xml")
+
+
+def test_esa_disks_nics_vmknics_and_backend_land_under_their_names():
+    """ESA disks by their vSAN uuid (the disk query's join), NICs by "<node>|vmnicN" and vmknics by
+    "<node>|<netstack>|vmkN"; an id that names no host or is not of its type's shape is counted."""
+    names = perfcsv.Names(hosts={"n1": "esx1"}, disks={"e1": ("esx1", "eui.1")})
+    rows, dropped = [], {}
+    for ref, series in (
+        ("vsan-esa-disk-layer:e1", {"avgLatWritePerf": "52000"}),
+        ("vsan-esa-disk-scsifw:e1", {"latencyDevKAvg": "20"}),
+        ("vsan-esa-disk-scsifw:e2", {"latencyDevKAvg": "20"}),  # a disk the join did not name
+        ("vsan-pnic-net:n1|vmnic2", {"rxPacketsLossRate": "12"}),
+        ("vsan-pnic-net:n1", {"rxPacketsLossRate": "12"}),  # no vmnic: not a pnic's id
+        ("vsan-vnic-net:n1|defaultTcpipStack|vmk1", {"rxThroughput": "100"}),
+        ("vsan-host-net:n1", {"tcpTxRexmitRate": "2"}),
+        ("vsan-host-net:n9", {"tcpTxRexmitRate": "2"}),  # a host the configuration does not name
+        ("host-domcompmgr:n1", {"iopsRecWrite": "40"}),
+        ("cluster-domcompmgr:52aa", {"iopsResyncRead": "35"}),
+        ("cluster-domowner:52aa", {"avgResyncParallelism": "2"}),
+    ):
+        row, _ = _row(ref, [T1], **series)
+        rows.append(row)
+    sample = perfcsv.sample_at(rows, T1, names, dropped)
+    assert sample.disks[("esx1", "eui.1")] == {m.vsan_tier_field("performance", m.GAVG_WRITE): 0.052, m.KAVG: 0.00002}
+    assert sample.nics == {("esx1", "vmnic2"): {m.VSAN_RX_LOSS: 0.012}}
+    assert sample.vmknics == {("esx1", "vmk1"): {m.VSAN_RX_BYTES: 100.0}}
+    assert sample.host_networks == {"esx1": {m.VSAN_TCP_RETRANSMITS: 0.02}}
+    assert sample.host_backends == {"esx1": {m.VSAN_RECOVERY_WRITES: 40.0}}
+    assert sample.cluster_backend == {m.VSAN_RESYNC_READS: 35.0}
+    assert sample.cluster_owner == {m.VSAN_RESYNC_PARALLELISM: 2.0}
+    assert dropped == {"unknown_entity": 3}

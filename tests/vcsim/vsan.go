@@ -31,7 +31,15 @@
 //     (UTC), value[] {metricId {label, metricsCollectInterval = sample seconds}, values "1.5,2,,4"}}.
 //     Entity types: cluster-domclient (the vSAN cluster uuid), host-domclient (node uuid),
 //     disk-group (its cache disk's vsanUuid), cache-disk and capacity-disk (vsanUuid),
-//     virtual-machine (config.instanceUuid). "type:*" is every entity of that type in the
+//     virtual-machine (config.instanceUuid); vSAN ESA's storage pool disks vsan-esa-disk-layer and
+//     vsan-esa-disk-scsifw (one entity per disk, its vsanUuid, which the host's
+//     configManager.vsanSystem QueryDisksForVsan answers with state inUse); the network
+//     vsan-host-net (node uuid), vsan-pnic-net ("<node uuid>|vmnicN"), vsan-vnic-net
+//     ("<node uuid>|defaultTcpipStack|vmkN", also in vsanHostConfig.networkInfo.port); the backend
+//     host-domcompmgr (node uuid), cluster-domcompmgr and cluster-domowner (cluster uuid).
+//     VsanPerfGetSupportedEntityTypes lists, for a type in the fixture's "advertised", only those
+//     labels while the type returns all it has (the real service understates: vsan-esa-disk-layer
+//     lists 6 and returns 38). "type:*" is every entity of that type in the
 //     cluster (VMs: all those registered on its hosts; ESA: no disk-group, cache-disk or
 //     capacity-disk entities, and no error); "type:uuid1,uuid2,..." (a multi-entity spec, served
 //     from API 8.0.0.3, vSAN 8.0U2) each of those; an unknown uuid matches nothing; an entity the
@@ -116,7 +124,9 @@
 //	      "virtual-machine": {"<VM name>": {...}}}}]}
 //
 // and per fixture host "vsan": {"node_uuid": "...", "disk_groups": [{"cache": DISK, "capacity":
-// [DISK, ...]}]}, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
+// [DISK, ...]}], "storage_pool": [DISK, ...] (ESA only, SSDs), "vmnics": ["vmnic1"], "vmknics":
+// ["vmk1"] (of the host's "network" section)}, perf keys "<host>|vmnicN" and "<host>|vmkN" for the
+// NIC types, the device for ESA disks, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
 // disk uuids are derived from the names when left out). Every disk must be one of the host's
 // "luns" with "local": true, a cache disk also "ssd": true. A fault is one of NotFound, InvalidArgument, NotSupported, Timedout,
 // VsanFault, SystemError. A VM may set "instance_uuid".
@@ -151,6 +161,8 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vmware/govmomi/vsan"
@@ -160,9 +172,10 @@ import (
 
 // VsanFixture is the fixture's top-level "vsan" section.
 type VsanFixture struct {
-	SampleSeconds int64         `json:"sample_seconds"`
-	APIVersion    string        `json:"api_version"`
-	Clusters      []VsanCluster `json:"clusters"`
+	SampleSeconds int64               `json:"sample_seconds"`
+	APIVersion    string              `json:"api_version"`
+	Advertised    map[string][]string `json:"advertised"`
+	Clusters      []VsanCluster       `json:"clusters"`
 }
 
 // VsanCluster is one vSAN cluster: its hosts, health, space, resync backlog, faults and the
@@ -200,8 +213,11 @@ type VsanResync struct {
 
 // VsanHost is a fixture host's "vsan" section.
 type VsanHost struct {
-	NodeUuid   string          `json:"node_uuid"`
-	DiskGroups []VsanDiskGroup `json:"disk_groups"`
+	NodeUuid    string          `json:"node_uuid"`
+	DiskGroups  []VsanDiskGroup `json:"disk_groups"`
+	StoragePool []VsanDisk      `json:"storage_pool"` // ESA: the disks of the host's storage pool
+	Vmnics      []string        `json:"vmnics"`       // the vmnics vSAN traffic uses (vsan-pnic-net entities)
+	Vmknics     []string        `json:"vmknics"`      // vSAN's vmknics (networkInfo.port, vsan-vnic-net entities)
 }
 
 type VsanDiskGroup struct {
@@ -284,9 +300,28 @@ const (
 	entityCache    = "cache-disk"
 	entityCapacity = "capacity-disk"
 	entityVM       = "virtual-machine"
+	// vSAN ESA: one entity per storage pool disk (not per host, as the reference says), named by
+	// the disk's vSAN uuid; the vSAN layer's view per tier, and the device (SCSI framework) view.
+	entityEsaLayer = "vsan-esa-disk-layer"
+	entityEsaScsi  = "vsan-esa-disk-scsifw"
+	// The vSAN network: per host (node uuid), per vmnic ("<node uuid>|vmnicN") and per vmknic
+	// ("<node uuid>|<netstack>|vmkN").
+	entityHostNet = "vsan-host-net"
+	entityPnicNet = "vsan-pnic-net"
+	entityVnicNet = "vsan-vnic-net"
+	// The backend: the DOM component manager per host and cluster, the DOM owner per cluster.
+	entityHostCompMgr    = "host-domcompmgr"
+	entityClusterCompMgr = "cluster-domcompmgr"
+	entityClusterOwner   = "cluster-domowner"
 )
 
-var vsanEntityTypes = []string{entityCluster, entityHost, entityGroup, entityCache, entityCapacity, entityVM}
+var vsanEntityTypes = []string{entityCluster, entityHost, entityGroup, entityCache, entityCapacity, entityVM,
+	entityEsaLayer, entityEsaScsi, entityHostNet, entityPnicNet, entityVnicNet, entityHostCompMgr, entityClusterCompMgr,
+	entityClusterOwner}
+
+// vmknicStack is the netstack of the fixture's vmknics (main.go's buildNetwork), part of a
+// vsan-vnic-net entity's id.
+const vmknicStack = "defaultTcpipStack"
 
 // vsanHealthStates are vSAN's object health states (VsanObjectHealthState), in the order answers list them.
 var vsanHealthStates = []string{
@@ -358,6 +393,7 @@ type vsanClusterPlan struct {
 	perfOn    bool                                       // the performance service is on
 	disks     map[string]*diskUse                        // device -> where it sits (unique in the cluster)
 	vmNames   map[string]bool                            // the fixture's VMs on the cluster's hosts
+	nics      map[string]*VsanHost                       // host name -> its vSAN section (vmnics, vmknics)
 	perf      map[string]map[string]map[string]vsanCells // entity type -> key ("" for the cluster) -> label -> cells
 	ref       types.ManagedObjectReference
 	entities  map[string][]*vsanEntity          // entity type -> entities, in inventory order
@@ -368,6 +404,7 @@ type vsanClusterPlan struct {
 type diskUse struct {
 	host  string
 	cache bool
+	pool  bool // an ESA storage pool disk
 }
 
 // vsanPlan is the whole vSAN configuration: its clusters, by fixture host name and (once placed)
@@ -381,13 +418,18 @@ type vsanPlan struct {
 	byRef    map[string]*vsanClusterPlan
 	all      map[string]string // every inventory cluster: moref value -> name
 	now      func() time.Time
+	// entity type -> the labels VsanPerfGetSupportedEntityTypes lists (a type not in it lists every
+	// label it serves): the real service lists fewer than it returns.
+	advertised map[string][]string
+	diskQuery  map[string][]types.VsanHostDiskResult // host name -> QueryDisksForVsan's answer
 }
 
 // planVsan validates the fixture's vSAN section against its hosts and fills the defaults
 // (uuids, datastore names, space, local disks' multipathing).
 func planVsan(fx *Fixture, sampleFlag int64) (*vsanPlan, error) {
 	p := &vsanPlan{sample: defaultSample, version: vsanAPIVersions[0], byHost: map[string]*vsanClusterPlan{},
-		byRef: map[string]*vsanClusterPlan{}, all: map[string]string{}, now: time.Now}
+		byRef: map[string]*vsanClusterPlan{}, all: map[string]string{}, now: time.Now,
+		diskQuery: map[string][]types.VsanHostDiskResult{}}
 	if fx.Vsan != nil {
 		if v := fx.Vsan.APIVersion; v != "" {
 			if !contains(vsanAPIVersions, v) {
@@ -395,6 +437,12 @@ func planVsan(fx *Fixture, sampleFlag int64) (*vsanPlan, error) {
 			}
 			p.version = v
 		}
+		for typ := range fx.Vsan.Advertised {
+			if !contains(vsanEntityTypes, typ) {
+				return nil, fmt.Errorf("vsan.advertised.%s: not an entity type this simulator serves (%s)", typ, strings.Join(vsanEntityTypes, ", "))
+			}
+		}
+		p.advertised = fx.Vsan.Advertised
 		if fx.Vsan.SampleSeconds < 0 {
 			return nil, fmt.Errorf("vsan.sample_seconds: %d is not a positive number of seconds", fx.Vsan.SampleSeconds)
 		}
@@ -484,7 +532,8 @@ func (p *vsanPlan) planCluster(fx *Fixture, ci int, hostIdx map[string]int) (*vs
 	if len(c.Hosts) == 0 {
 		return nil, fmt.Errorf("%s.hosts: a vSAN cluster needs hosts", where)
 	}
-	cp := &vsanClusterPlan{fx: c, perfOn: c.PerfService == nil || *c.PerfService, disks: map[string]*diskUse{}, vmNames: map[string]bool{}}
+	cp := &vsanClusterPlan{fx: c, perfOn: c.PerfService == nil || *c.PerfService, disks: map[string]*diskUse{}, vmNames: map[string]bool{},
+		nics: map[string]*VsanHost{}}
 	for _, name := range c.Hosts {
 		i, ok := hostIdx[name]
 		if !ok {
@@ -498,6 +547,7 @@ func (p *vsanPlan) planCluster(fx *Fixture, ci int, hostIdx map[string]int) (*vs
 		if err := cp.addHost(&fx.Hosts[i]); err != nil {
 			return nil, err
 		}
+		cp.nics[name] = fx.Hosts[i].Vsan
 		for _, vm := range fx.Hosts[i].Vms {
 			if cp.vmNames[vm.Name] {
 				return nil, fmt.Errorf("%s: two VMs named %s on its hosts", where, vm.Name)
@@ -531,9 +581,32 @@ func (cp *vsanClusterPlan) addHost(fh *Host) error {
 	if cp.fx.Esa && len(fh.Vsan.DiskGroups) > 0 {
 		return fmt.Errorf("hosts[%s].vsan.disk_groups: cluster %s is ESA, which has no disk groups", fh.Name, cp.fx.Name)
 	}
+	if !cp.fx.Esa && len(fh.Vsan.StoragePool) > 0 {
+		return fmt.Errorf("hosts[%s].vsan.storage_pool: cluster %s is OSA, which has disk groups, no storage pool", fh.Name, cp.fx.Name)
+	}
 	luns := map[string]*Lun{}
 	for l := range fh.Luns {
 		luns[fh.Luns[l].Name] = &fh.Luns[l]
+	}
+	claim := func(where string, disk *VsanDisk, ssd bool, use *diskUse) error {
+		lun, ok := luns[disk.Device]
+		switch {
+		case disk.Device == "":
+			return fmt.Errorf("%s: a disk without a device", where)
+		case !ok:
+			return fmt.Errorf("%s: %s is not one of the host's luns", where, disk.Device)
+		case !lun.Local:
+			return fmt.Errorf("%s: %s is not a local disk (\"local\": true)", where, disk.Device)
+		case ssd && !lun.Ssd:
+			return fmt.Errorf("%s: %s is not an SSD (\"ssd\": true)", where, disk.Device)
+		case cp.disks[disk.Device] != nil:
+			return fmt.Errorf("%s: %s is already a vSAN disk of %s", where, disk.Device, cp.disks[disk.Device].host)
+		}
+		if disk.VsanUuid == "" {
+			disk.VsanUuid = vsanUUID("52", "vsan-disk:"+fh.Name+"/"+disk.Device)
+		}
+		cp.disks[disk.Device] = use
+		return nil
 	}
 	for g := range fh.Vsan.DiskGroups {
 		dg := &fh.Vsan.DiskGroups[g]
@@ -541,28 +614,48 @@ func (cp *vsanClusterPlan) addHost(fh *Host) error {
 		if len(dg.Capacity) == 0 {
 			return fmt.Errorf("%s.capacity: a disk group needs capacity disks", where)
 		}
-		disks := []*VsanDisk{&dg.Cache}
-		for d := range dg.Capacity {
-			disks = append(disks, &dg.Capacity[d])
+		if err := claim(where+".cache", &dg.Cache, true, &diskUse{host: fh.Name, cache: true}); err != nil {
+			return err
 		}
-		for d, disk := range disks {
-			lun, ok := luns[disk.Device]
-			switch {
-			case disk.Device == "":
-				return fmt.Errorf("%s: a disk without a device", where)
-			case !ok:
-				return fmt.Errorf("%s: %s is not one of the host's luns", where, disk.Device)
-			case !lun.Local:
-				return fmt.Errorf("%s: %s is not a local disk (\"local\": true)", where, disk.Device)
-			case d == 0 && !lun.Ssd:
-				return fmt.Errorf("%s.cache: %s is not an SSD (\"ssd\": true)", where, disk.Device)
-			case cp.disks[disk.Device] != nil:
-				return fmt.Errorf("%s: %s is already a vSAN disk of %s", where, disk.Device, cp.disks[disk.Device].host)
+		for d := range dg.Capacity {
+			if err := claim(where, &dg.Capacity[d], false, &diskUse{host: fh.Name}); err != nil {
+				return err
 			}
-			if disk.VsanUuid == "" {
-				disk.VsanUuid = vsanUUID("52", "vsan-disk:"+fh.Name+"/"+disk.Device)
-			}
-			cp.disks[disk.Device] = &diskUse{host: fh.Name, cache: d == 0}
+		}
+	}
+	for d := range fh.Vsan.StoragePool { // ESA takes NVMe/SSD devices only
+		where := fmt.Sprintf("hosts[%s].vsan.storage_pool[%d]", fh.Name, d)
+		if err := claim(where, &fh.Vsan.StoragePool[d], true, &diskUse{host: fh.Name, pool: true}); err != nil {
+			return err
+		}
+	}
+	return cp.checkNetwork(fh)
+}
+
+// checkNetwork: the host's vSAN vmnics and vmknics are ones its "network" section has.
+func (cp *vsanClusterPlan) checkNetwork(fh *Host) error {
+	if len(fh.Vsan.Vmnics)+len(fh.Vsan.Vmknics) == 0 {
+		return nil
+	}
+	where := fmt.Sprintf("hosts[%s].vsan", fh.Name)
+	if fh.Network == nil {
+		return fmt.Errorf("%s: vmnics and vmknics need the host's \"network\" section", where)
+	}
+	pnics, vmknics := map[string]bool{}, map[string]bool{}
+	for _, p := range fh.Network.Pnics {
+		pnics[p.Device] = true
+	}
+	for _, v := range fh.Network.Vmknics {
+		vmknics[v.Device] = true
+	}
+	for _, nic := range fh.Vsan.Vmnics {
+		if !pnics[nic] {
+			return fmt.Errorf("%s.vmnics: %s is not one of the host's network.pnics", where, nic)
+		}
+	}
+	for _, nic := range fh.Vsan.Vmknics {
+		if !vmknics[nic] {
+			return fmt.Errorf("%s.vmknics: %s is not one of the host's network.vmknics", where, nic)
 		}
 	}
 	return nil
@@ -592,13 +685,14 @@ func (cp *vsanClusterPlan) parsePerf(where string) error {
 		at := fmt.Sprintf("%s.perf.%s", where, typ)
 		byKey := map[string]map[string]vsanCells{}
 		switch typ {
-		case entityCluster:
+		case entityCluster, entityClusterCompMgr, entityClusterOwner:
 			var labels map[string]vsanCells
 			if err := strict(raw, &labels); err != nil {
 				return fmt.Errorf("%s: %v", at, err)
 			}
 			byKey[""] = labels
-		case entityHost, entityGroup, entityCache, entityCapacity, entityVM:
+		case entityHost, entityGroup, entityCache, entityCapacity, entityVM, entityEsaLayer, entityEsaScsi, entityHostNet,
+			entityHostCompMgr, entityPnicNet, entityVnicNet:
 			if err := strict(raw, &byKey); err != nil {
 				return fmt.Errorf("%s: %v", at, err)
 			}
@@ -607,11 +701,18 @@ func (cp *vsanClusterPlan) parsePerf(where string) error {
 		}
 		for key := range byKey {
 			var ok bool
+			host, nic, _ := strings.Cut(key, "|")
 			switch typ {
-			case entityCluster:
+			case entityCluster, entityClusterCompMgr, entityClusterOwner:
 				ok = true
-			case entityHost:
+			case entityHost, entityHostNet, entityHostCompMgr:
 				ok = inCluster[key]
+			case entityEsaLayer, entityEsaScsi:
+				ok = cp.disks[key] != nil && cp.disks[key].pool
+			case entityPnicNet:
+				ok = cp.nics[host] != nil && contains(cp.nics[host].Vmnics, nic)
+			case entityVnicNet:
+				ok = cp.nics[host] != nil && contains(cp.nics[host].Vmknics, nic)
 			case entityGroup, entityCache:
 				ok = cp.disks[key] != nil && cp.disks[key].cache
 			case entityCapacity:
@@ -621,7 +722,10 @@ func (cp *vsanClusterPlan) parsePerf(where string) error {
 			}
 			if !ok {
 				what := map[string]string{entityHost: "a host of the cluster", entityGroup: "a cache disk of the cluster",
-					entityCache: "a cache disk of the cluster", entityCapacity: "a capacity disk of the cluster", entityVM: "a VM on the cluster's hosts"}
+					entityCache: "a cache disk of the cluster", entityCapacity: "a capacity disk of the cluster", entityVM: "a VM on the cluster's hosts",
+					entityEsaLayer: "a storage pool disk of the cluster", entityEsaScsi: "a storage pool disk of the cluster",
+					entityHostNet: "a host of the cluster", entityHostCompMgr: "a host of the cluster",
+					entityPnicNet: "HOST|VMNIC, a vSAN vmnic of a host of the cluster", entityVnicNet: "HOST|VMKNIC, a vSAN vmknic of a host of the cluster"}
 				return fmt.Errorf("%s.%s: not %s", at, key, what[typ])
 			}
 		}
@@ -681,7 +785,18 @@ func (p *vsanPlan) configureHost(h *simulator.HostSystem, fh *Host, info *types.
 		storage.DiskMapping = append(storage.DiskMapping, mapping)
 		storage.DiskMapInfo = append(storage.DiskMapInfo, types.VsanHostDiskMapInfo{Mapping: mapping, Mounted: true})
 	}
+	for _, d := range fh.Vsan.StoragePool {
+		vsanDisk(d) // ESA: no disk mapping; the disk shows its vSAN uuid on the host and in QueryDisksForVsan
+	}
+	p.diskQuery[fh.Name] = diskQueryResults(info, cp, fh.Name)
 	config := *h.Config.VsanHostConfig // the template's network and fault domain parts stay
+	if len(fh.Vsan.Vmknics) > 0 {
+		network := &types.VsanHostConfigInfoNetworkInfo{}
+		for _, vmk := range fh.Vsan.Vmknics {
+			network.Port = append(network.Port, types.VsanHostConfigInfoNetworkInfoPortConfig{Device: vmk})
+		}
+		config.NetworkInfo = network
+	}
 	config.Enabled = types.NewBool(true)
 	config.HostSystem = &h.Self
 	config.ClusterInfo = &types.VsanHostConfigInfoClusterInfo{Uuid: cp.fx.Uuid, NodeUuid: fh.Vsan.NodeUuid}
@@ -695,6 +810,46 @@ func (p *vsanPlan) configureHost(h *simulator.HostSystem, fh *Host, info *types.
 			Mounted: types.NewBool(true), Accessible: types.NewBool(true)},
 		Volume: &types.HostFileSystemVolume{Type: "vsan", Name: cp.fx.Datastore, Capacity: cp.fx.Space.TotalBytes},
 	})
+}
+
+// diskQueryResults is HostVsanSystem.QueryDisksForVsan's answer for a host: every SCSI disk, its
+// state (inUse with its vSAN uuid when vSAN claimed it; eligible for an unused local SSD;
+// ineligible otherwise, with no reason given here).
+func diskQueryResults(info *types.HostStorageDeviceInfo, cp *vsanClusterPlan, host string) []types.VsanHostDiskResult {
+	var out []types.VsanHostDiskResult
+	for _, lun := range info.ScsiLun {
+		d, ok := lun.(*types.HostScsiDisk)
+		if !ok {
+			continue
+		}
+		result := types.VsanHostDiskResult{Disk: *d, State: "ineligible"}
+		if use := cp.disks[d.CanonicalName]; use != nil && use.host == host && d.VsanDiskInfo != nil {
+			result.State, result.VsanUuid = "inUse", d.VsanDiskInfo.VsanUuid
+		} else if d.LocalDisk != nil && *d.LocalDisk && d.Ssd != nil && *d.Ssd {
+			result.State = "eligible"
+		}
+		out = append(out, result)
+	}
+	return out
+}
+
+// HostVsanSystem is a vSAN host's configManager.vsanSystem: QueryDisksForVsan(canonicalName)
+// answers the host's disks (all of them when no name is given; a name the host does not have
+// answers nothing).
+type HostVsanSystem struct {
+	mo.HostVsanSystem
+	disks []types.VsanHostDiskResult
+}
+
+func (s *HostVsanSystem) QueryDisksForVsan(ctx *simulator.Context, req *types.QueryDisksForVsan) soap.HasFault {
+	res := &types.QueryDisksForVsanResponse{}
+	for _, d := range s.disks {
+		if len(req.CanonicalName) == 0 || contains(req.CanonicalName, d.Disk.CanonicalName) {
+			res.Returnval = append(res.Returnval, d)
+		}
+	}
+	log.Printf("vsan: QueryDisksForVsan host %s: %d disks", s.Self.Value, len(res.Returnval))
+	return &methods.QueryDisksForVsanBody{Res: res}
 }
 
 // localPaths gives each local disk without paths one path through a local SAS adapter, as ESXi
@@ -794,6 +949,11 @@ func (p *vsanPlan) placeClusters(reg *simulator.Registry, placed []*simulator.Ho
 		}
 		cfg.VsanHostConfig = nil
 		for _, h := range hosts {
+			system := &HostVsanSystem{disks: p.diskQuery[h.Name]}
+			system.Self = types.ManagedObjectReference{Type: "HostVsanSystem", Value: "vsanSystem-" + h.Self.Value}
+			system.Config = *h.Config.VsanHostConfig
+			reg.Put(system)
+			h.ConfigManager.VsanSystem = &system.Self
 			cfg.VsanHostConfig = append(cfg.VsanHostConfig, *h.Config.VsanHostConfig)
 			cp.datastore = p.vsanDatastore(reg, h, cp, cluster)
 		}
@@ -939,9 +1099,24 @@ func (cp *vsanClusterPlan) buildEntities(fx *Fixture, vms [][2]string) {
 		cp.byUUID[typ][uuid] = e
 	}
 	add(entityCluster, "", cp.fx.Uuid)
+	add(entityClusterCompMgr, "", cp.fx.Uuid)
+	add(entityClusterOwner, "", cp.fx.Uuid)
 	for _, i := range cp.hosts {
 		fh := &fx.Hosts[i]
-		add(entityHost, fh.Name, fh.Vsan.NodeUuid)
+		node := fh.Vsan.NodeUuid
+		add(entityHost, fh.Name, node)
+		add(entityHostCompMgr, fh.Name, node)
+		add(entityHostNet, fh.Name, node)
+		for _, nic := range fh.Vsan.Vmnics {
+			add(entityPnicNet, fh.Name+"|"+nic, node+"|"+nic)
+		}
+		for _, nic := range fh.Vsan.Vmknics {
+			add(entityVnicNet, fh.Name+"|"+nic, node+"|"+vmknicStack+"|"+nic)
+		}
+		for _, d := range fh.Vsan.StoragePool {
+			add(entityEsaLayer, d.Device, d.VsanUuid)
+			add(entityEsaScsi, d.Device, d.VsanUuid)
+		}
 		for _, dg := range fh.Vsan.DiskGroups {
 			add(entityGroup, dg.Cache.Device, dg.Cache.VsanUuid)
 			add(entityCache, dg.Cache.Device, dg.Cache.VsanUuid)
@@ -1002,9 +1177,13 @@ func (m *VsanPerformanceManager) VsanPerfGetSupportedEntityTypes(ctx *simulator.
 	for _, typ := range vsanEntityTypes {
 		seen := map[string]bool{}
 		var metrics []vsantypes.VsanPerfMetricId
+		listed, understated := m.plan.advertised[typ]
 		for _, cp := range m.plan.clusters {
 			for _, e := range cp.entities[typ] {
 				for _, label := range e.labels {
+					if understated && !contains(listed, label) {
+						continue // served, but not listed (the real service understates too)
+					}
 					if !seen[label] {
 						seen[label] = true
 						metrics = append(metrics, vsantypes.VsanPerfMetricId{Label: label, MetricsCollectInterval: int32(m.plan.sample)})
@@ -1346,6 +1525,35 @@ var vsanGenLabels = map[string][]string{
 	entityCache:    diskLabels,
 	entityCapacity: diskLabels,
 	entityVM:       {"iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyRead", "latencyWrite"},
+	// The network and backend, padded with labels no client here reads to the counts a live vSAN
+	// 9.1.1 cluster returns (issue 39: vsan-pnic-net 65, host-domcompmgr 82, cluster-domowner 46),
+	// so an answer without a label list is as big as a real one.
+	entityHostNet:        padLabels(netLabels(true), 16),
+	entityPnicNet:        padLabels(append(netLabels(false), "rxCrcErr", "rxErr", "txErr", "pauseCount", "rxCrcErrRaw", "rxErrRaw", "txErrRaw", "pauseCountRaw", "pfcCountRaw"), 65),
+	entityVnicNet:        padLabels(netLabels(false), 16),
+	entityHostCompMgr:    padLabels(backendLabels, 82),
+	entityClusterCompMgr: padLabels(backendLabels, 82),
+	entityClusterOwner:   padLabels(append(backendLabels[:len(backendLabels):len(backendLabels)], "avgResyncParallelism"), 46),
+}
+
+var backendLabels = []string{"iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyAvgRead", "latencyAvgWrite",
+	"iopsRecWrite", "throughputRecWrite", "latencyAvgRecWrite", "iopsResyncRead", "tputResyncRead", "latAvgResyncRead", "oio", "congestion"}
+
+func netLabels(host bool) []string {
+	out := []string{"rxThroughput", "txThroughput", "rxPackets", "txPackets", "rxPacketsLossRate", "txPacketsLossRate", "portRxDrops", "portTxDrops"}
+	if host {
+		out = append(out, "tcpTxRexmitRate", "tcpRxErrRate")
+	}
+	return out
+}
+
+// padLabels fills a label list up to n with labels no client here reads ("unreadNN").
+func padLabels(labels []string, n int) []string {
+	out := append([]string(nil), labels...)
+	for i := len(out); i < n; i++ {
+		out = append(out, fmt.Sprintf("unread%02d", i))
+	}
+	return out
 }
 
 var (
@@ -1373,7 +1581,10 @@ var vsanGenRanges = map[string][2]int64{
 // genCell is a generated value: fixed per entity, label and sample index modulo 4 (so values
 // change over time and repeat), within the label's range.
 func genCell(uuid, label string, k int64) string {
-	r := vsanGenRanges[label]
+	r, ok := vsanGenRanges[label]
+	if !ok {
+		r = [2]int64{0, 1000} // the network's and backend's labels: a count, a rate or a per mille
+	}
 	h := fnv.New64a()
 	h.Write([]byte(uuid))
 	h.Write([]byte(label))
@@ -1397,7 +1608,15 @@ func generateVsan(fx *Fixture, n int) {
 		for h := c * per; h < (c+1)*per; h++ {
 			host := &fx.Hosts[h]
 			vc.Hosts = append(vc.Hosts, host.Name)
-			host.Vsan = &VsanHost{}
+			host.Vsan = &VsanHost{Vmnics: []string{"vmnic1"}, Vmknics: []string{"vmk1"}}
+			if host.Network == nil { // a vSAN vmnic at 25 Gb/s and vSAN's vmknic on it
+				host.Network = &Network{Pnics: []Pnic{{Device: "vmnic0", Driver: "ixgben", SpeedMb: 10000}, {Device: "vmnic1", Driver: "nmlx5_core", SpeedMb: 25000}},
+					Vswitches:  []Vswitch{{Name: "vSwitch0", Uplinks: []string{"vmnic0"}}, {Name: "vSwitch1", Uplinks: []string{"vmnic1"}}},
+					Portgroups: []Portgroup{{Name: "Management Network", Vswitch: "vSwitch0"}, {Name: "vSAN", Vswitch: "vSwitch1"}},
+					Vmknics: []Vmknic{{Device: "vmk0", Portgroup: "Management Network", Ip: fmt.Sprintf("10.1.%d.%d", h/250, h%250+1), Mask: "255.255.0.0"},
+						{Device: "vmk1", Portgroup: "vSAN", Ip: fmt.Sprintf("172.20.%d.%d", h/250, h%250+1), Mask: "255.255.0.0"}},
+					Gateway: "10.1.255.254", GatewayVmknic: "vmk0"}
+			}
 			for g := 0; g < 2; g++ {
 				dg := VsanDiskGroup{}
 				for d := 0; d < 4; d++ {
