@@ -188,7 +188,7 @@ class VsanSource:
 
     def _calls(self, topo: discovery.ClusterTopology) -> list[str]:
         """The calls of a cluster's round, as errors name them."""
-        kinds = [kind for kind in perf.entity_types(topo.esa) if perf.labels_for(kind, self.supported)]
+        kinds = perf.entity_types(topo.esa)  # every type is asked: with our labels, or with no label list
         return [f"perf:{kind}" for kind in kinds] + ["health", "space"] + (["resync"] if self.resync_supported else [])
 
     def _read(self, round_: _Round, topo: discovery.ClusterTopology, now: float) -> None:
