@@ -89,7 +89,3 @@ class SmartOverVsphere:
 
         with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))
-        # hosts gone from the target by its topology now (left or stopped responding meanwhile; the
-        # source's forget listener has usually said so already): no health series stays behind
-        newest = target.topology or topology
-        self.rounds.forget((set(self.rounds.last) | set(self.rounds.health.errors)) - {topo.name for topo in newest.hosts})

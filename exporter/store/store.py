@@ -241,14 +241,13 @@ class Store:
     def forget_hosts(self, hosts, origin: str = "") -> None:
         """Hosts that left a source (its inventory): every series keyed by them goes, their
         objects' gauges and counters, their configuration, and the counts of values the store
-        refused from them (unless another source still reports the host), and the health of
-        the SMART rounds run on them (their own rounds forget them too, at their next round)."""
+        refused from them (unless another source still reports the host). Their SMART rounds
+        forget their own state (exporter.smart.rounds, told by the source)."""
         with self.lock:
             for host in hosts:
                 state = self.host_states.pop((origin, host), None)
                 self.host_inventories.pop((origin, host), None)
                 self.host_disk_health.pop((origin, host), None)
-                self.source_health.pop(("smart", host, origin), None)
                 if state is not None and not any(name == host for _, name in self.host_states):
                     stream = f"{state.source}:{host}"
                     for key in [key for key in self.parse_errors if key[0] == stream]:
