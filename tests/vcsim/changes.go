@@ -188,19 +188,20 @@ func (v *listView) DestroyView(ctx *simulator.Context, c *types.DestroyView) soa
 
 // --- hosts' connection state -----------------------------------------------------------------
 
-// connectionNotifier reports a host's runtime.connectionState when its disconnect or reconnect
-// task ends (the stock tasks set it without an update).
-type connectionNotifier struct {
-	self types.ManagedObjectReference
+// hostTaskNotifier reports the host property a host task changed when the task ends (the stock
+// tasks set it without an update): the task's description id -> that property as the host now has it.
+type hostTaskNotifier struct {
+	self    types.ManagedObjectReference
+	changed map[string]func(*simulator.HostSystem) types.PropertyChange
 }
 
-func (n *connectionNotifier) Reference() types.ManagedObjectReference { return n.self }
+func (n *hostTaskNotifier) Reference() types.ManagedObjectReference { return n.self }
 
-func (*connectionNotifier) PutObject(*simulator.Context, mo.Reference) {}
+func (*hostTaskNotifier) PutObject(*simulator.Context, mo.Reference) {}
 
-func (*connectionNotifier) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
+func (*hostTaskNotifier) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
 
-func (n *connectionNotifier) UpdateObject(ctx *simulator.Context, obj mo.Reference, changes []types.PropertyChange) {
+func (n *hostTaskNotifier) UpdateObject(ctx *simulator.Context, obj mo.Reference, changes []types.PropertyChange) {
 	task, ok := obj.(*mo.Task) // the registry hands its handlers the managed object inside
 	if !ok {
 		return
@@ -209,13 +210,22 @@ func (n *connectionNotifier) UpdateObject(ctx *simulator.Context, obj mo.Referen
 		if change.Name != "info.state" || change.Val != types.TaskInfoStateSuccess {
 			continue
 		}
-		switch task.Info.DescriptionId {
-		case "HostSystem.disconnectHost", "HostSystem.reconnectHost":
-			if host, ok := ctx.Map.Get(*task.Info.Entity).(*simulator.HostSystem); ok {
-				go ctx.Map.Update(ctx, host, []types.PropertyChange{{Name: "runtime.connectionState", Val: host.Runtime.ConnectionState}})
-			}
+		property, ok := n.changed[task.Info.DescriptionId]
+		if !ok {
+			continue
+		}
+		if host, ok := ctx.Map.Get(*task.Info.Entity).(*simulator.HostSystem); ok {
+			go ctx.Map.Update(ctx, host, []types.PropertyChange{property(host)})
 		}
 	}
+}
+
+func connectionStateOf(h *simulator.HostSystem) types.PropertyChange {
+	return types.PropertyChange{Name: "runtime.connectionState", Val: h.Runtime.ConnectionState}
+}
+
+func maintenanceModeOf(h *simulator.HostSystem) types.PropertyChange {
+	return types.PropertyChange{Name: "runtime.inMaintenanceMode", Val: h.Runtime.InMaintenanceMode}
 }
 
 // --- storage changes ---------------------------------------------------------------------------
@@ -370,7 +380,15 @@ func installChanges(reg *simulator.Registry, viewManager types.ManagedObjectRefe
 	if stock, ok := reg.Get(viewManager).(*simulator.ViewManager); ok {
 		reg.Put(&ViewManager{ViewManager: stock})
 	}
-	reg.AddHandler(&connectionNotifier{self: types.ManagedObjectReference{Type: "StorageSimNotifier", Value: "connections"}})
+	reg.AddHandler(&hostTaskNotifier{
+		self: types.ManagedObjectReference{Type: "StorageSimNotifier", Value: "host-tasks"},
+		changed: map[string]func(*simulator.HostSystem) types.PropertyChange{
+			"HostSystem.disconnectHost":       connectionStateOf,
+			"HostSystem.reconnectHost":        connectionStateOf,
+			"HostSystem.enterMaintenanceMode": maintenanceModeOf,
+			"HostSystem.exitMaintenanceMode":  maintenanceModeOf,
+		},
+	})
 	for _, h := range hosts {
 		if ss, ok := reg.Get(*h.ConfigManager.StorageSystem).(*simulator.HostStorageSystem); ok {
 			reg.Put(&StorageSystem{HostStorageSystem: ss, host: h})

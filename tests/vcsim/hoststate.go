@@ -119,7 +119,6 @@ func installHostStates(service *simulator.Service, reg *simulator.Registry, host
 		}
 		return nil, nil
 	}
-	reg.AddHandler(&maintenanceNotifier{self: types.ManagedObjectReference{Type: "StorageSimNotifier", Value: "maintenance"}})
 	service.HandleFunc("/storagesim/hoststate", states.serve)
 	return func() {
 		for _, h := range hosts {
@@ -202,35 +201,6 @@ func connectionState(name string) (types.HostSystemConnectionState, error) {
 		}
 	}
 	return "", fmt.Errorf("connection state %q is none of connected, notResponding, disconnected", name)
-}
-
-// maintenanceNotifier reports runtime.inMaintenanceMode when a maintenance task ends.
-type maintenanceNotifier struct {
-	self types.ManagedObjectReference
-}
-
-func (n *maintenanceNotifier) Reference() types.ManagedObjectReference { return n.self }
-
-func (*maintenanceNotifier) PutObject(*simulator.Context, mo.Reference) {}
-
-func (*maintenanceNotifier) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
-
-func (n *maintenanceNotifier) UpdateObject(ctx *simulator.Context, obj mo.Reference, changes []types.PropertyChange) {
-	task, ok := obj.(*mo.Task)
-	if !ok {
-		return
-	}
-	for _, change := range changes {
-		if change.Name != "info.state" || change.Val != types.TaskInfoStateSuccess {
-			continue
-		}
-		switch task.Info.DescriptionId {
-		case "HostSystem.enterMaintenanceMode", "HostSystem.exitMaintenanceMode":
-			if host, ok := ctx.Map.Get(*task.Info.Entity).(*simulator.HostSystem); ok {
-				go ctx.Map.Update(ctx, host, []types.PropertyChange{{Name: "runtime.inMaintenanceMode", Val: host.Runtime.InMaintenanceMode}})
-			}
-		}
-	}
 }
 
 // addBootVolumes puts the system volumes of the fixture's boot_volumes in the host's mount list.
