@@ -1,6 +1,7 @@
 """vSAN clusters (exporter.vsan): the performance service's newest sample per cluster, host (DOM
-client), disk group, cache and capacity disk and VM; the cluster's health, object states, space
-and resync backlog; and the collector's own health per cluster.
+client), disk group, cache and capacity disk and VM, the network, the backend and the owners'
+resync jobs; the cluster's health, object states, space and resync backlog; and the collector's
+own health per cluster.
 
 The performance values are the service's 5-minute means, so they are gauges of the last sample
 (`esxi_vsan_sample_timestamp_seconds` is that sample's own time: a rule can tell stale data). UUIDs
@@ -78,10 +79,10 @@ NETWORK = (
     (m.VSAN_PORT_RX_DROPS, "port_received_drop_ratio", "Share of received packets the vSwitch port dropped"),
     (m.VSAN_PORT_TX_DROPS, "port_transmitted_drop_ratio", "Share of transmitted packets the vSwitch port dropped"),
 )
-HOST_NETWORK = (
-    *NETWORK,
-    (m.VSAN_TCP_RETRANSMITS, "tcp_retransmit_ratio", "Share of TCP segments retransmitted"),
-    (m.VSAN_TCP_RX_ERRORS, "tcp_receive_error_ratio", "Share of TCP segments received in error"),
+# vsan-tcpip-stats, under the host network's names with a netstack label.
+TCPIP = (
+    (m.VSAN_TCP_RETRANSMITS, "tcp_retransmit_ratio", "Share of TCP segments retransmitted, per netstack"),
+    (m.VSAN_TCP_RX_ERRORS, "tcp_receive_error_ratio", "Share of TCP segments received in error, per netstack"),
 )
 NIC = (
     *NETWORK,
@@ -112,6 +113,11 @@ BACKEND = (
         "Congestion raised per second (its count over the sample's interval / the interval)",
     ),
 )
+HOST_BACKEND = (
+    *BACKEND,
+    (m.VSAN_OUTSTANDING_RECOVERY_WRITES, "outstanding_recovery_writes", "Recovery (resync) writes outstanding"),
+    (m.VSAN_OUTSTANDING_RESYNC_READS, "outstanding_resync_reads", "Resync reads outstanding"),
+)
 OWNER = (*BACKEND, (m.VSAN_RESYNC_PARALLELISM, "resync_parallelism", "Resync jobs running at once, on average"))
 HEALTH_STATES = ("green", "yellow", "red")
 # Object states always exported (0 when vSAN lists none), so alerts see 0, not absence.
@@ -131,6 +137,7 @@ WHAT = {
     "vm": "one VM's vSAN objects",
     "tier": "one vSAN ESA disk, the vSAN layer's view of one tier (performance or capacity)",
     "host_network": "one host's vSAN network (vsan-host-net)",
+    "tcpip": "one host's TCP/IP stack that vSAN reports on (vsan-tcpip-stats)",
     "nic": "one physical NIC carrying vSAN traffic (vsan-pnic-net)",
     "vmknic": "one vSAN VMkernel NIC (vsan-vnic-net)",
     "host_backend": "one host's vSAN component manager (host-domcompmgr): I/O its disks take, the VMs' and resync's",
@@ -206,6 +213,22 @@ def _performance(clusters):
     interval = gauge("esxi_vsan_sample_interval_seconds", "Seconds the vSAN performance service's samples average over.")
     cluster_rows, host_rows, group_rows, disk_rows, vm_rows = [], [], [], [], []
     tier_rows, host_net_rows, nic_rows, vmknic_rows, host_backend_rows, backend_rows, owner_rows = [], [], [], [], [], [], []
+    tcpip_rows = []
+    queue_depth = gauge(
+        "esxi_vsan_host_backend_queue_depth",
+        "I/O queued at one host's vSAN component manager (host-domcompmgr) per class (vmdisk: the VMs' disks, "
+        "namespace, metadata, resync) and operation (read, write), the vSAN performance service's mean over its sample.",
+    )
+    resync_jobs = gauge(
+        "esxi_vsan_resync_jobs",
+        "Resync jobs of the cluster's vSAN object owners (cluster-domowner) per state (pending, running, suspended), "
+        "the vSAN performance service's mean over its sample.",
+    )
+    host_resync_jobs = gauge(
+        "esxi_vsan_host_resync_jobs",
+        "Resync jobs of the vSAN object owners on one host (host-domowner) per state (pending, running, suspended, "
+        "blocked), the vSAN performance service's mean over its sample.",
+    )
     congestion = gauge(
         "esxi_vsan_disk_group_congestion_per_second",
         "Congestion per second a disk group layer raised (ssd, log, mem, slab, comp, iops): its count over the sample's interval / the interval.",
@@ -235,9 +258,25 @@ def _performance(clusters):
                     tier_rows.append((label_string(("cluster", "host", "device", "tier"), (name, host, device, tier)), in_tier))
         vm_rows += [(label_string(("cluster", "vm"), (name, vm)), stats) for vm, stats in sorted(sample.vms.items())]
         host_net_rows += [(label_string(("cluster", "host"), (name, h)), s) for h, s in sorted(sample.host_networks.items())]
+        tcpip_rows += [(label_string(("cluster", "host", "netstack"), (name, *k)), s) for k, s in sorted(sample.tcpip.items())]
         nic_rows += [(label_string(("cluster", "host", "vmnic"), (name, *k)), s) for k, s in sorted(sample.nics.items())]
         vmknic_rows += [(label_string(("cluster", "host", "vmknic"), (name, *k)), s) for k, s in sorted(sample.vmknics.items())]
         host_backend_rows += [(label_string(("cluster", "host"), (name, h)), s) for h, s in sorted(sample.host_backends.items())]
+        for host, stats in sorted(sample.host_backends.items()):
+            for io_class in m.VSAN_QUEUE_CLASSES:
+                for op in m.VSAN_QUEUE_OPS:
+                    value = stats.get(m.vsan_queue_depth(io_class, op))
+                    if value is not None:
+                        keys = ("cluster", "host", "class", "op")
+                        queue_depth.add(label_string(keys, (name, host, io_class, op)), value)
+        for state in m.VSAN_RESYNC_JOB_STATES:
+            value = sample.cluster_owner.get(m.vsan_resync_jobs(state))
+            if value is not None:
+                resync_jobs.add(label_string(("cluster", "state"), (name, state)), value)
+            for host, stats in sorted(sample.host_owners.items()):
+                value = stats.get(m.vsan_resync_jobs(state))
+                if value is not None:
+                    host_resync_jobs.add(label_string(("cluster", "host", "state"), (name, host, state)), value)
         if sample.cluster_backend:
             backend_rows.append((label_string(("cluster",), (name,)), sample.cluster_backend))
         if sample.cluster_owner:
@@ -251,13 +290,17 @@ def _performance(clusters):
     yield from _fill("esxi_vsan_disk", "disk", (*DISK, *ESA_DEVICE), disk_rows)
     yield from _fill("esxi_vsan_disk_tier", "tier", ESA_TIER, tier_rows)
     yield from _fill("esxi_vsan_vm", "vm", IO, vm_rows)
-    yield from _fill("esxi_vsan_host_network", "host_network", HOST_NETWORK, host_net_rows)
+    yield from _fill("esxi_vsan_host_network", "host_network", NETWORK, host_net_rows)
+    yield from _fill("esxi_vsan_host_network", "tcpip", TCPIP, tcpip_rows)
     yield from _fill("esxi_vsan_nic", "nic", NIC, nic_rows)
     yield from _fill("esxi_vsan_nic", "nic", NIC_COUNTERS, nic_rows, kind=counter)
     yield from _fill("esxi_vsan_vmknic", "vmknic", NETWORK, vmknic_rows)
-    yield from _fill("esxi_vsan_host_backend", "host_backend", BACKEND, host_backend_rows)
+    yield from _fill("esxi_vsan_host_backend", "host_backend", HOST_BACKEND, host_backend_rows)
+    yield queue_depth
     yield from _fill("esxi_vsan_cluster_backend", "cluster_backend", BACKEND, backend_rows)
     yield from _fill("esxi_vsan_cluster_owner", "cluster_owner", OWNER, owner_rows)
+    yield resync_jobs
+    yield host_resync_jobs
 
 
 def _health(clusters):

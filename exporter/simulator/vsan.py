@@ -15,7 +15,9 @@ packets (receive loss, CRC errors counted, TCP retransmits on every host), and t
 of every host rises, since each write waits for its replica on that host; the disks stay fast
 and no congestion is raised. `architecture: esa` gives the cluster vSAN ESA's storage pool disks
 (per disk, the vSAN layer per tier and the device layer) in place of disk groups. Every cluster
-has the vSAN network (per host, vmnic and vmknic) and the backend (component manager and owner).
+has the vSAN network (per host, vmnic and vmknic; TCP per host and netstack) and the backend
+(component manager and owner), with a small rebalancing resync on every host: its owner runs
+resync jobs and the component manager's resync queue is not empty.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ WRITE_LATENCY_PER_CONGESTION_US = 40000.0  # per unit of congestion per second: 
 LOSSY_NIC_LOSS_PER_MILLE = 15.0  # the lossy vmnic's receive loss during the incident (1.5%)
 WRITE_LATENCY_PER_LOSS_PER_MILLE_US = 4000.0  # a replica write waits out retransmits: 15 per mille -> +60 ms
 INCIDENTS = ("write-burst", "lossy-nic")
+NETSTACK = "defaultTcpipStack"  # the vSAN vmknic's TCP/IP stack
+RESYNC_JOBS_RUNNING = 2.0  # per host: the rebalancing resync's jobs
+RESYNC_JOBS_PENDING = 3.0
 ARCHITECTURES = ("osa", "esa")
 
 
@@ -326,9 +331,8 @@ class VsanSimulation:
         rows.append((f"{vm.CLUSTER}:{_uuid('cluster', s.cluster)}", info, _series(cluster, dt)))
         backend = {**cluster, "iopsRecWrite": 0.0, "throughputRecWrite": 0.0, "iopsResyncRead": 0.0, "tputResyncRead": 0.0}
         rows.append((f"{vm.CLUSTER_BACKEND}:{_uuid('cluster', s.cluster)}", info, _series(backend, dt)))
-        rows.append(
-            (f"{vm.CLUSTER_OWNER}:{_uuid('cluster', s.cluster)}", info, _series({**backend, "avgResyncParallelism": 0.0}, dt))
-        )
+        owner = {**backend, "avgResyncParallelism": RESYNC_JOBS_RUNNING * s.hosts, **_resync_jobs(s.hosts)}
+        rows.append((f"{vm.CLUSTER_OWNER}:{_uuid('cluster', s.cluster)}", info, _series(owner, dt)))
         return rows
 
     def _network_rows(self, host: str, info: str, dt: float, stats: dict[str, float], loss: float):
@@ -341,10 +345,10 @@ class VsanSimulation:
         common = {"rxThroughput": rx, "txThroughput": tx, "rxPackets": rx / packets, "txPackets": tx / packets,
                   "txPacketsLossRate": 0.0, "portRxDrops": 0.0, "portTxDrops": 0.0}  # fmt: skip
         rows = [
-            (f"{vm.HOST_NETWORK}:{node}", info, _series(
-                {**common, "rxPacketsLossRate": own / len(self.vmnics()),
-                 "tcpTxRexmitRate": 0.2 + 0.2 * loss, "tcpRxErrRate": 0.0}, dt)),
-            (f"{vm.VMKNIC}:{node}|vSAN|vmk1", info, _series({**common, "rxPacketsLossRate": own / len(self.vmnics())}, dt)),
+            (f"{vm.HOST_NETWORK}:{node}", info, _series({**common, "rxPacketsLossRate": own / len(self.vmnics())}, dt)),
+            # per mille: 2 (0.2%) when healthy, every host retransmitting to the lossy one during the incident
+            (f"{vm.TCPIP}:{node}|{NETSTACK}", info, _series({"tcpTxRexmitRate": 2.0 + 2.0 * loss, "tcpRxErrRate": 0.0}, dt)),
+            (f"{vm.VMKNIC}:{node}|{NETSTACK}|vmk1", info, _series({**common, "rxPacketsLossRate": own / len(self.vmnics())}, dt)),
         ]  # fmt: skip
         for nic in self.vmnics():
             nic_loss = self._loss(host, nic)
@@ -364,7 +368,19 @@ class VsanSimulation:
                    "latencyAvgRead", "latencyAvgWrite", "oio")}  # fmt: skip
         backend |= {"iopsRecWrite": 4.0, "throughputRecWrite": 4 * 256 * KIB, "latencyAvgRecWrite": 1500.0,
                     "iopsResyncRead": 4.0, "tputResyncRead": 4 * 256 * KIB, "latAvgResyncRead": 900.0, "congestion": 0.0}  # fmt: skip
-        return [(f"{vm.HOST_BACKEND}:{_uuid('node', host)}", info, _series(backend, dt))]
+        # Little's law per class: the resync's I/O in flight, the VMs' queued by their latency
+        resync_writes, resync_reads = 4.0 * 1500.0 / 1e6, 4.0 * 900.0 / 1e6
+        backend |= {"oioRecoveryWrite": resync_writes, "oioResyncRead": resync_reads,
+                    "vmdiskQueueDepthRead": stats["iopsRead"] * stats["latencyAvgRead"] / 1e6,
+                    "vmdiskQueueDepthWrite": stats["iopsWrite"] * stats["latencyAvgWrite"] / 1e6,
+                    "namespaceQueueDepthRead": 0.0, "namespaceQueueDepthWrite": 0.0,
+                    "metadataQueueDepthRead": 0.0, "metadataQueueDepthWrite": 0.1,
+                    "resyncQueueDepthRead": 1.0 + resync_reads, "resyncQueueDepthWrite": 1.0 + resync_writes}  # fmt: skip
+        node = _uuid("node", host)
+        return [
+            (f"{vm.HOST_BACKEND}:{node}", info, _series(backend, dt)),
+            (f"{vm.HOST_OWNER}:{node}", info, _series({**_resync_jobs(1), "numBlockedResyncJobs": 0.0}, dt)),
+        ]
 
     def _group_rows(self, group: _Group, info: str, dt: float, written: float, destaged: float, read: float, congestion: float):
         s = self.scenario
@@ -480,6 +496,15 @@ def _cluster_stats(hosts: dict[str, dict[str, float]]) -> dict[str, float]:
     for latency, weight in (("latencyAvgRead", "iopsRead"), ("latencyAvgWrite", "iopsWrite")):
         total[latency] = sum(s[latency] * s[weight] for s in hosts.values()) / max(total[weight], 1e-9)
     return total
+
+
+def _resync_jobs(hosts: int) -> dict[str, float]:
+    """The rebalancing resync's jobs on this many hosts' owners."""
+    return {
+        "numPendingResyncJobs": RESYNC_JOBS_PENDING * hosts,
+        "numRunningResyncJobs": RESYNC_JOBS_RUNNING * hosts,
+        "numSuspendedResyncJobs": 0.0,
+    }
 
 
 def _series(stats: dict[str, float], dt: float) -> list[tuple[str, str, float]]:

@@ -338,7 +338,8 @@ def vsan_tier_field(tier: str, field: str) -> str:
     return f"{tier}_tier_{field}"
 
 
-# vSAN network (vsan-host-net per host, vsan-pnic-net per vmnic, vsan-vnic-net per vmknic).
+# vSAN network (vsan-host-net per host, vsan-pnic-net per vmnic, vsan-vnic-net per vmknic; the TCP
+# ratios from vsan-tcpip-stats, per host and netstack).
 VSAN_RX_BYTES = "received_bytes_per_second"
 VSAN_TX_BYTES = "transmitted_bytes_per_second"
 VSAN_RX_PACKETS = "received_packets_per_second"
@@ -369,6 +370,22 @@ VSAN_RESYNC_READS = "resync_reads_per_second"
 VSAN_RESYNC_READ_BYTES = "resync_read_bytes_per_second"
 VSAN_RESYNC_READ_LATENCY = "resync_read_latency_seconds"
 VSAN_RESYNC_PARALLELISM = "resync_parallelism"  # resync jobs running at once, on average
+VSAN_OUTSTANDING_RECOVERY_WRITES = "outstanding_recovery_writes"  # the component manager's resync writes in flight
+VSAN_OUTSTANDING_RESYNC_READS = "outstanding_resync_reads"
+# The owners' resync jobs per state (cluster-domowner: all but blocked; host-domowner: all), as
+# vsan_resync_jobs(state); the component manager's queue depth per I/O class and operation
+# (host-domcompmgr), as vsan_queue_depth(io_class, op).
+VSAN_RESYNC_JOB_STATES = ("pending", "running", "suspended", "blocked")
+VSAN_QUEUE_CLASSES = ("vmdisk", "namespace", "metadata", "resync")
+VSAN_QUEUE_OPS = ("read", "write")
+
+
+def vsan_resync_jobs(state: str) -> str:
+    return f"resync_jobs_{state}"
+
+
+def vsan_queue_depth(io_class: str, op: str) -> str:
+    return f"{io_class}_{op}_queue_depth"
 
 
 @dataclass(slots=True)
@@ -383,11 +400,13 @@ class VsanSample:
     disks: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, device) -> stats
     vms: dict[str, dict[str, float]] = field(default_factory=dict)  # VM name -> stats
     host_networks: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> vsan-host-net
+    tcpip: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, netstack) -> vsan-tcpip-stats
     nics: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, vmnic) -> vsan-pnic-net
     vmknics: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (host, vmknic) -> vsan-vnic-net
     host_backends: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> host-domcompmgr
     cluster_backend: dict[str, float] = field(default_factory=dict)  # cluster-domcompmgr
     cluster_owner: dict[str, float] = field(default_factory=dict)  # cluster-domowner
+    host_owners: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> host-domowner
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,7 @@ class ClusterTopology:
             found = [d.uuid for d in self.disks.values() if d.tier == STORAGE_POOL]
         elif kind in (vm.CLUSTER_BACKEND, vm.CLUSTER_OWNER):
             found = [self.uuid]
-        elif kind in (vm.HOST_NETWORK, vm.HOST_BACKEND):
+        elif kind in (vm.HOST_NETWORK, vm.HOST_BACKEND, vm.HOST_OWNER):
             found = list(self.hosts.values())
         elif kind in (vm.NIC, vm.VMKNIC):
             found = []  # named by NIC, which only the wildcard answer tells

@@ -3,8 +3,9 @@ model field in base units: the one place vSAN's units are converted.
 
 The service's own units, as its peers read them (Telegraf, vsanmetrics, SexiGraf): latencies in
 microseconds (its metric descriptions say "time_ms", but the values are µs: 1,200 is 1.2 ms),
-throughput in bytes per second, IOPS per second, percentages 0-100, congestion and the per-layer
-congestions a count over the sample's interval. Every label is asked for by name (the query's
+throughput in bytes per second, IOPS per second, percentages 0-100, the network's loss, drop, error
+and TCP rates per mille, congestion and the per-layer congestions a count over the sample's
+interval; resync jobs, queue depths and outstanding I/O plain counts. Every label is asked for by name (the query's
 `labels`), so an answer carries nothing unread; a label the server does not know is not asked
 for and one it sends unasked is ignored.
 """
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from exporter.store import model as m
 from exporter.store.units import MICROSECOND, PERCENT
 
+PER_MILLE = 1e-3  # the service's "permille" (VsanPerfStatsUnitType)
+
 
 @dataclass(frozen=True, slots=True)
 class Metric:
@@ -26,8 +29,8 @@ class Metric:
 
     @property
     def ratio(self) -> bool:
-        """A percentage read as a ratio: over 1 it is refused."""
-        return self.scale == PERCENT
+        """A percentage or per mille read as a ratio: over 1 it is refused."""
+        return self.scale in (PERCENT, PER_MILLE)
 
     def convert(self, value: float, interval: float) -> float:
         # Divided by the unit's reciprocal (1e6, 100), which floats hold exactly: 400 µs is 0.0004 s,
@@ -87,9 +90,8 @@ _ESA_DEVICE = (
     Metric("outstandingCmdCount", m.VSAN_OUTSTANDING_COMMANDS),
 )
 # The vSAN network. The loss, drop and error rates are per mille: the service's own unit for them
-# (VsanPerfStatsUnitType "permille"), though their descriptions say "percentage"; the TCP rates
-# are percent. docs/vsan.md#units says where each comes from; tests/unit/test_vsan_units.py pins them.
-PER_MILLE = 1e-3
+# (VsanPerfStatsUnitType "permille"), though their descriptions say "percentage". docs/vsan.md#units
+# says where each comes from; tests/unit/test_vsan_units.py pins them.
 _NETWORK = (
     Metric("rxThroughput", m.VSAN_RX_BYTES),
     Metric("txThroughput", m.VSAN_TX_BYTES),
@@ -100,10 +102,12 @@ _NETWORK = (
     Metric("portRxDrops", m.VSAN_PORT_RX_DROPS, PER_MILLE),
     Metric("portTxDrops", m.VSAN_PORT_TX_DROPS, PER_MILLE),
 )
-_HOST_NETWORK = (
-    *_NETWORK,
-    Metric("tcpTxRexmitRate", m.VSAN_TCP_RETRANSMITS, PERCENT),
-    Metric("tcpRxErrRate", m.VSAN_TCP_RX_ERRORS, PERCENT),
+# TCP per host and netstack: vsan-host-net lists tcpTxRexmitRate and tcpRxErrRate among its labels
+# but returns no data for them on a live vSAN 9; vsan-tcpip-stats serves them. Per mille by analogy
+# (every other tcp*Rate of that type is per mille, measured), not by a measurement of these two.
+_TCPIP = (
+    Metric("tcpTxRexmitRate", m.VSAN_TCP_RETRANSMITS, PER_MILLE),
+    Metric("tcpRxErrRate", m.VSAN_TCP_RX_ERRORS, PER_MILLE),
 )
 _NIC = (
     *_NETWORK,
@@ -129,6 +133,24 @@ _BACKEND = (
     Metric("oio", m.VSAN_OUTSTANDING_IO),
     Metric("congestion", m.VSAN_CONGESTION, per_interval=True),
 )
+# A host's component manager also splits its outstanding I/O and queue depth by class (counts, no unit).
+_HOST_BACKEND = (
+    *_BACKEND,
+    Metric("oioRecoveryWrite", m.VSAN_OUTSTANDING_RECOVERY_WRITES),
+    Metric("oioResyncRead", m.VSAN_OUTSTANDING_RESYNC_READS),
+    *(
+        Metric(f"{io_class}QueueDepth{op.capitalize()}", m.vsan_queue_depth(io_class, op))
+        for io_class in m.VSAN_QUEUE_CLASSES
+        for op in m.VSAN_QUEUE_OPS
+    ),
+)
+# The owners' resync jobs per state, counts (numPendingResyncJobs, ...); blocked only per host.
+_CLUSTER_RESYNC_JOBS = tuple(
+    Metric(f"num{state.capitalize()}ResyncJobs", m.vsan_resync_jobs(state)) for state in m.VSAN_RESYNC_JOB_STATES[:3]
+)
+_HOST_RESYNC_JOBS = tuple(
+    Metric(f"num{state.capitalize()}ResyncJobs", m.vsan_resync_jobs(state)) for state in m.VSAN_RESYNC_JOB_STATES
+)
 
 CLUSTER = "cluster-domclient"
 HOST = "host-domclient"
@@ -139,11 +161,13 @@ VM = "virtual-machine"
 ESA_DISK_LAYER = "vsan-esa-disk-layer"
 ESA_DISK_DEVICE = "vsan-esa-disk-scsifw"
 HOST_NETWORK = "vsan-host-net"
+TCPIP = "vsan-tcpip-stats"  # "<node uuid>|<netstack>"
 NIC = "vsan-pnic-net"  # "<node uuid>|vmnicN"
 VMKNIC = "vsan-vnic-net"  # "<node uuid>|<netstack>|vmkN"
 HOST_BACKEND = "host-domcompmgr"
 CLUSTER_BACKEND = "cluster-domcompmgr"
 CLUSTER_OWNER = "cluster-domowner"
+HOST_OWNER = "host-domowner"
 
 METRICS: dict[str, tuple[Metric, ...]] = {
     CLUSTER: _DOM_CLIENT,
@@ -164,12 +188,14 @@ METRICS: dict[str, tuple[Metric, ...]] = {
     VM: _io("iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyRead", "latencyWrite"),
     ESA_DISK_LAYER: _ESA_LAYER,
     ESA_DISK_DEVICE: _ESA_DEVICE,
-    HOST_NETWORK: _HOST_NETWORK,
+    HOST_NETWORK: _NETWORK,
+    TCPIP: _TCPIP,
     NIC: _NIC,
     VMKNIC: _NETWORK,
-    HOST_BACKEND: _BACKEND,
+    HOST_BACKEND: _HOST_BACKEND,
     CLUSTER_BACKEND: _BACKEND,
-    CLUSTER_OWNER: (*_BACKEND, Metric("avgResyncParallelism", m.VSAN_RESYNC_PARALLELISM)),
+    CLUSTER_OWNER: (*_BACKEND, Metric("avgResyncParallelism", m.VSAN_RESYNC_PARALLELISM), *_CLUSTER_RESYNC_JOBS),
+    HOST_OWNER: _HOST_RESYNC_JOBS,
 }
 # vSAN ESA has no disk groups, and no cache or capacity tier; vSAN OSA has no storage pool.
 DISK_GROUP_TYPES = (DISK_GROUP, CACHE_DISK, CAPACITY_DISK)

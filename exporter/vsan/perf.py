@@ -116,8 +116,14 @@ def refusal(specs) -> str | None:
 
 
 # Labels an entity may carry when asked without a label list: a live vSAN 9 host-domclient returns
-# 78, an ESA disk layer 38 (issue #39); twice the most seen.
+# 78, an ESA disk layer 38 (issue #39); twice the most seen. host-domowner returns 288: twice that.
 UNLISTED_LABELS = 160
+_UNLISTED_BY_TYPE = {vm.HOST_OWNER: 576}
+
+
+def unlisted_labels(kind: str) -> int:
+    """The labels an entity of this type may carry when asked without a label list."""
+    return _UNLISTED_BY_TYPE.get(kind, UNLISTED_LABELS)
 
 
 def answer_cap(entities: int, labels: int) -> int:

@@ -185,6 +185,10 @@ def describe(ref_id: str, names: Names) -> str:
     return f"{where[0] if where else 'the cluster'} ({kind})"
 
 
+# Entity types named by a host's node uuid, alone or followed by a NIC or netstack.
+_PER_HOST = (vm.HOST_NETWORK, vm.HOST_BACKEND, vm.HOST_OWNER, vm.NIC, vm.TCPIP, vm.VMKNIC)
+
+
 def _target(sample: m.VsanSample, row: EntityRow, names: Names) -> dict | None:
     """The stats dict an entity's values go into; None for a uuid the configuration does not name."""
     kind, uuid = row.kind, row.uuid
@@ -201,15 +205,21 @@ def _target(sample: m.VsanSample, row: EntityRow, names: Names) -> dict | None:
         return None if key is None else sample.disks.setdefault(key, {})
     if kind in (vm.CLUSTER_BACKEND, vm.CLUSTER_OWNER):
         return sample.cluster_backend if kind == vm.CLUSTER_BACKEND else sample.cluster_owner
-    if kind in (vm.HOST_NETWORK, vm.HOST_BACKEND, vm.NIC, vm.VMKNIC):
-        # "<node uuid>", "<node uuid>|vmnicN", "<node uuid>|<netstack>|vmkN"
+    if kind in _PER_HOST:
+        # "<node uuid>", "<node uuid>|vmnicN", "<node uuid>|<netstack>", "<node uuid>|<netstack>|vmkN"
         node, *rest = uuid.split("|")
         host = names.hosts.get(node)
-        if host is None or len(rest) != {vm.NIC: 1, vm.VMKNIC: 2}.get(kind, 0):
+        if host is None or len(rest) != {vm.NIC: 1, vm.TCPIP: 1, vm.VMKNIC: 2}.get(kind, 0):
             return None
-        if kind in (vm.HOST_NETWORK, vm.HOST_BACKEND):
-            return (sample.host_networks if kind == vm.HOST_NETWORK else sample.host_backends).setdefault(host, {})
-        return (sample.nics if kind == vm.NIC else sample.vmknics).setdefault((host, rest[-1]), {})
+        per_host = {
+            vm.HOST_NETWORK: sample.host_networks,
+            vm.HOST_BACKEND: sample.host_backends,
+            vm.HOST_OWNER: sample.host_owners,
+        }
+        if kind in per_host:
+            return per_host[kind].setdefault(host, {})
+        per_nic = {vm.NIC: sample.nics, vm.TCPIP: sample.tcpip, vm.VMKNIC: sample.vmknics}
+        return per_nic[kind].setdefault((host, rest[-1]), {})
     if kind == vm.VM:
         name = names.vms.get(uuid)
         return None if name is None else sample.vms.setdefault(name, {})

@@ -280,7 +280,7 @@ class VsanSource:
                     if time.monotonic() >= deadline:
                         raise VsphereError(_LATE)
                     asked = len(topo.uuids(kind)) if form == perf.WILDCARD else sum(len(s.entityRefId.split(",")) for s in specs)
-                    limit = perf.answer_cap(asked, len(labels) if labels is not None else perf.UNLISTED_LABELS)
+                    limit = perf.answer_cap(asked, len(labels) if labels is not None else perf.unlisted_labels(kind))
                     rows += self.service.query_perf(topo.moid, specs, read, limit=limit, deadline=deadline)
                 return rows
             except PerfFault as err:

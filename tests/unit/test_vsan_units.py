@@ -125,7 +125,7 @@ CONVERSIONS = [
     (vm.ESA_DISK_DEVICE, "latencyDevKAvg", 20, m.KAVG, 0.00002),
     (vm.ESA_DISK_DEVICE, "latencyDevGAvg", 190, m.GAVG, 0.00019),
     (vm.ESA_DISK_DEVICE, "outstandingCmdCount", 4, m.VSAN_OUTSTANDING_COMMANDS, 4.0),
-    # The vSAN network: loss, drop and error rates per mille (-> ratio), TCP rates percent, Raw counters as they are.
+    # The vSAN network: loss, drop and error rates per mille (-> ratio), Raw counters as they are.
     (vm.HOST_NETWORK, "rxThroughput", 52428800, m.VSAN_RX_BYTES, 52428800.0),
     (vm.HOST_NETWORK, "txThroughput", 41943040, m.VSAN_TX_BYTES, 41943040.0),
     (vm.HOST_NETWORK, "rxPackets", 9000, m.VSAN_RX_PACKETS, 9000.0),
@@ -150,8 +150,10 @@ CONVERSIONS = [
     (vm.VMKNIC, "txPacketsLossRate", 3, m.VSAN_TX_LOSS, 0.003),
     (vm.VMKNIC, "portRxDrops", 5, m.VSAN_PORT_RX_DROPS, 0.005),
     (vm.VMKNIC, "portTxDrops", 1, m.VSAN_PORT_TX_DROPS, 0.001),
-    (vm.HOST_NETWORK, "tcpTxRexmitRate", 2, m.VSAN_TCP_RETRANSMITS, 0.02),
-    (vm.HOST_NETWORK, "tcpRxErrRate", 1, m.VSAN_TCP_RX_ERRORS, 0.01),
+    # TCP from vsan-tcpip-stats (vsan-host-net lists these two but returns nothing for them): per
+    # mille, inferred from the type's other tcp*Rate labels (measured per mille), never seen non-zero.
+    (vm.TCPIP, "tcpTxRexmitRate", 2, m.VSAN_TCP_RETRANSMITS, 0.002),
+    (vm.TCPIP, "tcpRxErrRate", 1, m.VSAN_TCP_RX_ERRORS, 0.001),
     (vm.NIC, "rxCrcErr", 2, m.VSAN_RX_CRC_ERRORS, 0.002),
     (vm.NIC, "rxErr", 4, m.VSAN_RX_ERRORS, 0.004),
     (vm.NIC, "txErr", 1, m.VSAN_TX_ERRORS, 0.001),
@@ -176,6 +178,17 @@ CONVERSIONS = [
     (vm.HOST_BACKEND, "latAvgResyncRead", 1200, m.VSAN_RESYNC_READ_LATENCY, 0.0012),
     (vm.HOST_BACKEND, "oio", 6, m.VSAN_OUTSTANDING_IO, 6.0),
     (vm.HOST_BACKEND, "congestion", 30, m.VSAN_CONGESTION, 0.1),
+    # A host's component manager: outstanding resync I/O and queue depth per class and operation, counts.
+    (vm.HOST_BACKEND, "oioRecoveryWrite", 3, m.VSAN_OUTSTANDING_RECOVERY_WRITES, 3.0),
+    (vm.HOST_BACKEND, "oioResyncRead", 2, m.VSAN_OUTSTANDING_RESYNC_READS, 2.0),
+    (vm.HOST_BACKEND, "vmdiskQueueDepthRead", 7, m.vsan_queue_depth("vmdisk", "read"), 7.0),
+    (vm.HOST_BACKEND, "vmdiskQueueDepthWrite", 9, m.vsan_queue_depth("vmdisk", "write"), 9.0),
+    (vm.HOST_BACKEND, "namespaceQueueDepthRead", 1, m.vsan_queue_depth("namespace", "read"), 1.0),
+    (vm.HOST_BACKEND, "namespaceQueueDepthWrite", 0, m.vsan_queue_depth("namespace", "write"), 0.0),
+    (vm.HOST_BACKEND, "metadataQueueDepthRead", 2, m.vsan_queue_depth("metadata", "read"), 2.0),
+    (vm.HOST_BACKEND, "metadataQueueDepthWrite", 3, m.vsan_queue_depth("metadata", "write"), 3.0),
+    (vm.HOST_BACKEND, "resyncQueueDepthRead", 4, m.vsan_queue_depth("resync", "read"), 4.0),
+    (vm.HOST_BACKEND, "resyncQueueDepthWrite", 5, m.vsan_queue_depth("resync", "write"), 5.0),
     (vm.CLUSTER_BACKEND, "iopsRead", 1400, m.READS, 1400.0),
     (vm.CLUSTER_BACKEND, "iopsWrite", 900, m.WRITES, 900.0),
     (vm.CLUSTER_BACKEND, "throughputRead", 57344000, m.READ_BYTES, 57344000.0),
@@ -205,6 +218,14 @@ CONVERSIONS = [
     (vm.CLUSTER_OWNER, "oio", 6, m.VSAN_OUTSTANDING_IO, 6.0),
     (vm.CLUSTER_OWNER, "congestion", 30, m.VSAN_CONGESTION, 0.1),
     (vm.CLUSTER_OWNER, "avgResyncParallelism", 2, m.VSAN_RESYNC_PARALLELISM, 2.0),
+    # The owners' resync jobs per state: counts (cluster: no blocked; host: all four).
+    (vm.CLUSTER_OWNER, "numPendingResyncJobs", 12, m.vsan_resync_jobs("pending"), 12.0),
+    (vm.CLUSTER_OWNER, "numRunningResyncJobs", 8, m.vsan_resync_jobs("running"), 8.0),
+    (vm.CLUSTER_OWNER, "numSuspendedResyncJobs", 1, m.vsan_resync_jobs("suspended"), 1.0),
+    (vm.HOST_OWNER, "numPendingResyncJobs", 3, m.vsan_resync_jobs("pending"), 3.0),
+    (vm.HOST_OWNER, "numRunningResyncJobs", 2, m.vsan_resync_jobs("running"), 2.0),
+    (vm.HOST_OWNER, "numSuspendedResyncJobs", 0, m.vsan_resync_jobs("suspended"), 0.0),
+    (vm.HOST_OWNER, "numBlockedResyncJobs", 1, m.vsan_resync_jobs("blocked"), 1.0),
 ]
 
 
@@ -220,6 +241,15 @@ def test_every_label_is_pinned_above():
     pinned = {(kind, label) for kind, label, *_ in CONVERSIONS}
     table = {(kind, metric.label) for kind, metrics in vm.METRICS.items() for metric in metrics}
     assert sorted(table - pinned) == []
+
+
+def test_a_per_mille_ratio_over_one_is_refused():
+    """Per mille, like percent, is a share: 1000 is all of it, more is refused and counted."""
+    dropped: dict[str, int] = {}
+    row, _ = _row("vsan-tcpip-stats:n1|defaultTcpipStack", [T1], tcpTxRexmitRate="1001", tcpRxErrRate="1000")
+    sample = perfcsv.sample_at([row], T1, perfcsv.Names(hosts={"n1": "esx1"}), dropped)
+    assert sample.tcpip == {("esx1", "defaultTcpipStack"): {m.VSAN_TCP_RX_ERRORS: 1.0}}
+    assert dropped == {"out_of_range": 1}
 
 
 def test_blank_cell_is_no_value_never_zero():
@@ -394,10 +424,12 @@ def test_uuids_by_entity_type_come_from_the_discovery():
         vm.ESA_DISK_DEVICE: ["e1"],
         vm.HOST_NETWORK: ["n1", "n2"],
         vm.HOST_BACKEND: ["n1", "n2"],
+        vm.HOST_OWNER: ["n1", "n2"],
         vm.CLUSTER_BACKEND: ["52aa"],
         vm.CLUSTER_OWNER: ["52aa"],
         vm.NIC: [],  # "<node>|vmnicN": which vmnics carry vSAN only the wildcard answer tells
         vm.VMKNIC: [],
+        vm.TCPIP: [],  # "<node>|<netstack>": likewise
     }
     assert topo.uuids("vscsi") == []
 
@@ -432,6 +464,18 @@ def _store_with_cluster() -> Store:
         disk_groups={("esx1", "naa.cache"): {m.VSAN_WRITE_BUFFER_FREE: 0.15, m.vsan_layer_congestion("ssd"): 0.5}},
         disks={("esx1", "naa.cap"): {m.DAVG: 0.055}},
         vms={"db01": {m.GAVG_WRITE: 0.07}},
+        host_networks={"esx1": {m.VSAN_RX_LOSS: 0.012}},
+        tcpip={("esx1", "defaultTcpipStack"): {m.VSAN_TCP_RETRANSMITS: 0.002}},
+        host_backends={
+            "esx1": {
+                m.VSAN_OUTSTANDING_IO: 6.0,
+                m.VSAN_OUTSTANDING_RESYNC_READS: 2.0,
+                m.vsan_queue_depth("resync", "write"): 5.0,
+                m.vsan_queue_depth("vmdisk", "read"): 7.0,
+            }
+        },
+        cluster_owner={m.vsan_resync_jobs("pending"): 12.0, m.vsan_resync_jobs("running"): 8.0},
+        host_owners={"esx1": {m.vsan_resync_jobs("running"): 2.0, m.vsan_resync_jobs("blocked"): 1.0}},
     )
     store.set_vsan(
         m.VsanCluster(
@@ -483,6 +527,16 @@ def test_collector_families():
         'esxi_vsan_disk_group_congestion_per_second{cluster="vsan-a",host="esx1",disk_group="naa.cache",layer="ssd"} 0.5',
         'esxi_vsan_disk_device_latency_mean_seconds{cluster="vsan-a",host="esx1",disk_group="naa.cache",device="naa.cap"} 0.055',
         'esxi_vsan_vm_write_latency_mean_seconds{cluster="vsan-a",vm="db01"} 0.07',
+        'esxi_vsan_host_network_received_packet_loss_ratio{cluster="vsan-a",host="esx1"} 0.012',
+        'esxi_vsan_host_network_tcp_retransmit_ratio{cluster="vsan-a",host="esx1",netstack="defaultTcpipStack"} 0.002',
+        'esxi_vsan_host_backend_outstanding_io{cluster="vsan-a",host="esx1"} 6.0',
+        'esxi_vsan_host_backend_outstanding_resync_reads{cluster="vsan-a",host="esx1"} 2.0',
+        'esxi_vsan_host_backend_queue_depth{cluster="vsan-a",host="esx1",class="resync",op="write"} 5.0',
+        'esxi_vsan_host_backend_queue_depth{cluster="vsan-a",host="esx1",class="vmdisk",op="read"} 7.0',
+        'esxi_vsan_resync_jobs{cluster="vsan-a",state="pending"} 12.0',
+        'esxi_vsan_resync_jobs{cluster="vsan-a",state="running"} 8.0',
+        'esxi_vsan_host_resync_jobs{cluster="vsan-a",host="esx1",state="running"} 2.0',
+        'esxi_vsan_host_resync_jobs{cluster="vsan-a",host="esx1",state="blocked"} 1.0',
         'esxi_vsan_cluster_health{cluster="vsan-a",state="red"} 1.0',
         'esxi_vsan_cluster_health{cluster="vsan-a",state="green"} 0.0',
         'esxi_vsan_objects{cluster="vsan-a",state="inaccessible"} 2.0',
@@ -497,6 +551,8 @@ def test_collector_families():
     ]
     lines = set(text.splitlines())
     assert [line for line in expected if line not in lines] == []
+    # A state or class the service did not send is absent, not 0.
+    assert [line for line in lines if 'state="suspended"' in line or 'class="namespace"' in line] == []
     # UUIDs only in the info families.
     assert [line for line in lines if ("n1" in line or "cap-u" in line or "vm-u" in line) and "_info{" not in line] == []
 
@@ -566,11 +622,16 @@ def test_esa_disks_nics_vmknics_and_backend_land_under_their_names():
         ("vsan-pnic-net:n1|vmnic2", {"rxPacketsLossRate": "12"}),
         ("vsan-pnic-net:n1", {"rxPacketsLossRate": "12"}),  # no vmnic: not a pnic's id
         ("vsan-vnic-net:n1|defaultTcpipStack|vmk1", {"rxThroughput": "100"}),
-        ("vsan-host-net:n1", {"tcpTxRexmitRate": "2"}),
-        ("vsan-host-net:n9", {"tcpTxRexmitRate": "2"}),  # a host the configuration does not name
-        ("host-domcompmgr:n1", {"iopsRecWrite": "40"}),
+        ("vsan-host-net:n1", {"rxThroughput": "200", "tcpTxRexmitRate": "2"}),  # TCP here is not ours: ignored
+        ("vsan-host-net:n9", {"rxThroughput": "200"}),  # a host the configuration does not name
+        ("vsan-tcpip-stats:n1|defaultTcpipStack", {"tcpTxRexmitRate": "2"}),
+        ("vsan-tcpip-stats:n1|vmotion", {"tcpRxErrRate": "1"}),  # a second netstack: its own series
+        ("vsan-tcpip-stats:n1", {"tcpTxRexmitRate": "2"}),  # no netstack: not a tcpip-stats id
+        ("host-domcompmgr:n1", {"iopsRecWrite": "40", "resyncQueueDepthWrite": "5"}),
+        ("host-domowner:n1", {"numBlockedResyncJobs": "1"}),
+        ("host-domowner:n9", {"numBlockedResyncJobs": "1"}),  # a host the configuration does not name
         ("cluster-domcompmgr:52aa", {"iopsResyncRead": "35"}),
-        ("cluster-domowner:52aa", {"avgResyncParallelism": "2"}),
+        ("cluster-domowner:52aa", {"avgResyncParallelism": "2", "numRunningResyncJobs": "8"}),
     ):
         row, _ = _row(ref, [T1], **series)
         rows.append(row)
@@ -578,8 +639,13 @@ def test_esa_disks_nics_vmknics_and_backend_land_under_their_names():
     assert sample.disks[("esx1", "eui.1")] == {m.vsan_tier_field("performance", m.GAVG_WRITE): 0.052, m.KAVG: 0.00002}
     assert sample.nics == {("esx1", "vmnic2"): {m.VSAN_RX_LOSS: 0.012}}
     assert sample.vmknics == {("esx1", "vmk1"): {m.VSAN_RX_BYTES: 100.0}}
-    assert sample.host_networks == {"esx1": {m.VSAN_TCP_RETRANSMITS: 0.02}}
-    assert sample.host_backends == {"esx1": {m.VSAN_RECOVERY_WRITES: 40.0}}
+    assert sample.host_networks == {"esx1": {m.VSAN_RX_BYTES: 200.0}}
+    assert sample.tcpip == {
+        ("esx1", "defaultTcpipStack"): {m.VSAN_TCP_RETRANSMITS: 0.002},
+        ("esx1", "vmotion"): {m.VSAN_TCP_RX_ERRORS: 0.001},
+    }
+    assert sample.host_backends == {"esx1": {m.VSAN_RECOVERY_WRITES: 40.0, m.vsan_queue_depth("resync", "write"): 5.0}}
+    assert sample.host_owners == {"esx1": {m.vsan_resync_jobs("blocked"): 1.0}}
     assert sample.cluster_backend == {m.VSAN_RESYNC_READS: 35.0}
-    assert sample.cluster_owner == {m.VSAN_RESYNC_PARALLELISM: 2.0}
-    assert dropped == {"unknown_entity": 3}
+    assert sample.cluster_owner == {m.VSAN_RESYNC_PARALLELISM: 2.0, m.vsan_resync_jobs("running"): 8.0}
+    assert dropped == {"unknown_entity": 5}
