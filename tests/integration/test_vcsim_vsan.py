@@ -407,8 +407,8 @@ def test_esa_has_cluster_host_and_vm_entities_and_no_disk_groups(vc):
 
 
 ESA_TYPES = ["vsan-esa-disk-layer", "vsan-esa-disk-scsifw"]
-NET_TYPES = ["vsan-host-net", "vsan-pnic-net", "vsan-vnic-net"]
-BACKEND_TYPES = ["host-domcompmgr", "cluster-domcompmgr", "cluster-domowner"]
+NET_TYPES = ["vsan-host-net", "vsan-pnic-net", "vsan-vnic-net", "vsan-tcpip-stats"]
+BACKEND_TYPES = ["host-domcompmgr", "cluster-domcompmgr", "cluster-domowner", "host-domowner"]
 
 
 def test_esa_serves_one_entity_per_storage_pool_disk_named_by_its_vsan_uuid(vc, fixture):
@@ -444,8 +444,9 @@ def test_esa_serves_one_entity_per_storage_pool_disk_named_by_its_vsan_uuid(vc, 
 
 
 def test_network_and_backend_entities_of_both_clusters(vc, fixture):
-    """vsan-host-net per node uuid, vsan-pnic-net "<node>|vmnicN", vsan-vnic-net "<node>|<stack>|vmkN";
-    host-domcompmgr per node, cluster-domcompmgr and cluster-domowner per cluster uuid."""
+    """vsan-host-net per node uuid, vsan-pnic-net "<node>|vmnicN", vsan-vnic-net "<node>|<stack>|vmkN",
+    vsan-tcpip-stats "<node>|<stack>"; host-domcompmgr and host-domowner per node, cluster-domcompmgr
+    and cluster-domowner per cluster uuid."""
     start, end = window()
     hosts = vc.retrieve(vim.HostSystem, ["config.vsanHostConfig"])
     for cluster, uuid in (("vsan-osa", OSA_UUID), ("vsan-esa", ESA_UUID)):
@@ -460,6 +461,8 @@ def test_network_and_backend_entities_of_both_clusters(vc, fixture):
         }
         assert refs["vsan-host-net"] == sorted(f"vsan-host-net:{node}" for node in nodes)
         assert refs["host-domcompmgr"] == sorted(f"host-domcompmgr:{node}" for node in nodes)
+        assert refs["host-domowner"] == sorted(f"host-domowner:{node}" for node in nodes)
+        assert refs["vsan-tcpip-stats"] == sorted(f"vsan-tcpip-stats:{node}|defaultTcpipStack" for node in nodes)
         assert refs["vsan-pnic-net"] == sorted(
             f"vsan-pnic-net:{node}|{nic}" for node, name in nodes.items() for nic in fx_hosts[name]["vsan"]["vmnics"]
         )
@@ -469,12 +472,34 @@ def test_network_and_backend_entities_of_both_clusters(vc, fixture):
     node = hosts["esx31.lab.local"]["config.vsanHostConfig"].clusterInfo.nodeUuid
     (nic,) = vc.perf("vsan-esa", spec(f"vsan-pnic-net:{node}|vmnic2", start, end, labels=["rxCrcErr", "pauseCountRaw"]))
     assert series(nic) == {"rxCrcErr": ["0"] * 12, "pauseCountRaw": ["224"] * 12}
+    (owner,) = vc.perf("vsan-esa", spec(f"host-domowner:{node}", start, end, labels=["numRunningResyncJobs"]))
+    assert series(owner) == {"numRunningResyncJobs": ["2"] * 12}
+
+
+def test_host_net_lists_the_tcp_rates_but_only_tcpip_stats_returns_them(vc, fixture):
+    """On a live vSAN 9 vsan-host-net lists tcpTxRexmitRate and tcpRxErrRate and returns no data for
+    them, absent (not blank); vsan-tcpip-stats returns them, and more labels than it lists (32, 16)."""
+    start, end = window()
+    manager = vim.cluster.VsanPerformanceManager("vsan-performance-manager", vc.stub)
+    listed = {t.name: {m.label for g in t.graphs for m in g.metrics} for t in manager.GetSupportedEntityTypes()}
+    tcp = ["tcpTxRexmitRate", "tcpRxErrRate"]
+    assert set(tcp) <= listed["vsan-host-net"] and set(tcp) <= listed["vsan-tcpip-stats"]
+    for cluster in ("vsan-osa", "vsan-esa"):
+        host_net = vc.perf(cluster, spec("vsan-host-net:*", start, end, labels=["rxThroughput", *tcp]))
+        assert host_net and all([v.metricId.label for v in m.value] == ["rxThroughput"] for m in host_net)
+        everything = vc.perf(cluster, spec("vsan-host-net:*", start, end))
+        assert not {v.metricId.label for m in everything for v in m.value} & set(tcp)
+        tcpip = vc.perf(cluster, spec("vsan-tcpip-stats:*", start, end, labels=tcp))
+        assert tcpip and all([v.metricId.label for v in m.value] == tcp for m in tcpip)
+    returned = {v.metricId.label for m in vc.perf("vsan-osa", spec("vsan-tcpip-stats:*", start, end)) for v in m.value}
+    assert len(listed["vsan-tcpip-stats"]) == 16 and len(returned) == 32 and listed["vsan-tcpip-stats"] < returned
+    assert listed["vsan-tcpip-stats"] == set(fixture["vsan"]["advertised"]["vsan-tcpip-stats"])
 
 
 def test_supported_types_list_fewer_labels_than_are_returned(vc, fixture):
     """The real service understates (vsan-esa-disk-layer lists 6 labels and returns 38; the fixture
-    serves 32 of those 38): a type the
-    fixture's "advertised" names lists only those; the others list every label they serve."""
+    serves 32 of those 38): a type the fixture's "advertised" names lists exactly those; the others
+    list every label they serve."""
     start, end = window()
     manager = vim.cluster.VsanPerformanceManager("vsan-performance-manager", vc.stub)
     listed = {t.name: {m.label for g in t.graphs for m in g.metrics} for t in manager.GetSupportedEntityTypes()}
@@ -718,6 +743,10 @@ def test_without_the_vcenter_session_a_call_is_not_authenticated(vc):
             "naa.nothere is not one of the host's luns",
         ),
         (lambda fx: fx["vsan"]["clusters"][0].update(helth="red"), 'unknown field "helth"'),
+        (
+            lambda fx: fx["vsan"]["clusters"][0]["perf"]["vsan-tcpip-stats"].update({"esx21.lab.local|vmotion": {}}),
+            "vsan-tcpip-stats.esx21.lab.local|vmotion: not HOST|defaultTcpipStack",
+        ),
         (
             lambda fx: fx["vsan"]["clusters"][0]["perf"]["host-domclient"].update({"esx31.lab.local": {}}),
             "esx31.lab.local: not a host of the cluster",

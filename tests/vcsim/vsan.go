@@ -36,10 +36,13 @@
 //     configManager.vsanSystem QueryDisksForVsan answers with state inUse); the network
 //     vsan-host-net (node uuid), vsan-pnic-net ("<node uuid>|vmnicN"), vsan-vnic-net
 //     ("<node uuid>|defaultTcpipStack|vmkN", also in vsanHostConfig.networkInfo.port); the backend
-//     host-domcompmgr (node uuid), cluster-domcompmgr and cluster-domowner (cluster uuid).
-//     VsanPerfGetSupportedEntityTypes lists, for a type in the fixture's "advertised", only those
-//     labels while the type returns all it has (the real service understates: vsan-esa-disk-layer
-//     lists 6 and returns 38). "type:*" is every entity of that type in the
+//     host-domcompmgr (node uuid), cluster-domcompmgr and cluster-domowner (cluster uuid);
+//     vsan-tcpip-stats ("<node uuid>|defaultTcpipStack", one per host: the netstack of its vmknics),
+//     host-domowner (node uuid). VsanPerfGetSupportedEntityTypes lists, for a type in the fixture's
+//     "advertised", exactly those labels while the type returns what its perf section has (the real
+//     service understates: vsan-esa-disk-layer lists 6 and returns 38, vsan-tcpip-stats lists 16
+//     and returns 32; and vsan-host-net lists tcpTxRexmitRate and tcpRxErrRate but returns no data
+//     for them, absent, not blank; vsan.json does the same). "type:*" is every entity of that type in the
 //     cluster (VMs: all those registered on its hosts; ESA: no disk-group, cache-disk or
 //     capacity-disk entities, and no error); "type:uuid1,uuid2,..." (a multi-entity spec, served
 //     from API 8.0.0.3, vSAN 8.0U2) each of those; an unknown uuid matches nothing; an entity the
@@ -99,6 +102,7 @@
 //
 //	"vsan": {
 //	  "sample_seconds": 300,            // sample spacing (-vsan-sample-seconds overrides it)
+//	  "advertised": {"vsan-host-net": ["rxThroughput", ...]},  // what the supported-types answer lists
 //	  "api_version": "8.0.0.4",         // the vSAN API served (vsanServiceVersions.xml): 8.0.0.4 (default),
 //	                                    // 8.0.0.3, 8.0.0.2, 8.0.0.1, 7.4, vSAN 7.0U3, 6.7, 6.6; multi-entity specs from 8.0.0.3
 //	  "clusters": [{
@@ -126,7 +130,7 @@
 // and per fixture host "vsan": {"node_uuid": "...", "disk_groups": [{"cache": DISK, "capacity":
 // [DISK, ...]}], "storage_pool": [DISK, ...] (ESA only, SSDs), "vmnics": ["vmnic1"], "vmknics":
 // ["vmk1"] (of the host's "network" section)}, perf keys "<host>|vmnicN" and "<host>|vmkN" for the
-// NIC types, the device for ESA disks, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
+// NIC types, "<host>|defaultTcpipStack" for vsan-tcpip-stats, the device for ESA disks, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
 // disk uuids are derived from the names when left out). Every disk must be one of the host's
 // "luns" with "local": true, a cache disk also "ssd": true. A fault is one of NotFound, InvalidArgument, NotSupported, Timedout,
 // VsanFault, SystemError. A VM may set "instance_uuid".
@@ -309,15 +313,19 @@ const (
 	entityHostNet = "vsan-host-net"
 	entityPnicNet = "vsan-pnic-net"
 	entityVnicNet = "vsan-vnic-net"
-	// The backend: the DOM component manager per host and cluster, the DOM owner per cluster.
+	// TCP/IP per host and netstack ("<node uuid>|<netstack>"): on a live vSAN 9 the TCP rates
+	// vsan-host-net lists (tcpTxRexmitRate, tcpRxErrRate) come only from here.
+	entityTcpip = "vsan-tcpip-stats"
+	// The backend: the DOM component manager per host and cluster, the DOM owner per cluster and host.
 	entityHostCompMgr    = "host-domcompmgr"
 	entityClusterCompMgr = "cluster-domcompmgr"
 	entityClusterOwner   = "cluster-domowner"
+	entityHostOwner      = "host-domowner"
 )
 
 var vsanEntityTypes = []string{entityCluster, entityHost, entityGroup, entityCache, entityCapacity, entityVM,
-	entityEsaLayer, entityEsaScsi, entityHostNet, entityPnicNet, entityVnicNet, entityHostCompMgr, entityClusterCompMgr,
-	entityClusterOwner}
+	entityEsaLayer, entityEsaScsi, entityHostNet, entityPnicNet, entityVnicNet, entityTcpip, entityHostCompMgr,
+	entityClusterCompMgr, entityClusterOwner, entityHostOwner}
 
 // vmknicStack is the netstack of the fixture's vmknics (main.go's buildNetwork), part of a
 // vsan-vnic-net entity's id.
@@ -419,7 +427,7 @@ type vsanPlan struct {
 	all      map[string]string // every inventory cluster: moref value -> name
 	now      func() time.Time
 	// entity type -> the labels VsanPerfGetSupportedEntityTypes lists (a type not in it lists every
-	// label it serves): the real service lists fewer than it returns.
+	// label it serves): the real service lists fewer than it returns, and some it never returns.
 	advertised map[string][]string
 	diskQuery  map[string][]types.VsanHostDiskResult // host name -> QueryDisksForVsan's answer
 }
@@ -692,7 +700,7 @@ func (cp *vsanClusterPlan) parsePerf(where string) error {
 			}
 			byKey[""] = labels
 		case entityHost, entityGroup, entityCache, entityCapacity, entityVM, entityEsaLayer, entityEsaScsi, entityHostNet,
-			entityHostCompMgr, entityPnicNet, entityVnicNet:
+			entityHostCompMgr, entityHostOwner, entityPnicNet, entityVnicNet, entityTcpip:
 			if err := strict(raw, &byKey); err != nil {
 				return fmt.Errorf("%s: %v", at, err)
 			}
@@ -705,8 +713,10 @@ func (cp *vsanClusterPlan) parsePerf(where string) error {
 			switch typ {
 			case entityCluster, entityClusterCompMgr, entityClusterOwner:
 				ok = true
-			case entityHost, entityHostNet, entityHostCompMgr:
+			case entityHost, entityHostNet, entityHostCompMgr, entityHostOwner:
 				ok = inCluster[key]
+			case entityTcpip:
+				ok = inCluster[host] && nic == vmknicStack
 			case entityEsaLayer, entityEsaScsi:
 				ok = cp.disks[key] != nil && cp.disks[key].pool
 			case entityPnicNet:
@@ -724,7 +734,8 @@ func (cp *vsanClusterPlan) parsePerf(where string) error {
 				what := map[string]string{entityHost: "a host of the cluster", entityGroup: "a cache disk of the cluster",
 					entityCache: "a cache disk of the cluster", entityCapacity: "a capacity disk of the cluster", entityVM: "a VM on the cluster's hosts",
 					entityEsaLayer: "a storage pool disk of the cluster", entityEsaScsi: "a storage pool disk of the cluster",
-					entityHostNet: "a host of the cluster", entityHostCompMgr: "a host of the cluster",
+					entityHostNet: "a host of the cluster", entityHostCompMgr: "a host of the cluster", entityHostOwner: "a host of the cluster",
+					entityTcpip:   "HOST|" + vmknicStack + ", a host of the cluster and its vmknics' netstack",
 					entityPnicNet: "HOST|VMNIC, a vSAN vmnic of a host of the cluster", entityVnicNet: "HOST|VMKNIC, a vSAN vmknic of a host of the cluster"}
 				return fmt.Errorf("%s.%s: not %s", at, key, what[typ])
 			}
@@ -1106,7 +1117,10 @@ func (cp *vsanClusterPlan) buildEntities(fx *Fixture, vms [][2]string) {
 		node := fh.Vsan.NodeUuid
 		add(entityHost, fh.Name, node)
 		add(entityHostCompMgr, fh.Name, node)
+		add(entityHostOwner, fh.Name, node)
 		add(entityHostNet, fh.Name, node)
+		add(entityTcpip, fh.Name+"|"+vmknicStack, node+"|"+vmknicStack) // one netstack: the vmknics'
+
 		for _, nic := range fh.Vsan.Vmnics {
 			add(entityPnicNet, fh.Name+"|"+nic, node+"|"+nic)
 		}
@@ -1170,25 +1184,26 @@ func (p *vsanPlan) serviceVersions() string {
 }
 
 // VsanPerfGetSupportedEntityTypes lists each entity type with the labels this simulator serves
-// for it (the fixture's, or the generated inventory's), one graph per entity type.
+// for it (the fixture's, or the generated inventory's), one graph per entity type; a type in the
+// fixture's "advertised" lists those labels instead, whether it serves them or not.
 func (m *VsanPerformanceManager) VsanPerfGetSupportedEntityTypes(ctx *simulator.Context, req *vsantypes.VsanPerfGetSupportedEntityTypes) soap.HasFault {
 	log.Printf("vsan: VsanPerfGetSupportedEntityTypes")
 	res := &vsantypes.VsanPerfGetSupportedEntityTypesResponse{}
 	for _, typ := range vsanEntityTypes {
 		seen := map[string]bool{}
 		var metrics []vsantypes.VsanPerfMetricId
-		listed, understated := m.plan.advertised[typ]
-		for _, cp := range m.plan.clusters {
-			for _, e := range cp.entities[typ] {
-				for _, label := range e.labels {
-					if understated && !contains(listed, label) {
-						continue // served, but not listed (the real service understates too)
-					}
-					if !seen[label] {
-						seen[label] = true
-						metrics = append(metrics, vsantypes.VsanPerfMetricId{Label: label, MetricsCollectInterval: int32(m.plan.sample)})
-					}
+		listed, advertised := m.plan.advertised[typ]
+		if !advertised { // every label the type's entities serve
+			for _, cp := range m.plan.clusters {
+				for _, e := range cp.entities[typ] {
+					listed = append(listed, e.labels...)
 				}
+			}
+		}
+		for _, label := range listed { // advertised: as the fixture lists them, served or not
+			if !seen[label] {
+				seen[label] = true
+				metrics = append(metrics, vsantypes.VsanPerfMetricId{Label: label, MetricsCollectInterval: int32(m.plan.sample)})
 			}
 		}
 		sort.Slice(metrics, func(i, j int) bool { return metrics[i].Label < metrics[j].Label })
@@ -1528,23 +1543,34 @@ var vsanGenLabels = map[string][]string{
 	// The network and backend, padded with labels no client here reads to the counts a live vSAN
 	// 9.1.1 cluster returns (issue 39: vsan-pnic-net 65, host-domcompmgr 82, cluster-domowner 46),
 	// so an answer without a label list is as big as a real one.
-	entityHostNet:        padLabels(netLabels(true), 16),
-	entityPnicNet:        padLabels(append(netLabels(false), "rxCrcErr", "rxErr", "txErr", "pauseCount", "rxCrcErrRaw", "rxErrRaw", "txErrRaw", "pauseCountRaw", "pfcCountRaw"), 65),
-	entityVnicNet:        padLabels(netLabels(false), 16),
-	entityHostCompMgr:    padLabels(backendLabels, 82),
+	entityHostNet:        padLabels(netLabels(), 16),
+	entityPnicNet:        padLabels(append(netLabels(), "rxCrcErr", "rxErr", "txErr", "pauseCount", "rxCrcErrRaw", "rxErrRaw", "txErrRaw", "pauseCountRaw", "pfcCountRaw"), 65),
+	entityVnicNet:        padLabels(netLabels(), 16),
+	entityTcpip:          padLabels(tcpLabels, 32),
+	entityHostCompMgr:    padLabels(append(append([]string(nil), backendLabels...), queueLabels...), 82),
 	entityClusterCompMgr: padLabels(backendLabels, 82),
-	entityClusterOwner:   padLabels(append(backendLabels[:len(backendLabels):len(backendLabels)], "avgResyncParallelism"), 46),
+	entityClusterOwner:   padLabels(append(append([]string(nil), backendLabels...), append(resyncJobLabels[:3:3], "avgResyncParallelism")...), 46),
+	entityHostOwner:      padLabels(resyncJobLabels, 288),
 }
+
+// vsanGenAdvertised is what the generated inventory's supported-types answer lists where it is not
+// every label served: vsan-host-net's TCP rates, listed and never returned, as on a live vSAN 9.
+var vsanGenAdvertised = map[string][]string{entityHostNet: append(netLabels(), tcpLabels...)}
+
+var (
+	tcpLabels       = []string{"tcpTxRexmitRate", "tcpRxErrRate"}
+	resyncJobLabels = []string{"numPendingResyncJobs", "numRunningResyncJobs", "numSuspendedResyncJobs", "numBlockedResyncJobs"}
+	// a host's component manager: outstanding resync I/O and queue depth per class and operation
+	queueLabels = []string{"oioRecoveryWrite", "oioResyncRead", "vmdiskQueueDepthRead", "vmdiskQueueDepthWrite",
+		"namespaceQueueDepthRead", "namespaceQueueDepthWrite", "metadataQueueDepthRead", "metadataQueueDepthWrite",
+		"resyncQueueDepthRead", "resyncQueueDepthWrite"}
+)
 
 var backendLabels = []string{"iopsRead", "iopsWrite", "throughputRead", "throughputWrite", "latencyAvgRead", "latencyAvgWrite",
 	"iopsRecWrite", "throughputRecWrite", "latencyAvgRecWrite", "iopsResyncRead", "tputResyncRead", "latAvgResyncRead", "oio", "congestion"}
 
-func netLabels(host bool) []string {
-	out := []string{"rxThroughput", "txThroughput", "rxPackets", "txPackets", "rxPacketsLossRate", "txPacketsLossRate", "portRxDrops", "portTxDrops"}
-	if host {
-		out = append(out, "tcpTxRexmitRate", "tcpRxErrRate")
-	}
-	return out
+func netLabels() []string {
+	return []string{"rxThroughput", "txThroughput", "rxPackets", "txPackets", "rxPacketsLossRate", "txPacketsLossRate", "portRxDrops", "portTxDrops"}
 }
 
 // padLabels fills a label list up to n with labels no client here reads ("unreadNN").
@@ -1576,6 +1602,11 @@ var vsanGenRanges = map[string][2]int64{
 	"latencyDevDAvg": {100, 2500}, "iopsDevRead": {50, 2000}, "iopsDevWrite": {50, 1500},
 	"throughputDevRead": {1 << 20, 80 << 20}, "throughputDevWrite": {1 << 20, 60 << 20},
 	"latencyRead": {300, 5000}, "latencyWrite": {500, 7000},
+	"tcpTxRexmitRate": {0, 5}, "tcpRxErrRate": {0, 1}, // per mille
+	"numPendingResyncJobs": {0, 20}, "numRunningResyncJobs": {0, 8}, "numSuspendedResyncJobs": {0, 2}, "numBlockedResyncJobs": {0, 2},
+	"oioRecoveryWrite": {0, 16}, "oioResyncRead": {0, 16}, "vmdiskQueueDepthRead": {0, 64}, "vmdiskQueueDepthWrite": {0, 64},
+	"namespaceQueueDepthRead": {0, 4}, "namespaceQueueDepthWrite": {0, 4}, "metadataQueueDepthRead": {0, 8},
+	"metadataQueueDepthWrite": {0, 8}, "resyncQueueDepthRead": {0, 32}, "resyncQueueDepthWrite": {0, 32},
 }
 
 // genCell is a generated value: fixed per entity, label and sample index modulo 4 (so values
@@ -1598,7 +1629,7 @@ func genCell(uuid, label string, k int64) string {
 // and three capacity local SSDs per host, the VMs' disks on their cluster's vsanDatastore.
 func generateVsan(fx *Fixture, n int) {
 	per := len(fx.Hosts) / n
-	fx.Vsan = &VsanFixture{}
+	fx.Vsan = &VsanFixture{Advertised: vsanGenAdvertised}
 	for c := 0; c < n; c++ {
 		vc := VsanCluster{Name: fmt.Sprintf("vsan%03d", c), Datastore: "vsanDatastore", generated: true}
 		if c > 0 {
