@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from exporter.configuration import thresholds
+from exporter.store import model as m
 from exporter.vsan import metrics as vm
 from exporter.vsan import perf as vperf
 from tests.support.promtext import samples, value
@@ -103,9 +104,21 @@ def test_every_fixture_value_reaches_the_exposition_in_base_units(dumped):
             "esxi_vsan_vmknic",
             lambda c, key: dict(zip(("cluster", "host", "vmknic"), (c, *key.split("|")), strict=True)),
         ),
+        vm.TCPIP: (
+            "esxi_vsan_host_network",
+            lambda c, key: dict(zip(("cluster", "host", "netstack"), (c, *key.split("|")), strict=True)),
+        ),
         vm.HOST_BACKEND: ("esxi_vsan_host_backend", lambda c, name: {"cluster": c, "host": name}),
         vm.CLUSTER_BACKEND: ("esxi_vsan_cluster_backend", lambda c, _: {"cluster": c}),
         vm.CLUSTER_OWNER: ("esxi_vsan_cluster_owner", lambda c, _: {"cluster": c}),
+        vm.HOST_OWNER: ("esxi_vsan_host", lambda c, name: {"cluster": c, "host": name}),
+    }
+    # Fields exported as one family with a label per state, class and operation.
+    by_label = {m.vsan_resync_jobs(state): ("resync_jobs", {"state": state}) for state in m.VSAN_RESYNC_JOB_STATES}
+    by_label |= {
+        m.vsan_queue_depth(io_class, op): ("queue_depth", {"class": io_class, "op": op})
+        for io_class in m.VSAN_QUEUE_CLASSES
+        for op in m.VSAN_QUEUE_OPS
     }
     cluster_wide = (vm.CLUSTER, vm.CLUSTER_BACKEND, vm.CLUSTER_OWNER)
     tiers = {"Perf": "performance", "Capacity": "capacity"}
@@ -128,7 +141,12 @@ def test_every_fixture_value_reaches_the_exposition_in_base_units(dumped):
                     if kind == vm.ESA_DISK_LAYER:  # one series per tier
                         tier = next(t for suffix, t in tiers.items() if label.endswith(suffix))
                         labels["tier"], field = tier, field.removeprefix(f"{tier}_tier_")
-                    series = f"{prefix}_{stems[(prefix, field)]}"
+                    if field in by_label:  # esxi_vsan_resync_jobs (cluster), esxi_vsan_host_resync_jobs, ..._queue_depth
+                        stem, more = by_label[field]
+                        labels |= more
+                        series = "esxi_vsan_resync_jobs" if kind == vm.CLUSTER_OWNER else f"{prefix}_{stem}"
+                    else:
+                        series = f"{prefix}_{stems[(prefix, field)]}"
                     if kind == vm.DISK_GROUP and label.endswith("Congestion"):
                         labels["layer"] = label.removesuffix("Congestion")  # one series per layer
                     got = value(dumped, series, **labels)
@@ -138,7 +156,7 @@ def test_every_fixture_value_reaches_the_exposition_in_base_units(dumped):
                     else:
                         assert got == pytest.approx(metric.convert(float(cell), interval), rel=1e-9), (series, name, label)
                         checked += 1
-    assert checked > 400 and blank >= 1
+    assert checked > 500 and blank >= 2
     # disks keep the LUN families' device label, and the host they sit in
     for name, host in hosts.items():
         for group in (host.get("vsan") or {}).get("disk_groups", []):
@@ -165,10 +183,10 @@ def _stems() -> dict[tuple[str, str], str]:
         ("esxi_vsan_disk", (*vsan.DISK, *vsan.ESA_DEVICE)),
         ("esxi_vsan_vm", vsan.IO),
         ("esxi_vsan_disk_tier", vsan.ESA_TIER),
-        ("esxi_vsan_host_network", vsan.HOST_NETWORK),
+        ("esxi_vsan_host_network", (*vsan.NETWORK, *vsan.TCPIP)),
         ("esxi_vsan_nic", (*vsan.NIC, *vsan.NIC_COUNTERS)),
         ("esxi_vsan_vmknic", vsan.NETWORK),
-        ("esxi_vsan_host_backend", vsan.BACKEND),
+        ("esxi_vsan_host_backend", vsan.HOST_BACKEND),
         ("esxi_vsan_cluster_backend", vsan.BACKEND),
         ("esxi_vsan_cluster_owner", vsan.OWNER),
     ):
@@ -237,7 +255,7 @@ def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
         line.split("vsan: VsanPerfQueryPerf specs ", 1)[1] for line in calls["vsan"] if "VsanPerfQueryPerf specs" in line
     )
     assert asked == sorted(f"1 spec: {kind}:*" for esa in (False, True) for kind in vperf.entity_types(esa))
-    assert len(asked) == 12 + 11
+    assert len(asked) == 14 + 13
     methods = {line.split("vsan: ", 1)[1].split()[0] for line in calls["vsan"]}
     assert {
         "VsanPerfQueryPerf",
@@ -275,7 +293,7 @@ def alert_fixture(path: Path) -> Path:
     # esx21's resync moves more than its VMs.
     osa = next(c for c in doc["vsan"]["clusters"] if c["name"] == "vsan-osa")
     osa["perf"][vm.NIC]["esx22.lab.local|vmnic1"] |= {"rxPacketsLossRate": 12, "rxCrcErrRaw": [3, 5, 7, 9]}
-    osa["perf"][vm.HOST_NETWORK]["esx22.lab.local"]["tcpTxRexmitRate"] = 2
+    osa["perf"][vm.TCPIP]["esx22.lab.local|defaultTcpipStack"]["tcpTxRexmitRate"] = 20  # per mille
     osa["perf"][vm.NIC]["esx23.lab.local|vmnic1"]["rxThroughput"] = 1100000000
     osa["perf"][vm.HOST_BACKEND]["esx21.lab.local"] |= {"throughputRead": 2000000, "throughputWrite": 1000000}
     path.write_text(json.dumps(doc))
@@ -322,8 +340,11 @@ def expected_alerts(doc: dict) -> set[tuple]:
                 for direction, label in (("receive", "rxPacketsLossRate"), ("transmit", "txPacketsLossRate")):
                     if (cells.get(label) or 0) / 1000 > LIMITS.vsan_packet_loss_ratio:
                         out.add(("EsxiVsanPacketLoss", name, host, "", direction))
-                if (cells.get("tcpTxRexmitRate") or 0) / 100 > LIMITS.vsan_tcp_retransmit_ratio:
-                    out.add(("EsxiVsanTcpRetransmitsHigh", name, host, "", ""))
+            for key, cells in perf.get(vm.TCPIP, {}).items():
+                values = cells.get("tcpTxRexmitRate")
+                values = values if isinstance(values, list) else [values]
+                if all((v or 0) / 1000 > LIMITS.vsan_tcp_retransmit_ratio for v in values):
+                    out.add(("EsxiVsanTcpRetransmitsHigh", name, key.split("|")[0], "", ""))
             for key, cells in perf.get(vm.NIC, {}).items():
                 host, vmnic = key.split("|")
                 for direction, label in (("receive", "rxPacketsLossRate"), ("transmit", "txPacketsLossRate")):
