@@ -131,13 +131,17 @@ def test_lossy_nic_one_vmnic_drops_packets_every_hosts_writes_slow_no_disk_at_fa
     for s in before:
         assert all(nic[m.VSAN_RX_LOSS] == 0 for nic in s.nics.values())
         assert all(host[m.GAVG_WRITE] < 0.005 for host in s.hosts.values())
+        assert all(tcp[m.VSAN_TCP_RETRANSMITS] < 0.01 for tcp in s.tcpip.values())
     for s in during:
         assert s.nics[lossy][m.VSAN_RX_LOSS] == 0.015  # 15 per mille as the service gives it
         assert all(v[m.VSAN_RX_LOSS] == 0 for k, v in s.nics.items() if k != lossy)
         assert all(host[m.GAVG_WRITE] > 0.05 for host in s.hosts.values())  # every host's writes
         assert all(host[m.VSAN_CONGESTION] == 0 for host in s.hosts.values())
         assert all(disk[m.DAVG] < 0.005 for disk in s.disks.values())  # no disk at fault
-        assert all(host[m.VSAN_TCP_RETRANSMITS] > 0.01 for host in s.host_networks.values())
+        # TCP from vsan-tcpip-stats, per host and netstack (vsan-host-net gives none)
+        assert set(s.tcpip) == {(host, "defaultTcpipStack") for host in sim.hosts}
+        assert all(tcp[m.VSAN_TCP_RETRANSMITS] > 0.01 for tcp in s.tcpip.values())
+        assert all(m.VSAN_TCP_RETRANSMITS not in host for host in s.host_networks.values())
     crc = [s.nics[lossy][m.VSAN_RX_CRC_ERRORS_TOTAL] for s in during]
     assert crc == sorted(crc) and crc[-1] > crc[0]  # the counter rises
     # ESA: storage pool disks per tier and device layer, no disk groups; the backend and NIC speeds
@@ -145,6 +149,15 @@ def test_lossy_nic_one_vmnic_drops_packets_every_hosts_writes_slow_no_disk_at_fa
     assert sample.disk_groups == {} and len(sample.disks) == 4 * 8
     assert all(m.vsan_tier_field("performance", m.GAVG_WRITE) in d and m.KAVG in d for d in sample.disks.values())
     assert set(sample.host_backends) == set(sim.hosts) and sample.cluster_backend and sample.cluster_owner
+    # the rebalancing resync: the owners run jobs, the component managers' resync queues are not empty
+    assert sample.cluster_owner[m.vsan_resync_jobs("running")] == 2.0 * len(sim.hosts)
+    assert set(sample.host_owners) == set(sim.hosts)
+    for host in sim.hosts:
+        assert sample.host_owners[host][m.vsan_resync_jobs("running")] == 2.0
+        assert sample.host_owners[host][m.vsan_resync_jobs("blocked")] == 0.0
+        backend = sample.host_backends[host]
+        assert backend[m.vsan_queue_depth("resync", "write")] > 1 and backend[m.vsan_queue_depth("resync", "read")] > 1
+        assert backend[m.VSAN_OUTSTANDING_RECOVERY_WRITES] > 0 and backend[m.VSAN_RECOVERY_WRITES] > 0
     record = sim.cluster()
     assert record.esa and {d.tier for d in record.disks.values()} == {"storage_pool"}
     assert record.nic_speeds[lossy] == 25e9 / 8
