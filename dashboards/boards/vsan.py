@@ -1,7 +1,8 @@
 """vSAN: the cluster (health, objects by state, capacity, resync), its hosts as their VMs see
 vSAN (DOM client latency, IOPS, congestion, outstanding I/O, client cache), its disk groups (write
-buffer, congestion per layer), its disks (device latency, linked to LUN detail) and the VMs with
-the highest latency. Every value is the vSAN performance service's 5-minute mean of its newest
+buffer, congestion per layer), its disks (device latency, linked to LUN detail), the vSAN network,
+the backend (resync against the VMs' I/O, resync jobs, queue depth per class) and the VMs with the
+highest latency. Every value is the vSAN performance service's 5-minute mean of its newest
 sample, read as a gauge; lines and colours come from the thresholds file."""
 
 from __future__ import annotations
@@ -388,9 +389,10 @@ def build():
     d = d.with_panel(
         timeseries_panel(
             "TCP retransmits",
-            f"Share of vSAN's TCP segments each host retransmits; above {RETRANSMITS:.0%}: EsxiVsanTcpRetransmitsHigh.",
+            "Share of TCP segments each host retransmits on the TCP/IP stack vSAN reports on (vsan-tcpip-stats); "
+            f"above {RETRANSMITS:.0%}: EsxiVsanTcpRetransmitsHigh.",
             "percentunit",
-            [Q(series("esxi_vsan_host_network_tcp_retransmit_ratio", VSAN_HOST), "{{host}}")],
+            [Q(series("esxi_vsan_host_network_tcp_retransmit_ratio", VSAN_HOST), "{{host}} {{netstack}}")],
             line_at=RETRANSMIT_LINE,
         )
     )
@@ -439,12 +441,38 @@ def build():
     d = d.with_panel(
         timeseries_panel(
             "Backend congestion and outstanding I/O",
-            "Congestion per second and outstanding I/O at each host's component manager.",
+            "Congestion per second and outstanding I/O at each host's component manager, and of it the resync's: "
+            "recovery writes and resync reads in flight.",
             "short",
             [
                 Q(series("esxi_vsan_host_backend_congestion_per_second", VSAN_HOST), "{{host}} congestion"),
                 Q(series("esxi_vsan_host_backend_outstanding_io", VSAN_HOST), "{{host}} outstanding"),
+                Q(series("esxi_vsan_host_backend_outstanding_recovery_writes", VSAN_HOST), "{{host}} resync writes outstanding"),
+                Q(series("esxi_vsan_host_backend_outstanding_resync_reads", VSAN_HOST), "{{host}} resync reads outstanding"),
             ],
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Resync jobs",
+            "The vSAN object owners' resync jobs by state: the cluster's pending, running and suspended "
+            "(cluster-domowner), and each host's, with those blocked (host-domowner). Jobs pending while none run, "
+            "or blocked, mean the resync is waiting, not working.",
+            "short",
+            [
+                Q(series("esxi_vsan_resync_jobs"), "{{cluster}} {{state}}"),
+                Q(series("esxi_vsan_host_resync_jobs", VSAN_HOST), "{{host}} {{state}}"),
+            ],
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Component manager queue depth per class",
+            "I/O queued at each host's component manager per class (vmdisk: the VMs' disks; namespace; metadata; "
+            "resync) and operation: a resync queue that grows while the vmdisk queue grows too is resync "
+            "competing with the VMs.",
+            "short",
+            [Q(series("esxi_vsan_host_backend_queue_depth", VSAN_HOST), "{{host}} {{class}} {{op}}")],
         )
     )
 
