@@ -175,6 +175,7 @@ def _stats(sample) -> list[dict]:
         *getattr(sample, "host_networks", {}).values(), *getattr(sample, "nics", {}).values(),
         *getattr(sample, "vmknics", {}).values(), *getattr(sample, "host_backends", {}).values(),
         getattr(sample, "cluster_backend", {}), getattr(sample, "cluster_owner", {}),
+        *getattr(sample, "tcpip", {}).values(), *getattr(sample, "host_owners", {}).values(),
     ]  # fmt: skip
     return [
         sample.cluster,

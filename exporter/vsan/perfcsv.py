@@ -177,7 +177,8 @@ def describe(ref_id: str, names: Names) -> str:
     if _target(sample, EntityRow(kind, uuid, []), names) is None:
         return f"{ref_id} (not named by the discovery)"
     where = (
-        [f"host {h}" for h in sample.hosts]
+        [f"host {h}" for h in (*sample.hosts, *sample.host_networks, *sample.host_backends, *sample.host_owners)]
+        + [f"host {h} {nic}" for h, nic in (*sample.nics, *sample.tcpip, *sample.vmknics)]
         + [f"disk group {h} {d}" for h, d in sample.disk_groups]
         + [f"disk {h} {d}" for h, d in sample.disks]
         + [f"VM {v}" for v in sample.vms]

@@ -649,3 +649,7 @@ def test_esa_disks_nics_vmknics_and_backend_land_under_their_names():
     assert sample.cluster_backend == {m.VSAN_RESYNC_READS: 35.0}
     assert sample.cluster_owner == {m.VSAN_RESYNC_PARALLELISM: 2.0, m.vsan_resync_jobs("running"): 8.0}
     assert dropped == {"unknown_entity": 5}
+    # a log line names what the discovery calls the entity
+    assert perfcsv.describe("vsan-tcpip-stats:n1|vmotion", names) == "host esx1 vmotion (vsan-tcpip-stats)"
+    assert perfcsv.describe("host-domowner:n1", names) == "host esx1 (host-domowner)"
+    assert perfcsv.describe("host-domowner:n9", names) == "host-domowner:n9 (not named by the discovery)"
