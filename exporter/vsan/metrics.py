@@ -5,9 +5,9 @@ The service's own units, as its peers read them (Telegraf, vsanmetrics, SexiGraf
 microseconds (its metric descriptions say "time_ms", but the values are µs: 1,200 is 1.2 ms),
 throughput in bytes per second, IOPS per second, percentages 0-100, the network's loss, drop, error
 and TCP rates per mille, congestion and the per-layer congestions a count over the sample's
-interval; resync jobs, queue depths and outstanding I/O plain counts. Every label is asked for by name (the query's
-`labels`), so an answer carries nothing unread; a label the server does not know is not asked
-for and one it sends unasked is ignored.
+interval; resync jobs, queue depths and outstanding I/O plain counts. Every label is asked for by
+name (the query's `labels`), so an answer carries nothing unread; a label the server does not know
+is not asked for and one it sends unasked is ignored.
 """
 
 from __future__ import annotations
