@@ -118,7 +118,8 @@ def discover(client, selection: HostSelection | None = None, service=None) -> li
         _add_host(cluster, name, props.get("config.vsanHostConfig"))
         _add_nics(cluster, name, props.get("config.network.pnic"))
         if cluster.esa and name in cluster.hosts:
-            _name_pool_disks(client, service, cluster, moid, name, _value(props.get("configManager.vsanSystem")))
+            if not _name_pool_disks(client, service, cluster, moid, name, _value(props.get("configManager.vsanSystem"))):
+                service = None  # no answer from the vSAN endpoint: one call timeout a discovery, not one a host
         for ref in _all(props.get("vm"), "ManagedObjectReference"):
             vm_cluster[_value(ref)] = cluster
     if vm_cluster:
@@ -218,25 +219,29 @@ def _add_nics(cluster: ClusterTopology, host: str, pnics) -> None:
             cluster.nic_speeds[(host, device)] = mbit_bytes(float(speed))
 
 
-def _name_pool_disks(client, service, cluster: ClusterTopology, moid: str, host: str, system: str) -> None:
+def _name_pool_disks(client, service, cluster: ClusterTopology, moid: str, host: str, system: str) -> bool:
     """One ESA host's storage pool disks: QueryVsanManagedDisks first, QueryDisksForVsan where it
-    fails or names none (a host with no pool disk asks both)."""
+    fails or names none (a host with no pool disk asks both). False if the vSAN endpoint gave no
+    answer at all (down, hanging: not a fault), which the rest of the discovery need not wait for."""
+    answered = True
     if service is not None:
         try:
             info = service.managed_disks(moid, "storagePool")
         except VsphereError as err:
             cluster.join_faults[(MANAGED_DISKS, host)] = str(err)
+            answered = err.server_fault
         else:
             if _add_managed_disks(cluster, host, info):
-                return
+                return True
     if not system:
-        return
+        return answered
     try:
         results = client.call(lambda content: _query_disks(content, system))
     except VsphereError as err:
         cluster.join_faults[(DISKS_FOR_VSAN, host)] = str(err)
-        return
+        return answered
     _add_pool_disks(cluster, host, results)
+    return answered
 
 
 def _add_managed_disks(cluster: ClusterTopology, host: str, info) -> bool:

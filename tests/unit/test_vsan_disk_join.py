@@ -117,6 +117,17 @@ def test_both_queries_failing_leave_the_host_unnamed_with_both_faults_kept():
     }
 
 
+def test_only_no_answer_at_all_stops_asking_the_vsan_endpoint():
+    """A fault is the server's answer for that host (the next host is asked); no answer (a timeout,
+    a closed connection) says the endpoint is down or hangs: the discovery's other hosts skip it."""
+    for err, answered in ((VsphereError("NotSupported", server_fault=True), True), (VsphereError("timed out"), False)):
+        cluster = _cluster()
+        named = discovery._name_pool_disks(
+            _Client([("eui.a", "inUse", UUID_A)]), _Service(err), cluster, "host-1", "esx1", "vs-1"
+        )
+        assert named is answered and cluster.names.disks == {UUID_A: ("esx1", "eui.a")}
+
+
 def test_the_source_counts_every_failure_and_logs_each_host_once(caplog):
     source = SimpleNamespace(name="vc", lock=threading.Lock(), errors={}, disk_faults_logged={})
     cluster = _cluster()
