@@ -175,6 +175,14 @@ def _configuration(clusters):
         "esxi_vsan_disk_info",
         "A disk vSAN claimed: its disk group (the group's cache device; empty on ESA), tier and vSAN uuid. Always 1.",
     )
+    mounted = gauge(
+        "esxi_vsan_disk_mounted",
+        "1 if the vSAN ESA storage pool disk is mounted, 0 if not (QueryVsanManagedDisks' isMounted; only disks it reports).",
+    )
+    faulted = gauge(
+        "esxi_vsan_disk_fault_info",
+        "A vSAN ESA storage pool disk for which vSAN reports an error: the fault's type. Always 1.",
+    )
     vms = gauge("esxi_vsan_vm_info", "A VM whose objects live on the vSAN cluster: its host and instance uuid. Always 1.")
     speeds = gauge(
         "esxi_vsan_nic_link_speed_bytes_per_second",
@@ -196,6 +204,11 @@ def _configuration(clusters):
                 ),
                 1.0,
             )
+            where = ("cluster", "host", "device"), (name, disk.host, disk.device)
+            if disk.mounted is not None:
+                mounted.add(label_string(*where), float(disk.mounted))
+            if disk.fault:
+                faulted.add(label_string((*where[0], "fault"), (*where[1], disk.fault)), 1.0)
         for vm, (instance_uuid, host) in sorted(cluster.vms.items()):
             vms.add(label_string(("cluster", "vm", "host", "instance_uuid"), (name, vm, host, instance_uuid)), 1.0)
         nics = set(cluster.sample.nics) if cluster.sample is not None else set()  # the vmnics vSAN uses
@@ -203,7 +216,7 @@ def _configuration(clusters):
             if (host, vmnic) in nics:
                 speeds.add(label_string(("cluster", "host", "vmnic"), (name, host, vmnic)), speed)
         unnamed.add(label_string(("cluster",), (name,)), float(cluster.unnamed_disks))
-    return [info, hosts, disks, vms, speeds, unnamed]
+    return [info, hosts, disks, mounted, faulted, vms, speeds, unnamed]
 
 
 def _performance(clusters):

@@ -416,6 +416,8 @@ class VsanDisk:
     disk_group: str  # the disk group's cache device ("" on vSAN ESA: no disk groups)
     tier: str  # cache | capacity | storage_pool (ESA)
     uuid: str  # vsanDiskInfo.vsanUuid: the perf service's entity id
+    mounted: bool | None = None  # ESA: the storage pool disk is mounted (isMounted); None: not said
+    fault: str = ""  # ESA: the fault vSAN reports on the storage pool disk (its error's type), "" none
 
 
 @dataclass(slots=True)

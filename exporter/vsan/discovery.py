@@ -5,10 +5,15 @@ Three property-collector reads, answers parsed with ElementTree (exporter.vspher
    its uuid and ESA flag), which also places every host (its cluster and inventory path);
 2. the hosts of the chosen vSAN clusters: `config.vsanHostConfig` (node uuid; the disk groups of
    `storageInfo.diskMapping`, each disk's canonical name and `vsanDiskInfo.vsanUuid`), `vm`, their
-   physical NICs' link speeds (`config.network.pnic`) and `configManager.vsanSystem`; on vSAN ESA,
-   which has no disk mapping, each host's `QueryDisksForVsan()` names its disks: those in state
-   `inUse` carry their vSAN uuid beside the device's canonical name (one call per ESA host);
+   physical NICs' link speeds (`config.network.pnic`) and `configManager.vsanSystem`;
 3. those VMs' name and `config.instanceUuid` (the id of the `virtual-machine` entity).
+vSAN ESA has no disk mapping: each ESA host's storage pool disks are named by the vSAN endpoint's
+`QueryVsanManagedDisks(host, QueryVsanDisksSpec(vsanDiskType="storagePool"))`: each
+`storagePools[].storagePoolDisks[]` entry's `vsanUuid` (else its `disk.vsanDiskInfo.vsanUuid`)
+beside `disk.canonicalName`, what Broadcom's ESA storage pool sample reads. For a host where that
+call fails, or names no pool disk, the host's `QueryDisksForVsan()` does: its disks in state
+`inUse` with their vSAN uuid. A failure is kept by call and host (ClusterTopology.join_faults) for
+the source to count; the host's disks then stay unnamed.
 These uuids are also what a performance query by uuid asks for (ClusterTopology.uuids).
 A target without a vSAN cluster costs only the first read, and no vSAN call.
 
@@ -29,6 +34,7 @@ from exporter.store import model as m
 from exporter.vsan import metrics as vm
 from exporter.vsan.perfcsv import Names
 from exporter.vsphere import soap
+from exporter.vsphere.client import VsphereError
 from exporter.vsphere.discovery import mbit_bytes, place
 from exporter.vsphere.selection import HostSelection
 
@@ -44,6 +50,9 @@ HOST_PROPERTIES = [
 VM_PROPERTIES = ["name", "config.instanceUuid", "runtime.host"]
 _text, _all = soap.text, soap.children
 STORAGE_POOL = "storage_pool"  # the tier of a vSAN ESA disk (model.VsanDisk.tier)
+# The disk queries that name ESA disks, as esxi_vsan_errors_total's `call` names their failures.
+MANAGED_DISKS = "managed_disks"  # VsanVcDiskManagementSystem.QueryVsanManagedDisks (vSAN endpoint)
+DISKS_FOR_VSAN = "disks_for_vsan"  # HostVsanSystem.QueryDisksForVsan (vSphere API), the fallback
 
 
 @dataclass(slots=True)
@@ -59,6 +68,7 @@ class ClusterTopology:
     names: Names = field(default_factory=Names)
     nic_speeds: dict[tuple[str, str], float] = field(default_factory=dict)  # (host, vmnic) -> bytes/s
     unnamed_disks: int = 0  # disks in use by vSAN that the disk query gave no device or uuid for
+    join_faults: dict[tuple[str, str], str] = field(default_factory=dict)  # (call, host) -> why the disk query failed
 
     def uuids(self, kind: str) -> list[str]:
         """The uuids the performance service names this cluster's entities of a type by (what a
@@ -87,8 +97,9 @@ class ClusterTopology:
         return sorted({uuid for uuid in found if uuid})
 
 
-def discover(client, selection: HostSelection | None = None) -> list[ClusterTopology]:
-    """The target's vSAN clusters this exporter takes, with their hosts, disks and VMs."""
+def discover(client, selection: HostSelection | None = None, service=None) -> list[ClusterTopology]:
+    """The target's vSAN clusters this exporter takes, with their hosts, disks and VMs. service:
+    the target's vSAN endpoint (exporter.vsan.service.VsanService), asked for ESA disks."""
     tree = client.call(_tree)
     clusters = choose(tree, selection or HostSelection())
     if not clusters:
@@ -107,9 +118,8 @@ def discover(client, selection: HostSelection | None = None) -> list[ClusterTopo
         _add_host(cluster, name, props.get("config.vsanHostConfig"))
         _add_nics(cluster, name, props.get("config.network.pnic"))
         if cluster.esa and name in cluster.hosts:
-            system = _value(props.get("configManager.vsanSystem"))
-            if system:
-                _add_pool_disks(cluster, name, client.call(lambda content, s=system: _query_disks(content, s)))
+            if not _name_pool_disks(client, service, cluster, moid, name, _value(props.get("configManager.vsanSystem"))):
+                service = None  # no answer from the vSAN endpoint: one call timeout a discovery, not one a host
         for ref in _all(props.get("vm"), "ManagedObjectReference"):
             vm_cluster[_value(ref)] = cluster
     if vm_cluster:
@@ -207,6 +217,52 @@ def _add_nics(cluster: ClusterTopology, host: str, pnics) -> None:
         device, speed = _text(pnic, "device"), _text(pnic, "linkSpeed/speedMb")
         if device and speed and float(speed) > 0:
             cluster.nic_speeds[(host, device)] = mbit_bytes(float(speed))
+
+
+def _name_pool_disks(client, service, cluster: ClusterTopology, moid: str, host: str, system: str) -> bool:
+    """One ESA host's storage pool disks: QueryVsanManagedDisks first, QueryDisksForVsan where it
+    fails or names none (a host with no pool disk asks both). False if the vSAN endpoint gave no
+    answer at all (down, hanging: not a fault), which the rest of the discovery need not wait for."""
+    answered = True
+    if service is not None:
+        try:
+            info = service.managed_disks(moid, "storagePool")
+        except VsphereError as err:
+            cluster.join_faults[(MANAGED_DISKS, host)] = str(err)
+            answered = err.server_fault
+        else:
+            if _add_managed_disks(cluster, host, info):
+                return True
+    if not system:
+        return answered
+    try:
+        results = client.call(lambda content: _query_disks(content, system))
+    except VsphereError as err:
+        cluster.join_faults[(DISKS_FOR_VSAN, host)] = str(err)
+        return answered
+    _add_pool_disks(cluster, host, results)
+    return answered
+
+
+def _add_managed_disks(cluster: ClusterTopology, host: str, info) -> bool:
+    """The storage pool disks of QueryVsanManagedDisks' answer (vim.vsan.host.VsanManagedDisksInfo),
+    by vSAN uuid: the entry's own `vsanUuid`, else its disk's `vsanDiskInfo.vsanUuid`. A disk that
+    is unmounted or carries an error is named all the same (its entities still report), with its
+    state kept. A disk without a name or uuid is counted (unnamed_disks). True if it listed any."""
+    entries = [d for pool in getattr(info, "storagePools", None) or [] for d in pool.storagePoolDisks or []]
+    for entry in entries:
+        disk = entry.disk
+        device = (disk.canonicalName if disk is not None else "") or ""
+        uuid = entry.vsanUuid or (disk.vsanDiskInfo.vsanUuid if disk is not None and disk.vsanDiskInfo else "") or ""
+        if not device or not uuid:
+            cluster.unnamed_disks += 1
+            continue
+        fault = getattr(entry.error, "_wsdlName", "") if entry.error is not None else ""
+        cluster.disks[(host, device)] = m.VsanDisk(
+            host=host, device=device, disk_group="", tier=STORAGE_POOL, uuid=uuid, mounted=entry.isMounted, fault=fault
+        )
+        cluster.names.disks[uuid] = (host, device)
+    return bool(entries)
 
 
 def _query_disks(content, system_moid: str) -> list[tuple[str, str, str]]:

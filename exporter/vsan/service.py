@@ -26,6 +26,7 @@ PERFORMANCE_MANAGER = "vsan-performance-manager"
 HEALTH_SYSTEM = "vsan-cluster-health-system"
 SPACE_SYSTEM = "vsan-cluster-space-report-system"
 OBJECT_SYSTEM = "vsan-cluster-object-system"
+DISK_MANAGEMENT_SYSTEM = "vsan-disk-management-system"
 _QUERY_PERF = vim.cluster.VsanPerformanceManager._GetMethodInfo("QueryVsanPerf")
 _SUPPORTED = vim.cluster.VsanPerformanceManager._GetMethodInfo("GetSupportedEntityTypes")
 # Multi-entity query specs are taken from vSAN 8.0U2, whose API is 8.0.0.3 (the reference marks
@@ -194,6 +195,19 @@ class VsanService:
         def ask(stub):
             system = vim.cluster.VsanObjectSystem(OBJECT_SYSTEM, stub)
             return system.QuerySyncingVsanObjectsSummary(cluster=vim.ClusterComputeResource(cluster_moid))
+
+        return self.call(ask)
+
+    def managed_disks(self, host_moid: str, disk_type: str):
+        """A host's vSAN disks of one kind (diskGroup, storagePool, directDisk): the vSAN
+        Management API's VsanVcDiskManagementSystem.QueryVsanManagedDisks(host, filterSpec), a
+        vim.vsan.host.VsanManagedDisksInfo. Under a vSAN API older than 8.0.0.1 pyVmomi leaves the
+        filter out (the parameter is newer than the stub) and every kind comes back."""
+
+        def ask(stub):
+            system = vim.cluster.VsanVcDiskManagementSystem(DISK_MANAGEMENT_SYSTEM, stub)
+            spec = vim.vsan.host.QueryVsanDisksSpec(vsanDiskType=disk_type)
+            return system.QueryVsanManagedDisks(host=vim.HostSystem(host_moid), filterSpec=spec)
 
         return self.call(ask)
 

@@ -31,6 +31,7 @@ CALLS = ("perf", "health", "space", "resync")
 # a cluster, and one after an outage, this far).
 _LOOKBACK_SAMPLES = 3
 _LATE = "not asked: the round's deadline passed"
+_DISK_QUERIES = {discovery.MANAGED_DISKS: "QueryVsanManagedDisks", discovery.DISKS_FOR_VSAN: "QueryDisksForVsan"}
 
 
 class _Round:
@@ -111,11 +112,12 @@ class VsanSource:
         self.unnamed = False  # a round met uuids the configuration does not name (a new VM, host or disk)
         self.workers: dict[str, threading.Thread] = {}  # cluster -> the worker of its last round
         self.refusals_logged: set[tuple[str, str, str]] = set()  # (cluster, field, reason) logged once
+        self.disk_faults_logged: dict[tuple[str, str, str], str] = {}  # (cluster, call, host) -> message logged
 
     # --- discovery -------------------------------------------------------------------------
     def discover(self) -> bool:
         try:
-            clusters = discovery.discover(self.client, self.config.selection)
+            clusters = discovery.discover(self.client, self.config.selection, self.service)
         except VsphereError as err:
             log.warning("vsphere target %s: vSAN discovery failed: %s", self.name, err)
             return False
@@ -124,6 +126,7 @@ class VsanSource:
             self.supported = self._supported_labels()
         self.clusters = clusters
         self.discovered_at = time.monotonic()
+        self._disk_query_faults(clusters)
         if gone:
             self.store.drop_vsan(gone, origin=self.name)
             with self.lock:
@@ -134,8 +137,36 @@ class VsanSource:
                         for key in [k for k in keyed if k[0] == name]:
                             del keyed[key]
                     self.refusals_logged = {k for k in self.refusals_logged if k[0] != name}
+                    self.disk_faults_logged = {k: v for k, v in self.disk_faults_logged.items() if k[0] != name}
             log.info("vsphere target %s: vSAN cluster(s) gone: %s", self.name, ", ".join(sorted(gone)))
         return True
+
+    def _disk_query_faults(self, clusters: list[discovery.ClusterTopology]) -> None:
+        """Count each ESA disk query that failed for a host in this discovery, by cluster and call
+        (esxi_vsan_errors_total{call="managed_disks"|"disks_for_vsan"}, published with the next
+        round); log it once per host, and again when its message changes."""
+        lines = []
+        with self.lock:
+            for topo in clusters:
+                calls = self.errors.setdefault(topo.name, {})
+                for (call, host), message in sorted(topo.join_faults.items()):
+                    calls[call] = calls.get(call, 0) + 1
+                    key = (topo.name, call, host)
+                    if self.disk_faults_logged.get(key) != message:
+                        self.disk_faults_logged[key] = message
+                        lines.append((topo.name, call, host, message))
+                for key in [k for k in self.disk_faults_logged if k[0] == topo.name and (k[1], k[2]) not in topo.join_faults]:
+                    del self.disk_faults_logged[key]
+        for cluster, call, host, message in lines:
+            then = (
+                "naming its disks with QueryDisksForVsan"
+                if call == discovery.MANAGED_DISKS
+                else "its vSAN ESA disks stay unnamed (their values count as unknown_entity)"
+            )
+            log.warning(
+                "vsphere target %s: vSAN cluster %s: %s failed for host %s: %s; %s (counted, logged once)",
+                self.name, cluster, _DISK_QUERIES[call], host, message, then,
+            )  # fmt: skip
 
     def _supported_labels(self) -> dict[str, set[str]] | None:
         """The labels this vSAN version has per entity type; None (ask for all of ours) if it cannot say."""

@@ -18,6 +18,9 @@ The Python calls that work (the exporter's vSAN client uses the same ones):
         # wire name VsanQuerySpaceUsage -> vim.cluster.VsanSpaceUsage {totalCapacityB, freeCapacityB}
     vim.cluster.VsanObjectSystem("vsan-cluster-object-system", stub).QuerySyncingVsanObjectsSummary(cluster=cluster)
         # -> vim.vsan.host.VsanSyncingObjectQueryResult {totalObjectsToSync, totalBytesToSync, totalRecoveryETA}
+    vim.cluster.VsanVcDiskManagementSystem("vsan-disk-management-system", stub).QueryVsanManagedDisks(
+        host=host, filterSpec=vim.vsan.host.QueryVsanDisksSpec(vsanDiskType="storagePool"))
+        # -> vim.vsan.host.VsanManagedDisksInfo {storagePools[].storagePoolDisks[] {vsanUuid, disk, isMounted, error}}
 
 `cluster` is the vim.ClusterComputeResource from /sdk (a stub of either endpoint serialises it
 the same). Times may be naive (taken as UTC) or aware. SmartConnect agrees on vim API 6.5 with this
@@ -32,7 +35,9 @@ OSA cluster vsan-osa (esx21-23, two disk groups of one cache and two capacity di
 a host), ESA cluster vsan-esa (esx31-32, no disk groups, one VM each), esx41 in the simulator's
 own cluster DC0_C0 without vSAN. A second simulator (`faulty`) serves the same fixture with 2 s
 samples, vsan-esa's performance service off, vsan-osa's health, space and resync faulting, its
-VMs and capacity disks refusing the wildcard and its disk groups answering NotSupported. A third
+VMs and capacity disks refusing the wildcard and its disk groups answering NotSupported, and
+vsan-esa's disk queries as feared or failing (QueryDisksForVsan not listing pool disks in use,
+QueryVsanManagedDisks faulting for esx31, esx32's second pool disk unmounted and in error). A third
 (`older`) serves vSAN API 8.0.0.2 (8.0U1: no multi-entity specs) with vsan-esa's performance
 service answering NotSupported (the host asked is not the stats master).
 
@@ -153,6 +158,10 @@ def faulty(tmp_path_factory, fixture):
     osa["faults"] = {"health": "VsanFault", "space": "NotSupported", "resync": "Timedout"}
     osa["wildcard_refused"] = ["virtual-machine", "capacity-disk"]
     osa["perf_faults"] = {"disk-group": "NotSupported"}
+    esa["managed_disks_faults"] = {"esx31.lab.local": "NotSupported"}
+    esa["disk_query_hides_pool"] = True
+    esx32 = next(h for h in data["hosts"] if h["name"] == "esx32.lab.local")
+    esx32["vsan"]["storage_pool"][1] = {"device": esx32["vsan"]["storage_pool"][1], "unmounted": True, "fault": "VsanFault"}
     path = tmp / "vsan-faulty.json"
     path.write_text(json.dumps(data))
     sim = StorageSim(tmp, "-vsan-sample-seconds", "2", fixture=path)
@@ -170,6 +179,21 @@ def older(tmp_path_factory, fixture):
     data["vsan"]["api_version"] = "8.0.0.2"
     data["vsan"]["clusters"][1]["faults"] = {"perf": "NotSupported"}
     path = tmp / "vsan-older.json"
+    path.write_text(json.dumps(data))
+    sim = StorageSim(tmp, fixture=path)
+    session = Session(sim)
+    yield session
+    session.close()
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def vsan7(tmp_path_factory, fixture):
+    """vsan.json served as vSAN API 7.4, older than QueryVsanManagedDisks' filterSpec (8.0.0.1)."""
+    tmp = tmp_path_factory.mktemp("vsan-7")
+    data = json.loads(json.dumps(fixture))
+    data["vsan"]["api_version"] = "7.4"
+    path = tmp / "vsan-7.json"
     path.write_text(json.dumps(data))
     sim = StorageSim(tmp, fixture=path)
     session = Session(sim)
@@ -441,6 +465,146 @@ def test_esa_serves_one_entity_per_storage_pool_disk_named_by_its_vsan_uuid(vc, 
         assert vc.perf("vsan-osa", spec(f"{kind}:*", start, end)) == []  # OSA has no ESA disks, and no error
     for kind in ("disk-group", "cache-disk", "capacity-disk"):
         assert vc.perf("vsan-esa", spec(f"{kind}:*", start, end)) == []  # ESA: empty, no error
+
+
+POOL = vim.vsan.host.QueryVsanDisksSpec(vsanDiskType="storagePool")
+
+
+def managed_disks(session: Session, host, filter_spec=None, stub=None):
+    system = vim.cluster.VsanVcDiskManagementSystem("vsan-disk-management-system", stub or session.stub)
+    return system.QueryVsanManagedDisks(host=host, filterSpec=filter_spec)
+
+
+def pool_disks(info) -> list:
+    return [d for pool in info.storagePools for d in pool.storagePoolDisks]
+
+
+def test_esa_pool_disks_are_named_by_query_vsan_managed_disks(vc, fixture):
+    """VsanVcDiskManagementSystem.QueryVsanManagedDisks(host, filterSpec storagePool): one storage
+    pool per ESA host, each disk with its vSAN uuid on the entry and on its ScsiDisk's vsanDiskInfo,
+    the ids of the ESA disk entities; on OSA no pool, and without a filter its disk groups."""
+    start, end = window()
+    hosts = {h.name: h for h in vc.view(vim.HostSystem)}
+    fixture_hosts = {h["name"]: h for h in fixture["hosts"]}
+    named = {}
+    for name in ("esx31.lab.local", "esx32.lab.local"):
+        info = managed_disks(vc, hosts[name], POOL)
+        assert len(info.storagePools) == 1 and info.vSANDiskMapInfo == [] and info.vSANDirectDisks == []
+        disks = pool_disks(info)
+        pool = [d if isinstance(d, str) else d["device"] for d in fixture_hosts[name]["vsan"]["storage_pool"]]
+        assert [d.disk.canonicalName for d in disks] == pool
+        for d in disks:
+            assert d.vsanUuid and d.vsanUuid == d.disk.vsanDiskInfo.vsanUuid
+            assert (d.isMounted, d.error, d.isEncrypted, d.diskType) == (True, None, False, "singleTier")
+            named[d.vsanUuid] = (name, d.disk.canonicalName)
+    assert named["52e5a000-0031-4e00-8a01-00000000e001"] == ("esx31.lab.local", "eui.0025384003110000")  # the fixture's
+    for kind in ESA_TYPES:  # the performance service names the ESA disks by those uuids
+        assert sorted(m.entityRefId for m in vc.perf("vsan-esa", spec(f"{kind}:*", start, end))) == sorted(
+            f"{kind}:{uuid}" for uuid in named
+        )
+    (one,) = pool_disks(
+        managed_disks(vc, hosts["esx31.lab.local"], vim.vsan.host.QueryVsanDisksSpec(diskName="eui.0025384003120000"))
+    )
+    assert one.disk.canonicalName == "eui.0025384003120000"
+    assert (
+        managed_disks(vc, hosts["esx31.lab.local"], vim.vsan.host.QueryVsanDisksSpec(vsanDiskType="diskGroup")).storagePools == []
+    )
+    # OSA: no storage pool; every kind (no filter) is its disk groups, as config.vsanHostConfig has them
+    osa = managed_disks(vc, hosts["esx21.lab.local"], POOL)
+    assert (osa.storagePools, osa.vSANDiskMapInfo) == ([], [])
+    groups = managed_disks(vc, hosts["esx21.lab.local"])
+    mapping = vc.retrieve(vim.HostSystem, ["config.vsanHostConfig"])["esx21.lab.local"][
+        "config.vsanHostConfig"
+    ].storageInfo.diskMapping
+    assert groups.storagePools == [] and [g.mapping.ssd.canonicalName for g in groups.vSANDiskMapInfo] == [
+        m.ssd.canonicalName for m in mapping
+    ]
+    assert all(g.isMounted and g.isAllFlash for g in groups.vSANDiskMapInfo)
+    assert [[d.canonicalName for d in g.mapping.nonSsd] for g in groups.vSANDiskMapInfo] == [
+        [d.canonicalName for d in m.nonSsd] for m in mapping
+    ]
+    none = managed_disks(vc, hosts["esx41.lab.local"], POOL)  # a host without vSAN: nothing, no fault
+    assert (none.storagePools, none.vSANDiskMapInfo) == ([], [])
+
+
+def post_vsan(session: Session, body: str) -> tuple[int, str]:
+    envelope = (
+        '<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>'
+        f"{body}</soapenv:Body></soapenv:Envelope>"
+    )
+    conn = http.client.HTTPSConnection("127.0.0.1", session.sim.port, context=session.ctx)
+    try:
+        conn.request("POST", "/vsanHealth", envelope, {"Cookie": session.si._stub.cookie, "Content-Type": "text/xml"})
+        answer = conn.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        conn.close()
+
+
+def set_host_state(session: Session, host: str, state: str) -> None:
+    conn = http.client.HTTPSConnection("127.0.0.1", session.sim.port, context=session.ctx)
+    try:
+        conn.request(
+            "POST", "/storagesim/hoststate", f"host={host}&state={state}", {"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        assert conn.getresponse().status == 204
+    finally:
+        conn.close()
+
+
+def test_query_vsan_managed_disks_refuses_what_vcenter_refuses(vc):
+    """The reference's VsanFault for a host that does not exist or is not connected to vCenter; an
+    unknown vsanDiskType InvalidArgument; a reference that is not a HostSystem ManagedObjectNotFound."""
+    hosts = {h.name: h for h in vc.view(vim.HostSystem)}
+    with pytest.raises(vmodl.fault.InvalidArgument) as err:
+        managed_disks(vc, hosts["esx31.lab.local"], vim.vsan.host.QueryVsanDisksSpec(vsanDiskType="disk"))
+    assert err.value.invalidProperty == "filterSpec.vsanDiskType"
+    with pytest.raises(vim.fault.VsanFault, match="host doesn't exist"):
+        managed_disks(vc, vim.HostSystem("host-99999", vc.stub), POOL)
+    status, text = post_vsan(
+        vc,
+        '<QueryVsanManagedDisks xmlns="urn:vsan"><_this type="VimClusterVsanVcDiskManagementSystem">vsan-disk-management-system'
+        '</_this><host type="VirtualMachine">vm-1</host></QueryVsanManagedDisks>',
+    )
+    assert status == 500 and "ManagedObjectNotFound" in text, text
+    for state in ("disconnected", "notResponding"):
+        set_host_state(vc, "esx32.lab.local", state)
+        try:
+            with pytest.raises(vim.fault.VsanFault, match=f"not connected to vCenter server: esx32.lab.local is {state}"):
+                managed_disks(vc, hosts["esx32.lab.local"], POOL)
+        finally:
+            set_host_state(vc, "esx32.lab.local", "connected")
+    assert len(pool_disks(managed_disks(vc, hosts["esx32.lab.local"], POOL))) == 2  # connected again: answered
+
+
+def test_a_filter_spec_is_an_unexpected_element_before_vsan_api_8_0_0_1(vsan7):
+    """vSAN API 7.4 has QueryVsanManagedDisks without its filterSpec: a client that sends one gets
+    the InvalidRequest a vmomi server gives for an element it does not know; pyVmomi under the
+    version the server offers (vsan.version19) leaves the filter out and gets every disk."""
+    hosts = {h.name: h for h in vsan7.view(vim.HostSystem)}
+    with pytest.raises(vmodl.fault.InvalidRequest, match='Unexpected element tag "filterSpec"'):
+        managed_disks(vsan7, hosts["esx21.lab.local"], POOL)
+    offered = vsan7.vsan_stub(cookie=vsan7.si._stub.cookie)
+    offered.version = "vsan.version.version19"  # what exporter.vsan.service.choose_version picks for 7.4
+    assert VmomiSupport.versionIdMap[offered.version] == "7.4"
+    info = managed_disks(vsan7, hosts["esx21.lab.local"], POOL, stub=offered)
+    assert len(info.vSANDiskMapInfo) == 2 and info.storagePools == []  # unfiltered: the disk groups
+
+
+def test_disk_query_switches_of_the_fixture(faulty):
+    """faulty's vsan-esa: QueryDisksForVsan lists no pool disk in use (the feared behaviour), while
+    QueryVsanManagedDisks still names them (but for esx31, for which it answers NotSupported), with
+    esx32's second disk unmounted and carrying its error."""
+    hosts = faulty.retrieve(vim.HostSystem, ["configManager.vsanSystem"])
+    refs = {h.name: h for h in faulty.view(vim.HostSystem)}
+    for name in ("esx31.lab.local", "esx32.lab.local"):
+        results = hosts[name]["configManager.vsanSystem"].QueryDisksForVsan()
+        assert [r for r in results if r.state == "inUse" or r.vsanUuid] == []
+    with pytest.raises(vmodl.fault.NotSupported):
+        managed_disks(faulty, refs["esx31.lab.local"], POOL)
+    first, second = pool_disks(managed_disks(faulty, refs["esx32.lab.local"], POOL))
+    assert (first.isMounted, first.error) == (True, None)
+    assert second.isMounted is False and isinstance(second.error, vim.fault.VsanFault) and second.vsanUuid
 
 
 def test_network_and_backend_entities_of_both_clusters(vc, fixture):
@@ -769,6 +933,18 @@ def test_without_the_vcenter_session_a_call_is_not_authenticated(vc):
         (
             lambda fx: fx["vsan"]["clusters"][0].update(perf_faults={"vscsi": "NotFound"}),
             "vsan.clusters[vsan-osa].perf_faults.vscsi: not an entity type this simulator serves",
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][1].update(managed_disks_faults={"esx21.lab.local": "NotFound"}),
+            "vsan.clusters[vsan-esa].managed_disks_faults.esx21.lab.local: not a host of the cluster",
+        ),
+        (
+            lambda fx: fx["vsan"]["clusters"][1].update(managed_disks_faults={"esx31.lab.local": "Boom"}),
+            'vsan.clusters[vsan-esa].managed_disks_faults.esx31.lab.local: "Boom" is not one of',
+        ),
+        (
+            lambda fx: fx["hosts"][0]["vsan"]["disk_groups"][0]["capacity"][0].update(unmounted=True),
+            "unmounted and fault are for storage-pool disks",
         ),
     ],
 )

@@ -382,6 +382,29 @@ def test_a_hanging_vsan_endpoint_shows_the_cluster_down_within_one_call_timeout(
 
 
 @pytest_integration
+def test_a_hanging_vsan_endpoint_costs_a_discovery_one_call_timeout(source, proxy):
+    """The ESA disks' QueryVsanManagedDisks goes to /vsanHealth: when it hangs, the first ESA host's
+    call times out (counted, managed_disks) and the other ESA hosts do not wait for it again; every
+    ESA disk is named by QueryDisksForVsan on /sdk all the same."""
+    before = {key: disk.uuid for c in source.clusters if c.esa for key, disk in c.disks.items()}
+    assert len(before) == 4
+    proxy.slow("/vsanHealth", 30.0)
+    timeout = source.config.timeout
+    try:
+        started = time.monotonic()
+        assert source.discover()
+        took = time.monotonic() - started
+    finally:
+        proxy.slow(None)
+    assert timeout <= took < timeout + 1.5, f"{took:.1f}s for a {timeout:g}s call timeout and two ESA hosts"
+    (esa,) = [c for c in source.clusters if c.esa]
+    assert {key: disk.uuid for key, disk in esa.disks.items()} == before
+    ((call, host),) = esa.join_faults  # the first ESA host asked, whichever the answer listed first
+    assert call == "managed_disks" and host in {"esx31.lab.local", "esx32.lab.local"}
+    assert source.errors["vsan-esa"] == {"managed_disks": 1}
+
+
+@pytest_integration
 def test_the_label_length_given_bounds_entity_ids_and_states_through_the_wire(proxy, tmp_path, caplog):
     """--limits.max-label-length (VsanSource's max_label, as exporter.app passes it): an entity id and
     a health state of 110 characters are refused at 100 and taken at the default 128."""

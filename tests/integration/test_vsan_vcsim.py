@@ -262,7 +262,13 @@ def test_a_target_without_vsan_makes_no_vsan_call(tmp_path):
         "VsanQueryVcClusterHealthSummary",
         "VsanQuerySpaceUsage",
         "QuerySyncingVsanObjectsSummary",
+        "QueryVsanManagedDisks",
     } <= methods
+    # ESA disks: one QueryVsanManagedDisks per ESA host, filtered to its storage pool, which names
+    # them all: no QueryDisksForVsan, and no disk query for an OSA host
+    managed = [line.split("vsan: ", 1)[1].split(":")[0] for line in calls["vsan"] if "QueryVsanManagedDisks" in line]
+    assert sorted(managed) == [f"QueryVsanManagedDisks host esx3{n}.lab.local (storagePool)" for n in (1, 2)]
+    assert "QueryDisksForVsan" not in methods
 
 
 # Production windows shortened for a live run (as tests/integration/test_alerts_integration.py does): samples
@@ -492,6 +498,107 @@ def test_one_clusters_faults_hide_nothing_else(tmp_path):
     (esa,) = [w for w in warnings if "vsan-esa" in w]
     calls = ", ".join(f"perf:{kind}" for kind in vperf.entity_types(esa=True))
     assert f"{calls} of cluster vsan-esa failed: NotFound" in esa
+
+
+ESA_DISKS = {
+    ("esx31.lab.local", "eui.0025384003110000"),
+    ("esx31.lab.local", "eui.0025384003120000"),
+    ("esx32.lab.local", "eui.0025384003210000"),
+    ("esx32.lab.local", "eui.0025384003220000"),
+}
+
+
+def _esa_disks(text: str) -> dict[tuple[str, str], str]:
+    """(host, device) -> vSAN uuid of vsan-esa's disks in esxi_vsan_disk_info."""
+    return {
+        (labels["host"], labels["device"]): labels["vsan_uuid"]
+        for n, labels, _ in samples(text)
+        if n == "esxi_vsan_disk_info" and labels["cluster"] == "vsan-esa"
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "faults", "hides", "named_by"),
+    [
+        # the feared real behaviour: QueryDisksForVsan does not list pool disks in use
+        ("disk query hides the pool", {}, True, {"esx31.lab.local": "managed", "esx32.lab.local": "managed"}),
+        # QueryVsanManagedDisks faults for both hosts (a server without it, a host it cannot reach)
+        (
+            "managed disks fault",
+            {"esx31.lab.local": "NotSupported", "esx32.lab.local": "VsanFault"},
+            False,
+            {"esx31.lab.local": "fallback", "esx32.lab.local": "fallback"},
+        ),
+        # both at once for esx31: nothing names its disks; esx32's are named
+        ("neither names esx31", {"esx31.lab.local": "NotSupported"}, True, {"esx32.lab.local": "managed"}),
+    ],
+)
+def test_esa_disks_are_named_by_either_disk_query(tmp_path, case, faults, hides, named_by):
+    """Every ESA disk is named (its vSAN uuid beside its device) by QueryVsanManagedDisks or, for a
+    host where it faults, by QueryDisksForVsan; each fault counted (call managed_disks) and logged
+    once per host; the disk no query names has its values counted as unknown_entity, never placed."""
+    doc = fixture()
+    esa = next(c for c in doc["vsan"]["clusters"] if c["name"] == "vsan-esa")
+    esa["managed_disks_faults"], esa["disk_query_hides_pool"] = faults, hides
+    path = tmp_path / "esa.json"
+    path.write_text(json.dumps(doc))
+    sim = StorageSim(tmp_path / "sim", fixture=path)
+    try:
+        result = dump(sim, tmp_path)
+    finally:
+        sim.stop()
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    text = result.stdout
+    expected = {disk for disk in ESA_DISKS if disk[0] in named_by}
+    disks = _esa_disks(text)
+    assert set(disks) == expected and all(disks.values()), case
+    for host, device in expected:  # each named disk's values placed under its device
+        assert value(text, "esxi_vsan_disk_kernel_latency_mean_seconds", cluster="vsan-esa", host=host, device=device) is not None
+    errors = {
+        labels["call"]: v for n, labels, v in samples(text) if n == "esxi_vsan_errors_total" and labels["cluster"] == "vsan-esa"
+    }
+    assert errors == ({"managed_disks": float(len(faults))} if faults else {})
+    lines = [line for line in result.stderr.splitlines() if "QueryVsanManagedDisks failed" in line]
+    assert sorted(line.split(" for host ")[1].split(":")[0] for line in lines) == sorted(faults)
+    assert all(f": {fault}" in line for line in lines for host, fault in faults.items() if host in line)
+    unplaced = sum(1 for h, _ in ESA_DISKS if h not in named_by) * 2  # two ESA entity types a disk
+    dropped = value(text, "esxi_vsan_dropped_values_total", cluster="vsan-esa", reason="unknown_entity")
+    assert (dropped or 0.0) == unplaced
+    assert value(text, "esxi_vsan_unnamed_disks", cluster="vsan-esa") == 0.0  # no disk listed without its uuid
+
+
+def test_an_unmounted_or_faulted_pool_disk_is_still_named(tmp_path):
+    """QueryVsanManagedDisks reports esx32's second disk unmounted and with an error: the disk is
+    named as every other (its entities still report), and shown by esxi_vsan_disk_mounted 0 and
+    esxi_vsan_disk_fault_info; the other disks are mounted (1) with no fault series."""
+    doc = fixture()
+    esx32 = next(h for h in doc["hosts"] if h["name"] == "esx32.lab.local")
+    esx32["vsan"]["storage_pool"][1] = {"device": esx32["vsan"]["storage_pool"][1], "unmounted": True, "fault": "VsanFault"}
+    path = tmp_path / "esa.json"
+    path.write_text(json.dumps(doc))
+    sim = StorageSim(tmp_path / "sim", fixture=path)
+    try:
+        result = dump(sim, tmp_path)
+    finally:
+        sim.stop()
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert set(_esa_disks(text)) == ESA_DISKS
+    mounted = {
+        (labels["host"], labels["device"]): v
+        for n, labels, v in samples(text)
+        if n == "esxi_vsan_disk_mounted" and labels["cluster"] == "vsan-esa"
+    }
+    bad = ("esx32.lab.local", "eui.0025384003220000")
+    assert mounted == {disk: 0.0 if disk == bad else 1.0 for disk in ESA_DISKS}
+    faults = [
+        (labels["host"], labels["device"], labels["fault"], v)
+        for n, labels, v in samples(text)
+        if n == "esxi_vsan_disk_fault_info"
+    ]
+    assert faults == [(*bad, "VsanFault", 1.0)]
+    assert value(text, "esxi_vsan_disk_kernel_latency_mean_seconds", cluster="vsan-esa", host=bad[0], device=bad[1]) is not None
 
 
 def test_a_uuid_the_last_discovery_did_not_name_is_named_by_the_next_round(tmp_path):

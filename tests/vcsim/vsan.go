@@ -62,6 +62,9 @@
 //   - VsanObjectSystem "vsan-cluster-object-system": QuerySyncingVsanObjectsSummary(cluster,
 //     syncingObjectFilter) -> VsanHostVsanObjectSyncQueryResult {totalObjectsToSync,
 //     totalBytesToSync, totalRecoveryETA}.
+//   - VsanVcDiskManagementSystem "vsan-disk-management-system": QueryVsanManagedDisks(host,
+//     filterSpec) -> a host's disk groups (OSA) or storage pool disks (ESA) with their vSAN uuids
+//     (vsandisks.go, which says what it refuses).
 //
 // The reference's rules on querySpecs are enforced, each refusal vmodl.fault.InvalidArgument
 // ("A specified parameter was not correct: PROPERTY") and logged ("vsan: VsanPerfQueryPerf
@@ -119,6 +122,8 @@
 //	                                    // perf NotSupported: the host asked is not the stats master
 //	    "perf_faults": {"virtual-machine": "NotSupported"},  // a call holding a spec of that type answers that fault
 //	    "wildcard_refused": ["disk-group"],  // "type:*" answers InvalidArgument entityRefId; by uuid it answers
+//	    "managed_disks_faults": {"esx31.lab.local": "NotSupported"},  // QueryVsanManagedDisks for that host
+//	    "disk_query_hides_pool": true,  // QueryDisksForVsan lists pool disks ineligible, without a uuid
 //	    "perf": {
 //	      "cluster-domclient": {"latencyAvgRead": 1200, ...},
 //	      "host-domclient":  {"<host name>": {"latencyAvgWrite": [900, null, 1100], ...}},
@@ -131,7 +136,8 @@
 // [DISK, ...]}], "storage_pool": [DISK, ...] (ESA only, SSDs), "vmnics": ["vmnic1"], "vmknics":
 // ["vmk1"] (of the host's "network" section)}, perf keys "<host>|vmnicN" and "<host>|vmkN" for the
 // NIC types, "<host>|defaultTcpipStack" for vsan-tcpip-stats, the device for ESA disks, a DISK being a device name or {"device": NAME, "vsan_uuid": "52..."} (node and
-// disk uuids are derived from the names when left out). Every disk must be one of the host's
+// disk uuids are derived from the names when left out; a storage-pool DISK may add "unmounted": true
+// or "fault": FAULT, which QueryVsanManagedDisks reports as isMounted false or its error). Every disk must be one of the host's
 // "luns" with "local": true, a cache disk also "ssd": true. A fault is one of NotFound, InvalidArgument, NotSupported, Timedout,
 // VsanFault, SystemError. A VM may set "instance_uuid".
 //
@@ -200,6 +206,10 @@ type VsanCluster struct {
 	PerfFaults        map[string]string          `json:"perf_faults"`
 	WildcardRefused   []string                   `json:"wildcard_refused"`
 	Perf              map[string]json.RawMessage `json:"perf"`
+	// The disk queries (vsandisks.go): QueryVsanManagedDisks faults for these hosts (host ->
+	// fault); QueryDisksForVsan lists storage-pool disks as ineligible, without their vSAN uuid.
+	ManagedDisksFaults map[string]string `json:"managed_disks_faults"`
+	DiskQueryHidesPool bool              `json:"disk_query_hides_pool"`
 
 	generated bool // values computed (generated inventory), not from Perf
 }
@@ -229,10 +239,13 @@ type VsanDiskGroup struct {
 	Capacity []VsanDisk `json:"capacity"`
 }
 
-// VsanDisk is a device name, or {"device": NAME, "vsan_uuid": UUID}.
+// VsanDisk is a device name, or {"device": NAME, "vsan_uuid": UUID}; a storage-pool disk may be
+// "unmounted": true (isMounted false) or carry a "fault" (its error) in QueryVsanManagedDisks.
 type VsanDisk struct {
-	Device   string `json:"device"`
-	VsanUuid string `json:"vsan_uuid"`
+	Device    string `json:"device"`
+	VsanUuid  string `json:"vsan_uuid"`
+	Unmounted bool   `json:"unmounted"`
+	Fault     string `json:"fault"`
 }
 
 // strict decodes data into v, refusing unknown keys (a typo in a test's fixture is an error).
@@ -412,7 +425,8 @@ type vsanClusterPlan struct {
 type diskUse struct {
 	host  string
 	cache bool
-	pool  bool // an ESA storage pool disk
+	pool  bool      // an ESA storage pool disk
+	disk  *VsanDisk // the fixture's
 }
 
 // vsanPlan is the whole vSAN configuration: its clusters, by fixture host name and (once placed)
@@ -430,6 +444,7 @@ type vsanPlan struct {
 	// label it serves): the real service lists fewer than it returns, and some it never returns.
 	advertised map[string][]string
 	diskQuery  map[string][]types.VsanHostDiskResult // host name -> QueryDisksForVsan's answer
+	poolDisks  map[string][]types.HostScsiDisk       // host name -> its storage-pool disks (QueryVsanManagedDisks)
 }
 
 // planVsan validates the fixture's vSAN section against its hosts and fills the defaults
@@ -437,7 +452,7 @@ type vsanPlan struct {
 func planVsan(fx *Fixture, sampleFlag int64) (*vsanPlan, error) {
 	p := &vsanPlan{sample: defaultSample, version: vsanAPIVersions[0], byHost: map[string]*vsanClusterPlan{},
 		byRef: map[string]*vsanClusterPlan{}, all: map[string]string{}, now: time.Now,
-		diskQuery: map[string][]types.VsanHostDiskResult{}}
+		diskQuery: map[string][]types.VsanHostDiskResult{}, poolDisks: map[string][]types.HostScsiDisk{}}
 	if fx.Vsan != nil {
 		if v := fx.Vsan.APIVersion; v != "" {
 			if !contains(vsanAPIVersions, v) {
@@ -540,6 +555,14 @@ func (p *vsanPlan) planCluster(fx *Fixture, ci int, hostIdx map[string]int) (*vs
 	if len(c.Hosts) == 0 {
 		return nil, fmt.Errorf("%s.hosts: a vSAN cluster needs hosts", where)
 	}
+	for host, fault := range c.ManagedDisksFaults {
+		if !contains(c.Hosts, host) {
+			return nil, fmt.Errorf("%s.managed_disks_faults.%s: not a host of the cluster", where, host)
+		}
+		if _, ok := vsanFaults[fault]; !ok {
+			return nil, fmt.Errorf("%s.managed_disks_faults.%s: %q is not one of %s", where, host, fault, strings.Join(sortedKeys(vsanFaults), ", "))
+		}
+	}
 	cp := &vsanClusterPlan{fx: c, perfOn: c.PerfService == nil || *c.PerfService, disks: map[string]*diskUse{}, vmNames: map[string]bool{},
 		nics: map[string]*VsanHost{}}
 	for _, name := range c.Hosts {
@@ -610,9 +633,16 @@ func (cp *vsanClusterPlan) addHost(fh *Host) error {
 		case cp.disks[disk.Device] != nil:
 			return fmt.Errorf("%s: %s is already a vSAN disk of %s", where, disk.Device, cp.disks[disk.Device].host)
 		}
+		if (disk.Unmounted || disk.Fault != "") && !use.pool {
+			return fmt.Errorf("%s: %s: unmounted and fault are for storage-pool disks", where, disk.Device)
+		}
+		if _, ok := vsanFaults[disk.Fault]; disk.Fault != "" && !ok {
+			return fmt.Errorf("%s: %s: fault %q is not one of %s", where, disk.Device, disk.Fault, strings.Join(sortedKeys(vsanFaults), ", "))
+		}
 		if disk.VsanUuid == "" {
 			disk.VsanUuid = vsanUUID("52", "vsan-disk:"+fh.Name+"/"+disk.Device)
 		}
+		use.disk = disk
 		cp.disks[disk.Device] = use
 		return nil
 	}
@@ -796,8 +826,8 @@ func (p *vsanPlan) configureHost(h *simulator.HostSystem, fh *Host, info *types.
 		storage.DiskMapping = append(storage.DiskMapping, mapping)
 		storage.DiskMapInfo = append(storage.DiskMapInfo, types.VsanHostDiskMapInfo{Mapping: mapping, Mounted: true})
 	}
-	for _, d := range fh.Vsan.StoragePool {
-		vsanDisk(d) // ESA: no disk mapping; the disk shows its vSAN uuid on the host and in QueryDisksForVsan
+	for _, d := range fh.Vsan.StoragePool { // ESA: no disk mapping; the disk shows its vSAN uuid on the host
+		p.poolDisks[fh.Name] = append(p.poolDisks[fh.Name], vsanDisk(d))
 	}
 	p.diskQuery[fh.Name] = diskQueryResults(info, cp, fh.Name)
 	config := *h.Config.VsanHostConfig // the template's network and fault domain parts stay
@@ -825,7 +855,9 @@ func (p *vsanPlan) configureHost(h *simulator.HostSystem, fh *Host, info *types.
 
 // diskQueryResults is HostVsanSystem.QueryDisksForVsan's answer for a host: every SCSI disk, its
 // state (inUse with its vSAN uuid when vSAN claimed it; eligible for an unused local SSD;
-// ineligible otherwise, with no reason given here).
+// ineligible otherwise, with no reason given here). With the cluster's disk_query_hides_pool, a
+// storage-pool disk is ineligible, with no vSAN uuid (nor vsanDiskInfo): what is feared of a
+// real ESA host, which nobody has shown to list its pool disks inUse.
 func diskQueryResults(info *types.HostStorageDeviceInfo, cp *vsanClusterPlan, host string) []types.VsanHostDiskResult {
 	var out []types.VsanHostDiskResult
 	for _, lun := range info.ScsiLun {
@@ -834,7 +866,9 @@ func diskQueryResults(info *types.HostStorageDeviceInfo, cp *vsanClusterPlan, ho
 			continue
 		}
 		result := types.VsanHostDiskResult{Disk: *d, State: "ineligible"}
-		if use := cp.disks[d.CanonicalName]; use != nil && use.host == host && d.VsanDiskInfo != nil {
+		if use := cp.disks[d.CanonicalName]; use != nil && use.host == host && use.pool && cp.fx.DiskQueryHidesPool {
+			result.Disk.VsanDiskInfo = nil
+		} else if use != nil && use.host == host && d.VsanDiskInfo != nil {
 			result.State, result.VsanUuid = "inUse", d.VsanDiskInfo.VsanUuid
 		} else if d.LocalDisk != nil && *d.LocalDisk && d.Ssd != nil && *d.Ssd {
 			result.State = "eligible"
@@ -1157,6 +1191,7 @@ func (p *vsanPlan) register(s *simulator.Service, r *simulator.Registry) {
 	reg.Put(&VsanVcClusterHealthSystem{ManagedObjectReference: types.ManagedObjectReference{Type: "VsanVcClusterHealthSystem", Value: "vsan-cluster-health-system"}, plan: p})
 	reg.Put(&VsanSpaceReportSystem{ManagedObjectReference: types.ManagedObjectReference{Type: "VsanSpaceReportSystem", Value: "vsan-cluster-space-report-system"}, plan: p})
 	reg.Put(&VsanObjectSystem{ManagedObjectReference: vsan.VsanQueryObjectIdentitiesInstance, plan: p})
+	reg.Put(&VsanVcDiskManagementSystem{ManagedObjectReference: vsanDiskManagementSystem, plan: p, inventory: r}) // vsandisks.go
 	s.RegisterSDK(reg)
 	// A vCenter 8's vSAN API versions (govmomi's own handler offers 6.5-6.7, too old for the resync
 	// summary). A method-qualified pattern is more specific than NewServer's, so it wins for GET.
