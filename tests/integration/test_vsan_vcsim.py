@@ -392,8 +392,7 @@ def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
     doc = json.loads(alert_fixture(tmp_path / "vsan-alerts.json").read_text())
     expected = expected_alerts(doc)
     # every vSAN alert of the rule file is driven by this fixture, but the ESA disks': vsan-esa's
-    # performance service is off here (its samples go stale); alerts/tests/vsan_network.test.yml
-    # drives that one through promtool
+    # performance service is off here (its samples go stale); the next test drives that one
     assert {a for a, *_ in expected} == {
         name for name in _alert_names() if name.startswith("EsxiVsan") and name != "EsxiVsanEsaDiskLatencyHigh"
     }
@@ -441,6 +440,60 @@ def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
     assert up == {"vsan-osa": 1.0, "vsan-esa": 0.0}
     assert set(errors) == {("vsan-esa", "perf")} and errors[("vsan-esa", "perf")] >= 2
     assert float(osa_samples[0]["value"][1]) >= 5  # a new sample every 2 s, each taken once
+
+
+def test_an_esa_disk_over_the_latency_line_fires_its_alert_and_no_other_vsan_alert(tmp_path):
+    """One ESA disk's performance tier writes at 62 ms (the vSAN layer's 5-minute mean; 600 writes a
+    second): EsxiVsanEsaDiskLatencyHigh fires for that disk, tier and direction, through the
+    simulator, the exporter and a real Prometheus, and no other vSAN alert fires on the ESA cluster."""
+    doc = copy.deepcopy(fixture())
+    doc["vsan"]["sample_seconds"] = 2
+    esa = next(c for c in doc["vsan"]["clusters"] if c["name"] == "vsan-esa")
+    slow = next(iter(esa["perf"][vm.ESA_DISK_LAYER]))
+    esa["perf"][vm.ESA_DISK_LAYER][slow] |= {"avgLatWritePerf": 62000, "iopsWritePerf": 600}
+    host = next(
+        h["name"]
+        for h in doc["hosts"]
+        if slow in [d if isinstance(d, str) else d["device"] for d in (h.get("vsan") or {}).get("storage_pool", [])]
+    )
+    (tmp_path / "esa-slow.json").write_text(json.dumps(doc))
+    expected = {("EsxiVsanEsaDiskLatencyHigh", host, slow, "performance", "write")}
+    sim = StorageSim(tmp_path / "sim", fixture=tmp_path / "esa-slow.json")
+    exporter = prometheus = None
+    try:
+        exporter = Exporter(
+            *_vsphere_args(sim, _password(tmp_path)), "--vsphere.interval=1s", "--vsphere.vsan-interval=1s",
+            log_path=tmp_path / "exporter.log",
+        )  # fmt: skip
+        rules = rule_file(tmp_path / "esxi-storage.rules.yml", VSAN_FAST)
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
+
+        def firing() -> set[tuple]:
+            return {
+                (
+                    s["metric"]["alertname"],
+                    s["metric"].get("host", ""),
+                    s["metric"].get("device", ""),
+                    s["metric"].get("tier", ""),
+                    s["metric"].get("direction", ""),
+                )
+                for s in prometheus.query('ALERTS{alertstate="firing",alertname=~"EsxiVsan.*",cluster="vsan-esa"}')
+            }
+
+        deadline = time.monotonic() + 60
+        while firing() != expected and time.monotonic() < deadline:
+            time.sleep(1)
+        time.sleep(5)  # and nothing more comes
+        fired = firing()
+        pending = prometheus.query('ALERTS{alertstate="pending",alertname="EsxiVsanEsaDiskLatencyHigh"}')
+    finally:
+        if prometheus:
+            prometheus.stop()
+        if exporter:
+            exporter.stop()
+        sim.stop()
+    assert fired == expected
+    assert pending == []
 
 
 def _alert_names() -> set[str]:
