@@ -2,8 +2,6 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -21,24 +19,19 @@ def pytest_addoption(parser):
 
 
 KINDS = ("unit", "integration", "deployment")
-# Run in parallel (`-n auto`, pytest-xdist with --dist loadgroup), a file's tests stay together on
-# one worker, as its module-scoped servers need; the deployment files share one worker, so that
-# no two of them build container images or bases at the same time.
-SERIAL_GROUP = "deployment"
 
 
 def pytest_collection_modifyitems(config, items):
     """Each test carries its folder's kind as a marker (tests/unit/ -> unit, ...), so `-m` selects
-    kinds as the folders do, and its xdist group (its file, or the deployment group)."""
+    kinds as the folders do."""
     for item in items:
         kind = item.path.parent.name
         if kind in KINDS:
             item.add_marker(kind)
-        group = SERIAL_GROUP if kind == SERIAL_GROUP else str(item.path.relative_to(ROOT))
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: two workers a core. Most of the suite waits on servers (scrapes, rule
-    evaluations, simulators' update cycles), not on the CPU."""
+    """`-n auto` (pytest-xdist; `--dist loadfile` keeps a file's tests on one worker, as its
+    module-scoped servers need): two workers a core. Most of the suite waits on servers (scrapes,
+    rule evaluations, simulators' update cycles), not on the CPU."""
     return max(2, 2 * len(os.sched_getaffinity(0)))

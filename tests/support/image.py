@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from itertools import count
 from pathlib import Path
@@ -27,10 +28,21 @@ from pathlib import Path
 from tests.support.deploy import Scraped, tool
 from tests.support.servers import ROOT, free_port
 
-SUITE = "bookworm"  # the image's base; tests/deployment/test_readme_commands.py may also ask for trixie (Debian 13)
+SUITE = "bookworm"  # the image's base; tests/deployment/test_readme_commands.py also asks for trixie and noble
+UBUNTU = {"noble": "Ubuntu 24.04"}
+# usr-is-merged, not the usrmerge conversion tool, which pulls in perl (47 MB).
+MERGED_USR = (
+    "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr"  # the Ubuntu suites a base can be made of; the others are Debian's
+)
 
 
 def mirrors(suite: str) -> tuple[str, ...]:
+    if suite in UBUNTU:  # universe: prometheus, podman, nodejs and the other packages .ci/install takes
+        return (
+            f"deb http://archive.ubuntu.com/ubuntu {suite} main universe",
+            f"deb http://archive.ubuntu.com/ubuntu {suite}-updates main universe",
+            f"deb http://security.ubuntu.com/ubuntu {suite}-security main universe",
+        )
     return (
         f"deb http://deb.debian.org/debian {suite} main",
         f"deb http://deb.debian.org/debian {suite}-updates main",
@@ -38,12 +50,52 @@ def mirrors(suite: str) -> tuple[str, ...]:
     )
 
 
+def suite_options(suite: str) -> tuple[str, ...]:
+    """mmdebstrap's options of a suite beside BASE_OPTIONS. Ubuntu's: its archive keyring, which
+    Debian ships (ubuntu-keyring, from trixie; bookworm has none), and no merged-usr hook (Ubuntu's
+    base is merged already, and the hook fails on it)."""
+    if suite in UBUNTU:
+        return (f"--keyring={ubuntu_keyring()}",)
+    return (MERGED_USR,)
+
+
+def ubuntu_keyring() -> Path:
+    """Ubuntu's archive keyring out of Debian's ubuntu-keyring package: mmdebstrap fetches it from
+    Debian's archive, checked against Debian's own keys, and extracts that one package."""
+    keyring = cache_dir() / "ubuntu-archive-keyring.gpg"
+    if keyring.exists():
+        return keyring
+    keyring.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        tarball = Path(scratch) / "keyring.tar"
+        member = "./usr/share/keyrings/ubuntu-archive-keyring.gpg"
+        made = subprocess.run(
+            [
+                tool("mmdebstrap"),
+                "--quiet",
+                "--variant=extract",
+                "--include=ubuntu-keyring",
+                "trixie",
+                str(tarball),
+                *mirrors("trixie"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if made.returncode != 0:
+            raise AssertionError(f"mmdebstrap (ubuntu-keyring) failed ({made.returncode}):\n{made.stderr[-3000:]}")
+        subprocess.run(["tar", "-xf", str(tarball), "-C", scratch, member], check=True)
+        partial = keyring.with_name(f"{keyring.name}.{os.getpid()}.partial")
+        shutil.copyfile(Path(scratch) / member, partial)
+        partial.rename(keyring)  # atomic, as the base tarball
+    return keyring
+
+
 # What the Dockerfile needs of its base (python3 with venv), like the python image's Debian.
 BASE_OPTIONS = (
     "--variant=apt",
     "--include=python3,python3-venv,ca-certificates",
-    # usr-is-merged, not the usrmerge conversion tool, which pulls in perl (47 MB).
-    "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
     # What Debian's -slim images leave out: documentation (but its copyright files), man and info
     # pages, translations. dpkg keeps these rules in the base, so the Dockerfile's packages follow them.
     *(
@@ -71,18 +123,19 @@ def cache_dir() -> Path:
 
 
 def base_tarball(suite: str = SUITE) -> Path:
-    """The Debian base as a tarball, made once per recipe: the cache key is a hash of mmdebstrap's
+    """The Debian (or Ubuntu) base as a tarball, made once per recipe: the cache key is a hash of mmdebstrap's
     options, suite and mirrors."""
-    recipe = [*BASE_OPTIONS, suite, *mirrors(suite)]
+    recipe = [*BASE_OPTIONS, "ubuntu-keyring" if suite in UBUNTU else MERGED_USR, suite, *mirrors(suite)]
     digest = hashlib.sha256("\0".join(recipe).encode()).hexdigest()[:16]
-    tarball = cache_dir() / f"debian-{suite}-python3-{digest}.tar"
+    distribution = "ubuntu" if suite in UBUNTU else "debian"
+    tarball = cache_dir() / f"{distribution}-{suite}-python3-{digest}.tar"
     if tarball.exists():
         return tarball
     tarball.parent.mkdir(parents=True, exist_ok=True)
     partial = tarball.with_name(f"{tarball.stem}.{os.getpid()}.partial.tar")  # .tar: no compression
     try:
         made = subprocess.run(
-            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, suite, str(partial), *mirrors(suite)],
+            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, *suite_options(suite), suite, str(partial), *mirrors(suite)],
             capture_output=True,
             text=True,
             timeout=900,
@@ -105,7 +158,9 @@ class Podman:
         conf = workdir / "containers.conf"
         conf.write_text(CONTAINERS_CONF)
         self.env = {**os.environ, "CONTAINERS_CONF": str(conf)}
-        self.argv = [podman, "--root", str(workdir / "storage"), "--runroot", str(workdir / "run")]
+        # podman refuses a run root longer than 50 characters, which a pytest-xdist worker's tmp_path is
+        self.runroot = Path(tempfile.mkdtemp(prefix="podman-run-"))
+        self.argv = [podman, "--root", str(workdir / "storage"), "--runroot", str(self.runroot)]
         self.names = (f"esxi-exporter-test-{n}" for n in count())
 
     def __call__(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
@@ -135,6 +190,7 @@ class Podman:
         self("rm", "--all", "--force", "--time", "0", check=False)
         self("rmi", "--all", "--force", check=False)
         shutil.rmtree(self.workdir)
+        shutil.rmtree(self.runroot, ignore_errors=True)
 
 
 class Container(Scraped):
