@@ -50,13 +50,23 @@ def mirrors(suite: str) -> tuple[str, ...]:
     )
 
 
-def suite_options(suite: str) -> tuple[str, ...]:
+def suite_options(suite: str, scratch: str) -> tuple[str, ...]:
     """mmdebstrap's options of a suite beside BASE_OPTIONS. Ubuntu's: its archive keyring, which
     Debian ships (ubuntu-keyring, from trixie; bookworm has none), and no merged-usr hook (Ubuntu's
     base is merged already, and the hook fails on it)."""
     if suite in UBUNTU:
-        return (f"--keyring={ubuntu_keyring()}",)
+        return (f"--keyring={readable_by_apt(ubuntu_keyring(), scratch)}",)
     return (MERGED_USR,)
+
+
+def readable_by_apt(keyring: Path, scratch: str) -> Path:
+    """A copy of `keyring` that apt's unprivileged _apt user can read (it checks the signatures as
+    that user; the cache under /root is not readable to it)."""
+    os.chmod(scratch, 0o755)
+    copy = Path(scratch) / keyring.name
+    shutil.copyfile(keyring, copy)
+    copy.chmod(0o644)
+    return copy
 
 
 def ubuntu_keyring() -> Path:
@@ -133,9 +143,10 @@ def base_tarball(suite: str = SUITE) -> Path:
         return tarball
     tarball.parent.mkdir(parents=True, exist_ok=True)
     partial = tarball.with_name(f"{tarball.stem}.{os.getpid()}.partial.tar")  # .tar: no compression
+    scratch = tempfile.mkdtemp(prefix="mmdebstrap-")
     try:
         made = subprocess.run(
-            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, *suite_options(suite), suite, str(partial), *mirrors(suite)],
+            [tool("mmdebstrap"), "--quiet", *BASE_OPTIONS, *suite_options(suite, scratch), suite, str(partial), *mirrors(suite)],
             capture_output=True,
             text=True,
             timeout=900,
@@ -145,6 +156,7 @@ def base_tarball(suite: str = SUITE) -> Path:
         partial.rename(tarball)  # atomic: a parallel session never reads half a tarball
     finally:
         partial.unlink(missing_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     return tarball
 
 
