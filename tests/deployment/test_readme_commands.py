@@ -131,8 +131,9 @@ def test_second_command_installs_everything_the_suite_needs_on_a_fresh_system(po
     mounts = ("--volume", f"{source}:{CHECKOUT}", "--workdir", CHECKOUT, *host_ca_bundle())
     checks = " && ".join(
         (
+            "set -o pipefail",  # a failing pytest fails the check, though `tail` follows it
             install,
-            "command -v prometheus promtool go",
+            "command -v prometheus && command -v promtool && PATH=.venv/bin:$PATH command -v go",
             "{ command -v prometheus-alertmanager || command -v alertmanager; }",
             "test -x /usr/sbin/sshd && test -x ~/go/bin/vcsim",
             f"{python} -m pytest -q --collect-only -p no:cacheprovider | tail -1",
@@ -149,11 +150,12 @@ def test_second_command_installs_everything_the_suite_needs_on_a_fresh_system(po
         cwd=source,
         capture_output=True,
         text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("README_")},  # as in the container
     )
     collected = here.stdout.strip().splitlines()[-1]  # "1600 tests collected in 9.1s"
     assert collected.split(" tests collected")[0] + " tests collected" in ran.stdout, (collected, ran.stdout[-2000:])
     assert " passed" in ran.stdout and " failed" not in ran.stdout, ran.stdout[-2000:]
-    print(f"`{install}` and the checks after it: {took:.0f}s on a fresh Debian; {collected}")
+    print(f"`{install}` and the checks after it: {took:.0f}s on a fresh {install_base}; {collected}")
 
 
 # Integration tests the fresh install must run: Prometheus scraping the exporter, and the storage
