@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.deployment.test_scale_stack import VictoriaMetrics, hashmod  # noqa: E402
-from tests.support.servers import Exporter, Prometheus  # noqa: E402
+from tests.support.servers import Exporter, Prometheus, VictoriaMetrics  # noqa: E402
+from tests.support.shards import hashmod  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 
 

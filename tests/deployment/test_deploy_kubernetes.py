@@ -19,11 +19,10 @@ import pytest
 import yaml
 
 from tests.support.deploy import DEPLOY, Served, owned_elsewhere, tool
+from tests.support.kubernetes import KUBERNETES_VERSIONS, PROMETHEUS_OPERATOR, strict
 from tests.support.servers import ROOT
 
 K8S = DEPLOY / "kubernetes"
-KUBERNETES_VERSIONS = ("1.29.0", "1.34.0")  # the oldest and newest minor we claim to run on
-PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
 CRD_FILES = {
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
     "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
@@ -68,24 +67,6 @@ def test_strict_validation_catches_a_misspelt_field():
     deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRot"] = True
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(deployment, KUBERNETES_VERSIONS[0], strict=True)
-
-
-def strict(schema: dict) -> dict:
-    """Deny fields a CRD schema does not declare, as the API server's strict field validation does."""
-    if isinstance(schema, dict):
-        schema = {k: strict(v) for k, v in schema.items()}
-        if isinstance(schema.get("pattern"), str) and "(?i)" in schema["pattern"]:
-            # Go's RE2 takes (?i) anywhere; Python only at the start, where it means the same here.
-            schema["pattern"] = "(?i)" + schema["pattern"].replace("(?i)", "")
-        if (
-            "properties" in schema
-            and "additionalProperties" not in schema
-            and not schema.get("x-kubernetes-preserve-unknown-fields")
-        ):
-            schema["additionalProperties"] = False
-    elif isinstance(schema, list):
-        schema = [strict(v) for v in schema]
-    return schema
 
 
 @pytest.fixture(scope="module")

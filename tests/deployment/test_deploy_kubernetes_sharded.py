@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from alerts import generate
-from tests.deployment.test_deploy_kubernetes import KUBERNETES_VERSIONS, PROMETHEUS_OPERATOR, strict
 from tests.support.deploy import DEPLOY, tool
+from tests.support.kubernetes import KUBERNETES_VERSIONS, PROMETHEUS_OPERATOR, strict
 
 SHARDED = DEPLOY / "kubernetes" / "sharded"
 

@@ -10,7 +10,6 @@ catches. Every dashboard query then returns data through VictoriaMetrics' Promet
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -26,8 +25,9 @@ import yaml
 from alerts import generate
 from dashboards.evaluate import PROVISIONED, evaluate, report
 from dashboards.evaluate import Prometheus as PromAPI
-from tests.integration.test_alerts_integration import FAST
-from tests.support.servers import Alertmanager, Exporter, Prometheus, free_port, launch, stop
+from tests.support.rules import FAST
+from tests.support.servers import Alertmanager, Exporter, Prometheus, VictoriaMetrics, free_port, launch, stop
+from tests.support.shards import hashmod
 
 pytestmark = pytest.mark.integration
 
@@ -36,42 +36,9 @@ SHARDS = 2
 SCRAPE = 1.0
 
 
-def hashmod(value: str, modulus: int) -> int:
-    """Prometheus' hashmod relabel action: the low 8 bytes of the MD5, big-endian, mod modulus."""
-    return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus
-
-
 def get_json(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.load(response)
-
-
-class VictoriaMetrics:
-    """Single-node VictoriaMetrics (Debian package victoria-metrics): the global store."""
-
-    def __init__(self, tmp: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.proc, self.log = launch(
-            ("victoria-metrics",),
-            [
-                f"-httpListenAddr=127.0.0.1:{self.port}",
-                f"-storageDataPath={tmp / 'data'}",
-                "-retentionPeriod=1d",
-                "-search.latencyOffset=1s",  # the test reads what the shards wrote a second ago
-                "-search.disableCache",
-            ],
-            tmp,
-            self.url + "/health",
-        )
-
-    def query(self, expr: str) -> list[dict]:
-        return get_json(self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["data"]["result"]
-
-    def stop(self):
-        stop(self.proc)
-        self.log.close()
 
 
 class VmAlert:

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from alerts import generate
+from tests.support.servers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "alerts"
 RULES = ALERTS / "esxi-storage.rules.yml"
 TEST_FILES = sorted((ALERTS / "tests").glob("*.test.yml"))

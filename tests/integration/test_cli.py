@@ -10,22 +10,11 @@ import pytest
 
 from exporter.configuration import config
 from tests.support.captures import device_columns, header, row
+from tests.support.cli import run
 from tests.support.servers import CAPTURES, ROOT, Exporter, exporter_env
 
 RS = CAPTURES / "esxi65-default-3samples.csv"
 DEV = "naa.600a0b80002a"
-
-
-def run(*args, stdin=None):
-    return subprocess.run(
-        [sys.executable, "-m", "exporter", *args],
-        capture_output=True,
-        text=True,
-        env=exporter_env(),
-        cwd=ROOT,
-        input=stdin,
-        timeout=60,
-    )
 
 
 def test_dump_prints_the_exposition():

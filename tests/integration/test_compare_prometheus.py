@@ -27,7 +27,7 @@ from exporter.analysis.backfill import create_blocks
 from exporter.analysis.capture import load
 from tests.support.analysis_captures import DEVICE, Setup, write
 from tests.support.cli import run_cli
-from tests.support.servers import Prometheus
+from tests.support.servers import Prometheus, VictoriaMetrics
 
 pytestmark = pytest.mark.integration
 
@@ -73,8 +73,6 @@ def stored(tmp_path_factory):
     prom = Prometheus(tmp / "prom", [], args=("--storage.tsdb.retention.time=100y",))
     vm = None
     if shutil.which("victoria-metrics"):
-        from tests.deployment.test_scale_stack import VictoriaMetrics
-
         vm = VictoriaMetrics(tmp / "vm")
         for path in openmetrics:
             import_into_victoriametrics(vm.url, path)

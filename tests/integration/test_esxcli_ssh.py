@@ -7,15 +7,14 @@ import json
 
 import pytest
 
-from tests.integration.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
+from tests.support.esxcli_devices import GOLD, NVME, PE, SAN
 from tests.support.promtext import eventually, value
-from tests.unit.test_esxcli import GOLD, NVME, PE, SAN
 
 pytestmark = pytest.mark.integration
 HOST = "esx-sim"  # the name the fake esxtop's header gives
 
 
-def test_device_configuration_from_esxcli_over_ssh(sshd, exporter_for):  # noqa: F811
+def test_device_configuration_from_esxcli_over_ssh(sshd, exporter_for):
     sshd.set_control(devices=[SAN])
     exporter = exporter_for()
     text = eventually(
@@ -58,7 +57,7 @@ def test_device_configuration_from_esxcli_over_ssh(sshd, exporter_for):  # noqa:
     assert key_lines and not any(line in text or line in log for line in key_lines)
 
 
-def test_esxcli_health_stays_with_the_device_configuration_turned_off(sshd, exporter_for):  # noqa: F811
+def test_esxcli_health_stays_with_the_device_configuration_turned_off(sshd, exporter_for):
     """esxcli's own health has its own collector: --no-collector.device-config hides the settings,
     not esxcli failing or working (#23)."""
     sshd.set_control(devices=[SAN])

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from tests.support.cli import REAL, run_cli
+from tests.support.cli import REAL, exporter_flags, run_cli
 from tests.support.promtext import value
 from tests.support.servers import Exporter
 
@@ -69,6 +69,4 @@ def test_the_switch_turns_them_off_and_dump_has_none(tmp_path):
 
 @pytest.mark.parametrize("flag", ["--collector.process", "--no-collector.process"])
 def test_the_flag_is_documented(flag):
-    from tests.unit.test_documented_flags import exporter_flags
-
     assert flag in exporter_flags()

@@ -16,10 +16,10 @@ from exporter.serving.exposition import Exposition
 from exporter.smart.rounds import SmartRounds
 from exporter.smart.ssh import SshEsxcli
 from exporter.store.store import Store
-from tests.integration.test_alerts import ROOT
 from tests.support.fake_esxcli import HDD, NVME, SSD
 from tests.support.promtext import samples
-from tests.unit.test_smart_round import FixtureRunner
+from tests.support.servers import ROOT
+from tests.support.smart_runner import FixtureRunner
 
 HEALTHY_PHASE, FAILING_PHASE = 30, 60  # minutes
 

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from tests.integration.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
 from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, value
 
@@ -22,7 +21,7 @@ def has(exporter, needle: str):
     return lambda: (lambda t: t if needle in t else None)(exporter.metrics())
 
 
-def test_disk_health_over_ssh_joins_the_lun_series_and_follows_the_disks(sshd, exporter_for):  # noqa: F811
+def test_disk_health_over_ssh_joins_the_lun_series_and_follows_the_disks(sshd, exporter_for):
     sshd.set_control(devices=[HDD, SSD, NVME], smart="healthy")
     exporter = exporter_for("--smart.interval=2s")
     text = eventually(has(exporter, "esxi_disk_nvme_percentage_used_ratio{"), timeout=30, what="disk health")

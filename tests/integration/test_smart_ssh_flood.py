@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_ssh import exporter_for, sshd  # noqa: F401 (fixtures)
 from tests.support.fake_esxcli import HDD, NVME, SSD
 from tests.support.promtext import eventually, samples, value
 
@@ -34,7 +33,7 @@ def disk_series(text: str) -> int:
     return sum(1 for name, _, _ in samples(text) if name.startswith("esxi_disk_"))
 
 
-def test_a_100_mb_smart_page_is_refused_whole_counted_and_the_last_good_reading_kept(sshd, exporter_for):  # noqa: F811
+def test_a_100_mb_smart_page_is_refused_whole_counted_and_the_last_good_reading_kept(sshd, exporter_for):
     sshd.set_control(devices=[HDD, SSD, NVME], smart="healthy")
     exporter = exporter_for("--smart.interval=2s")
     good = eventually(

@@ -12,45 +12,12 @@ import os
 import pytest
 
 from tests.support.promtext import eventually, value
-from tests.support.servers import Exporter, free_port
+from tests.support.servers import free_port
 from tests.support.sshd import Sshd
 
 pytestmark = pytest.mark.integration
 DEVICE_A = "naa.600000000000000000000000000000a1"
 DEVICE_B = "naa.600000000000000000000000000000b2"
-
-
-@pytest.fixture
-def sshd(tmp_path):
-    server = Sshd(tmp_path)
-    yield server
-    server.stop()
-
-
-def start_exporter(sshd: Sshd, *extra: str, target: str | None = None) -> Exporter:
-    return Exporter(
-        "--esxtop-ssh",
-        target or sshd.target,
-        f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
-        f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
-        "--esxtop.ssh-interval=1s",
-        "--esxtop.ssh-backoff-max=1s",
-        *extra,
-        log_path=sshd.tmp / "exporter.log",
-    )
-
-
-@pytest.fixture
-def exporter_for(sshd):
-    started = []
-
-    def start(*extra, target=None):
-        started.append(start_exporter(sshd, *extra, target=target))
-        return started[-1]
-
-    yield start
-    for exporter in started:
-        exporter.stop()
 
 
 def log_text(sshd: Sshd) -> str:

@@ -187,3 +187,33 @@ class Alertmanager:
     def stop(self):
         stop(self.proc)
         self.log.close()
+
+
+class VictoriaMetrics:
+    """Single-node VictoriaMetrics (Debian package victoria-metrics): the global store."""
+
+    def __init__(self, tmp: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.proc, self.log = launch(
+            ("victoria-metrics",),
+            [
+                f"-httpListenAddr=127.0.0.1:{self.port}",
+                f"-storageDataPath={tmp / 'data'}",
+                "-retentionPeriod=1d",
+                "-search.latencyOffset=1s",  # a test reads what was written a second ago
+                "-search.disableCache",
+            ],
+            tmp,
+            self.url + "/health",
+        )
+
+    def query(self, expr: str) -> list[dict]:
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return json.load(response)["data"]["result"]
+
+    def stop(self):
+        stop(self.proc)
+        self.log.close()

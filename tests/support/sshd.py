@@ -5,6 +5,8 @@ that trusts this server. Every session runs the stand-in esxtop (tests/support/f
 through a ForceCommand wrapper that puts it first on PATH, so `esxtop -b ...` resolves as on ESXi.
 The test can kill the sessions (a dropped connection or a rebooting host), stop and restart the
 server on the same port, or restart it with a new host key.
+
+tests/integration/conftest.py makes it the fixture `sshd`, and `exporter_for` starts exporters on it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.servers import ROOT, free_port
+from tests.support.servers import ROOT, Exporter, free_port
 
 SSHD = "/usr/sbin/sshd"
 
@@ -214,3 +216,17 @@ LogLevel INFO
             (self.tmp / name).unlink()
         keygen(self.tmp / "host_key")
         self.start()
+
+
+def start_exporter(sshd: Sshd, *extra: str, target: str | None = None) -> Exporter:
+    """The exporter streaming esxtop from this server over SSH, trusting it, retrying every second."""
+    return Exporter(
+        "--esxtop-ssh",
+        target or sshd.target,
+        f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
+        f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
+        "--esxtop.ssh-interval=1s",
+        "--esxtop.ssh-backoff-max=1s",
+        *extra,
+        log_path=sshd.tmp / "exporter.log",
+    )

@@ -3,13 +3,13 @@ documented flag can never be missing again (`--[no-]vsphere.esxcli` was, #23).""
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import sys
 from pathlib import Path
 
 from exporter.cli import build_parser
+from tests.support.cli import exporter_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -49,12 +49,6 @@ BENCH = "bench/"  # a page naming a benchmark may show its flags (read from benc
 
 def _name(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
-def exporter_flags() -> set[str]:
-    parser = build_parser()
-    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return {flag for sub in commands.choices.values() for flag in sub._option_string_actions}
 
 
 def mentioned() -> list[tuple[Path, int, str, str]]:

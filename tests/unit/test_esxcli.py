@@ -11,11 +11,9 @@ import pytest
 from exporter.esxcli import parse, storage
 from exporter.esxcli.inventory import ADAPTERS, DEVICES, HPP, NMP, EsxcliError, read
 from exporter.store import model as m
+from tests.support.esxcli_devices import GOLD, NVME, PE, SAN
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "esxcli"
-SAN, GOLD = "naa.600601601e3021001a2b3c4d5e6f0010", "naa.600601601e3021001a2b3c4d5e6f0020"
-NVME = "t10.NVMe____Dell_Ent_NVMe_v2_AGN_MU_U.2_1.6TB________01000000E4D25C00"
-PE = "naa.6000000000000000000000000000ff01"
 
 
 def text(name: str) -> str:

@@ -25,8 +25,7 @@ from exporter.store.store import Store
 from exporter.vsan import refused
 from tests.support.cli import REAL, run_cli
 from tests.support.fake_esxcli import HDD, NVME, SSD
-from tests.unit.test_smart_hostile import GET, Edited, table
-from tests.unit.test_smart_round import HOST, FixtureRunner
+from tests.support.smart_runner import GET, HOST, Edited, FixtureRunner, table
 
 LIMITS = {  # option -> the constant its default is
     "smart.max_answer_size": plan.MAX_ANSWER,

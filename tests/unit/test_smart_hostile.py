@@ -20,24 +20,10 @@ from exporter.store.store import Store
 from tests.support import fake_esxcli
 from tests.support.fake_esxcli import HDD, NVME, SSD
 from tests.support.promtext import samples, value
-from tests.unit.test_smart_round import HOST, FixtureRunner
+from tests.support.smart_runner import GET, HOST, Edited, FixtureRunner, table
 
-GET = "storage core device smart get"
 LOG = "nvme device log smart get"
 HUGE = "9" * 400  # the issue's 400-digit raw: int() reads it, float() cannot
-
-
-class Edited(FixtureRunner):
-    """The fixture host with some answers edited: words[-1] (device or adapter) -> f(text)."""
-
-    def __init__(self, edits, **kwargs):
-        super().__init__(**kwargs)
-        self.edits = edits
-
-    def answer(self, words):
-        text = super().answer(words)
-        edit = self.edits.get(words[-1])
-        return edit(text) if edit else text
 
 
 def refresh(rounds: SmartRounds, runner) -> bool:
@@ -47,14 +33,6 @@ def refresh(rounds: SmartRounds, runner) -> bool:
 def hdd_row(name: str, value: str, threshold: str, worst: str, raw: str) -> str:
     """A row laid out as the columns of tests/fixtures/smart/smart-hdd.txt."""
     return f"{name:<33}  {value:<5}  {threshold:<9}  {worst:<5}  {raw}\n"
-
-
-def table(*rows: tuple[str, ...]) -> str:
-    """A dashed table as esxcli lays it out, its columns as wide as their widest cell."""
-    header = ("Parameter", "Value", "Threshold", "Worst", "Raw")[: len(rows[0])]
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    lines = [header, tuple("-" * w for w in widths), *rows]
-    return "".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n" for line in lines)
 
 
 def exposition(store) -> str:

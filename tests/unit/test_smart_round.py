@@ -10,45 +10,18 @@ import subprocess
 
 import pytest
 
-from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError
-from exporter.esxcli.ssh import MAX_OUTPUT, EsxcliOverSsh
+from exporter.esxcli.inventory import EsxcliError
+from exporter.esxcli.ssh import MAX_OUTPUT
 from exporter.serving.exposition import Exposition
 from exporter.smart import reader
 from exporter.smart.rounds import SmartRounds
 from exporter.smart.ssh import SshEsxcli
 from exporter.store.store import Store
-from tests.support import fake_esxcli
-from tests.support.fake_esxcli import HDD, NVME, SSD, USB, smart_answers
+from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import value
+from tests.support.smart_runner import HOST, FixtureRunner
 
-HOST = "esx-edge01.lab.local"
 SAN = "naa.600601601e3021001a2b3c4d5e6f0010"
-
-
-class FixtureRunner(EsxcliOverSsh):
-    """The SSH runner with its transport replaced by the fixtures: what esxcli prints, and its
-    error's last line when it exits non-zero, exactly as over SSH."""
-
-    def __init__(self, variant="healthy", broken=(), fail=()):
-        super().__init__(target=None, store=None, stop=None, host_name=None)
-        self.variant, self.broken, self.fail, self.asked = variant, set(broken), set(fail), []
-
-    def text(self, words, max_output=MAX_OUTPUT):
-        self.asked.append(list(words))
-        if words[-1] in self.fail:
-            raise EsxcliError("no answer within 60 s")
-        if words[-1] in self.broken:
-            return "Parameter  Value\n%%% not a table %%%\n"
-        answer = self.answer(words)
-        if len(answer.encode()) > max_output:  # as process.run: refused past the cap
-            raise AnswerTooLarge(f"answer larger than {max_output} bytes: refused")
-        return answer
-
-    def answer(self, words) -> str:
-        answer = smart_answers(self.variant).get(tuple(words))
-        if answer is None:
-            raise EsxcliError(fake_esxcli.CANNOT_OPEN)
-        return (fake_esxcli.SMART / answer).read_text()
 
 
 def round_on(runner, rounds=None, store=None):

@@ -1,0 +1,28 @@
+"""Fixtures shared by the integration test files: a real sshd per test (tests/support/sshd.py) and
+exporters streaming esxtop from it over SSH, each stopped after its test."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.sshd import Sshd, start_exporter
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    server = Sshd(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def exporter_for(sshd):
+    started = []
+
+    def start(*extra, target=None):
+        started.append(start_exporter(sshd, *extra, target=target))
+        return started[-1]
+
+    yield start
+    for exporter in started:
+        exporter.stop()
