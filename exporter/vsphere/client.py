@@ -44,7 +44,9 @@ def describe(err: BaseException) -> str:
         return "session not authenticated"
     if isinstance(err, vim.fault.NoPermission):
         return f"permission denied ({getattr(err, 'privilegeId', '') or 'a read-only role needs System.View and System.Read'})"
-    if isinstance(err, (ssl.SSLEOFError, ConnectionResetError, http.client.RemoteDisconnected)):
+    # BrokenPipeError: Python 3.13 (Debian 13) writes the next request on a kept-alive connection
+    # the server has closed and fails there, where 3.11 failed reading the answer.
+    if isinstance(err, (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected)):
         return "connection closed by the server"
     if isinstance(err, (socket.timeout, TimeoutError)):
         return "timed out"

@@ -106,7 +106,9 @@ class HostNetwork:
         portgroup = self.portgroups.get(_text(vnic, "portgroup") or _text(vnic, "spec/portgroup"))
         vswitch = None
         if portgroup is not None:
-            vswitch = self.vswitches.get(_text(portgroup, "vswitch")) or self.vswitches.get(_text(portgroup, "spec/vswitchName"))
+            vswitch = self.vswitches.get(_text(portgroup, "vswitch"))
+            if vswitch is None:  # an element's truth is its children's count, not its presence
+                vswitch = self.vswitches.get(_text(portgroup, "spec/vswitchName"))
         for policy in (_policy(portgroup, "computedPolicy"), _policy(portgroup, "spec/policy"), _policy(vswitch, "spec/policy")):
             if policy:
                 return policy

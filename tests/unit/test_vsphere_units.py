@@ -4,6 +4,8 @@ chunking under maxQueryMetrics, CSV parsing, and ingesting each 20 s sample once
 from __future__ import annotations
 
 import datetime as dt
+import http.client
+import ssl
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -353,3 +355,18 @@ def test_the_answer_size_cap_reaches_every_target_and_the_guard():
     finally:
         xmlguard.limit_answers(settings.TargetConfig(name="", url="").max_answer_size)
     assert xmlguard._limit == 256 << 20
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionResetError(104, "Connection reset by peer"),
+        BrokenPipeError(32, "Broken pipe"),  # Python 3.13's failure on a kept-alive connection the server closed
+        http.client.RemoteDisconnected("Remote end closed connection without response"),
+        ssl.SSLEOFError(8, "EOF occurred in violation of protocol"),
+    ],
+)
+def test_a_server_that_closed_the_connection_is_described_alike_on_every_python(error):
+    from exporter.vsphere.client import describe
+
+    assert describe(error) == "connection closed by the server"
