@@ -35,7 +35,7 @@ from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 ESX01, ESX02, ESX03 = "esx01.lab.local", "esx02.lab.local", "esx03.lab.local"
-INTERVAL, SLACK = 20.0, 5.0  # serve's default collection interval; the test's polling on a shared machine
+INTERVAL, SLACK = 20.0, 15.0  # serve's default collection interval; a collection slowed by the parallel suite on a 2-core machine
 STATE_FAMILIES = {"esxi_host_connection_state", "esxi_host_maintenance_mode"}
 
 

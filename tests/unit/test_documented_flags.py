@@ -29,6 +29,7 @@ OTHER_TOOLS = {
     "--scrape-interval": "dashboards.",
     "--set": "dashboards.preview",
     "--update-golden": "pytest",
+    "--dist": "pytest-xdist",
     "--offline": "kubernetes-validate",
     "--profile": "docker compose",
     "--server": "esxtop",
