@@ -1,7 +1,7 @@
 """Peak memory of reading one VsanPerfQueryPerf answer that names many entities the cluster's
 discovery does not (issue 37: 100,000 of them took the exporter from 44 MiB to 1,148 MiB).
 
-Each reading runs in a child process of its own, and its peak RSS (ru_maxrss) is reported:
+Each reading runs in a child process of its own, and its peak RSS (VmHWM) is reported:
 - `normal`: an answer of the cluster's own entities only;
 - `streamed`: the answer with --unknown more entities, read as the exporter reads it now
   (exporter.vsan.perf.read_answer over xmlguard.iter_answer: each entity read when it ends, an
@@ -78,7 +78,7 @@ def write_answer(path: Path, known: int, unknown: int) -> int:
 
 
 _CHILD = r"""
-import json, resource, sys
+import json, sys
 import xml.etree.ElementTree as ET
 from exporter.vsan import perf, perfcsv
 from exporter.vsphere import xmlguard
@@ -101,7 +101,9 @@ with open(path, "rb") as stream:
     else:
         rows = perf.read_answer(xmlguard.iter_answer(stream), names, dropped)
 sample = perfcsv.sample_at(rows, perfcsv.parse_time(sys.argv[5]), names, dropped)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, the child's own peak: ru_maxrss carries over the peak of a parent that forked it (a
+# pytest worker that read a 300 MiB capture before), since it survives exec
+peak = next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM')) * 1024
 print(json.dumps({"peak": peak, "rows": len(rows), "vms": len(sample.vms), "dropped": dropped,
                   "first": sample.vms.get("vm00000")}))
 """

@@ -177,7 +177,7 @@ def test_an_answer_is_read_as_it_arrives_and_unknown_entities_are_dropped_as_the
 
 
 def test_100000_unknown_entities_peak_under_300_mib(tmp_path):
-    """Today 1,148 MiB against 44 MiB normally: measured in a child (ru_maxrss), read as the
+    """Today 1,148 MiB against 44 MiB normally: measured in a child (its VmHWM), read as the
     exporter reads it, without the cluster's cap (which would refuse it long before the end)."""
     path = tmp_path / "hostile.xml"
     size = vsan_memory.write_answer(path, known=40, unknown=100_000)
