@@ -7,6 +7,7 @@ Prometheus with the project's rules, firing where the fixture's values say and n
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import subprocess
@@ -396,15 +397,7 @@ def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
     assert {a for a, *_ in expected} == {
         name for name in _alert_names() if name.startswith("EsxiVsan") and name != "EsxiVsanEsaDiskLatencyHigh"
     }
-    sim = StorageSim(tmp_path / "sim", fixture=tmp_path / "vsan-alerts.json")
-    exporter = prometheus = None
-    try:
-        exporter = Exporter(
-            *_vsphere_args(sim, _password(tmp_path)), "--vsphere.interval=1s", "--vsphere.vsan-interval=1s",
-            log_path=tmp_path / "exporter.log",
-        )  # fmt: skip
-        rules = rule_file(tmp_path / "esxi-storage.rules.yml", VSAN_FAST)
-        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
+    with _alerting(tmp_path, tmp_path / "vsan-alerts.json") as prometheus:
 
         def firing() -> set[tuple]:
             found = set()
@@ -416,11 +409,7 @@ def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
                 found.add((labels["alertname"], labels["cluster"], labels.get("host", ""), where or "", what))
             return found
 
-        deadline = time.monotonic() + 90
-        while firing() != expected and time.monotonic() < deadline:
-            time.sleep(1)
-        time.sleep(5)  # and nothing more comes
-        fired = firing()
+        fired = _settled(firing, expected, within=90)
         others = prometheus.query('ALERTS{alertstate="firing",alertname=~"EsxiCollectorFailing|EsxiVsphereTargetDown"}')
         up = {s["metric"]["cluster"]: float(s["value"][1]) for s in prometheus.query("esxi_vsan_up")}
         errors = {
@@ -428,12 +417,6 @@ def test_every_vsan_alert_fires_where_the_values_say_and_nowhere_else(tmp_path):
             for s in prometheus.query("esxi_vsan_errors_total")
         }
         osa_samples = prometheus.query('esxi_vsan_samples_total{cluster="vsan-osa"}')
-    finally:
-        if prometheus:
-            prometheus.stop()
-        if exporter:
-            exporter.stop()
-        sim.stop()
     assert fired == expected
     assert others == []
     # the ESA cluster's performance service is off: its perf calls fail, nothing else does
@@ -458,15 +441,7 @@ def test_an_esa_disk_over_the_latency_line_fires_its_alert_and_no_other_vsan_ale
     )
     (tmp_path / "esa-slow.json").write_text(json.dumps(doc))
     expected = {("EsxiVsanEsaDiskLatencyHigh", host, slow, "performance", "write")}
-    sim = StorageSim(tmp_path / "sim", fixture=tmp_path / "esa-slow.json")
-    exporter = prometheus = None
-    try:
-        exporter = Exporter(
-            *_vsphere_args(sim, _password(tmp_path)), "--vsphere.interval=1s", "--vsphere.vsan-interval=1s",
-            log_path=tmp_path / "exporter.log",
-        )  # fmt: skip
-        rules = rule_file(tmp_path / "esxi-storage.rules.yml", VSAN_FAST)
-        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
+    with _alerting(tmp_path, tmp_path / "esa-slow.json") as prometheus:
 
         def firing() -> set[tuple]:
             return {
@@ -480,20 +455,42 @@ def test_an_esa_disk_over_the_latency_line_fires_its_alert_and_no_other_vsan_ale
                 for s in prometheus.query('ALERTS{alertstate="firing",alertname=~"EsxiVsan.*",cluster="vsan-esa"}')
             }
 
-        deadline = time.monotonic() + 60
-        while firing() != expected and time.monotonic() < deadline:
-            time.sleep(1)
-        time.sleep(5)  # and nothing more comes
-        fired = firing()
+        fired = _settled(firing, expected, within=60)
         pending = prometheus.query('ALERTS{alertstate="pending",alertname="EsxiVsanEsaDiskLatencyHigh"}')
+    assert fired == expected
+    assert pending == []
+
+
+@contextlib.contextmanager
+def _alerting(tmp_path: Path, fixture_path: Path):
+    """The storage simulator on `fixture_path`, serve on it (1 s rounds) and a real Prometheus with
+    the rule file at VSAN_FAST's windows; yields the Prometheus, and stops all three."""
+    sim = StorageSim(tmp_path / "sim", fixture=fixture_path)
+    exporter = prometheus = None
+    try:
+        exporter = Exporter(
+            *_vsphere_args(sim, _password(tmp_path)), "--vsphere.interval=1s", "--vsphere.vsan-interval=1s",
+            log_path=tmp_path / "exporter.log",
+        )  # fmt: skip
+        rules = rule_file(tmp_path / "esxi-storage.rules.yml", VSAN_FAST)
+        prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
+        yield prometheus
     finally:
         if prometheus:
             prometheus.stop()
         if exporter:
             exporter.stop()
         sim.stop()
-    assert fired == expected
-    assert pending == []
+
+
+def _settled(firing, expected: set, within: float) -> set:
+    """What `firing()` gives once it equals `expected` (or `within` seconds passed), and 5 s
+    later, so that an alert firing late is seen too."""
+    deadline = time.monotonic() + within
+    while firing() != expected and time.monotonic() < deadline:
+        time.sleep(1)
+    time.sleep(5)
+    return firing()
 
 
 def _alert_names() -> set[str]:
