@@ -26,14 +26,17 @@ class FaultLog:
         self.counts: dict[Hashable, int] = {}  # key -> failures so far (0 once it answered: a first failure is an increase)
         self.failing: dict[Hashable, str] = {}  # key -> its last message, while it fails
 
-    def failed(self, key: Hashable, message: str, line: str | None = None, *, n: int = 1, level: int = logging.WARNING) -> bool:
+    def failed(
+        self, key: Hashable, message: str, line: str | None = None, *, n: int = 1, level: int = logging.WARNING, quiet: bool = False
+    ) -> bool:
         """Count n failures of key; log `line` (default: message) when the cause is new: key was
-        not failing, or failed with another message. True when it was logged."""
+        not failing, or failed with another message. True when it was new (logged, unless quiet:
+        the caller writes one line for several keys)."""
         with self.lock:
             self.counts[key] = self.counts.get(key, 0) + n
             new = self.failing.get(key) != message
             self.failing[key] = message
-        if new:
+        if new and not quiet:
             self.log.log(level, "%s", message if line is None else line)
         return new
 
@@ -46,6 +49,18 @@ class FaultLog:
         if recovered and line:
             self.log.info("%s", line)
         return recovered
+
+    def recovered(self, match: Callable[[Hashable], bool], line: Callable[[Hashable], str] | None = None) -> list[Hashable]:
+        """Every failing key that matches answered (a round that asked them all and did not see
+        them fail); line(key) logged at INFO for each, if given. The keys that recovered, sorted."""
+        with self.lock:
+            keys = sorted((k for k in self.failing if match(k)), key=repr)
+            for k in keys:
+                del self.failing[k]
+        if line is not None:
+            for k in keys:
+                self.log.info("%s", line(k))
+        return keys
 
     def is_failing(self, key: Hashable) -> bool:
         with self.lock:

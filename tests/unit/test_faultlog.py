@@ -44,3 +44,17 @@ def test_forget_takes_counts_and_causes():
     assert faults.snapshot() == {("h2", "a"): 1}
     assert faults.snapshot(lambda k: k[0] == "h1") == {}
     assert faults.failed(("h1", "a"), "x")  # a host that came back is new
+
+
+def test_recovered_ends_every_matching_failing_key_once(caplog):
+    faults = FaultLog(logging.getLogger("t.faultlog"))
+    with caplog.at_level(logging.INFO, logger="t.faultlog"):
+        faults.failed(("c1", "perf:a"), "off", quiet=True)
+        faults.failed(("c1", "health"), "timed out", quiet=True)
+        faults.failed(("c2", "perf:a"), "off", quiet=True)
+        assert not faults.failed(("c1", "perf:a"), "off", quiet=True)
+        assert faults.recovered(lambda k: k[0] == "c1", lambda k: f"{k[1]} answers again") == [("c1", "health"), ("c1", "perf:a")]
+        assert faults.recovered(lambda k: k[0] == "c1", lambda k: f"{k[1]} answers again") == []
+    assert [r.getMessage() for r in caplog.records] == ["health answers again", "perf:a answers again"]  # quiet: no failure line
+    assert faults.is_failing(("c2", "perf:a")) and not faults.is_failing(("c1", "perf:a"))
+    assert faults.snapshot() == {("c1", "perf:a"): 2, ("c1", "health"): 1, ("c2", "perf:a"): 1}  # counts stay
