@@ -51,7 +51,7 @@ class EsxcliOverSsh:
         the Inventory joins the samples. max_output: the most one command may print (bytes)."""
         self.target, self.store, self.stop, self.host_name = target, store, stop, host_name
         self.interval, self.ssh, self.max_output = interval, ssh, max_output
-        self.health = EsxcliHealth(store)
+        self.health = EsxcliHealth(store, log=log)
 
     def fetch(self, words: list[str]):
         command = " ".join(w for w in words if not w.startswith("-"))
@@ -76,9 +76,7 @@ class EsxcliOverSsh:
     def refresh(self, host: str) -> bool:
         inventory, problems = read(host, self.fetch)
         self.store.set_inventory(inventory)
-        for command, _reason, message in problems:
-            log.warning("esxcli on %s: %s: %s", self.target.label, command, message)
-        return not self.health.report(host, problems)
+        return not self.health.report(host, problems, f"esxcli on {self.target.label}")  # logged once per cause
 
     def run(self) -> None:
         every_interval(self.stop, self.host_name, self.interval, self.refresh, f"esxcli on {self.target.label}")

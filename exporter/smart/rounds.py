@@ -13,8 +13,9 @@ import logging
 import threading
 import time
 
-from exporter.esxcli.health import EsxcliHealth
+from exporter.esxcli.health import FAILED, EsxcliHealth
 from exporter.smart import reader
+from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +24,12 @@ class SmartRounds:
     def __init__(self, store, origin: str = "", clock=time.time):
         """origin: the vSphere target whose hosts these are ("" over SSH): its /probe shows them."""
         self.store, self.origin, self.clock = store, origin, clock
-        self.health = EsxcliHealth(store, origin, kind="smart")
+        # Counted by command and reason, logged once per cause: a host's device list failing, or
+        # lines and fields that do not read; a device's own failure is its state (_log_changes),
+        # a value refused alone a note.
+        self.health = EsxcliHealth(store, origin, kind="smart", log=log, logs=(FAILED, "bad_line", "bad_value"))
         self.last: dict = {}  # host -> its last DiskHealthReport
-        self.noted: dict[str, set] = {}  # host -> (subject, field, reason) logged and refused since
+        self.notes = FaultLog(log)  # (host, subject, field, reason): logged when first refused, again after it read
         self.lock = threading.Lock()  # a round's hand-over to the store against a host leaving
         self.epochs: dict[str, int] = {}  # host -> times it left: a round begun before then is stale
 
@@ -43,24 +47,21 @@ class SmartRounds:
         with self.lock:
             if self.epochs.get(host, 0) != epoch:
                 return False  # the host left while its round ran: nothing of it is kept
-            failed = self.health.report(host, problems)
+            failed = self.health.report(host, problems, f"SMART on {where}")
             if report is None:
-                log.warning("SMART on %s: %s", where, problems[0][2] if problems else "no answer")
                 return False
             self._log_changes(where, report)
             self._log_notes(host, where, notes)
-            for command, reason, message in problems:
-                if reason in ("bad_line", "bad_value"):
-                    log.warning("SMART on %s: %s: %s", where, command, message)
             self.last[host] = report
             self.store.set_disk_health(report, origin=self.origin)
         return not failed
 
-    def fail(self, host: str, command: str, message: str, epoch: int) -> None:
-        """A round that could not start on `host` (no executer, no session): counted as failed."""
+    def fail(self, host: str, command: str, message: str, epoch: int, label: str = "") -> None:
+        """A round that could not start on `host` (no executer, no session): counted as failed,
+        logged once."""
         with self.lock:
             if self.epochs.get(host, 0) == epoch:
-                self.health.report(host, [(command, "failed", message)])
+                self.health.report(host, [(command, FAILED, message)], f"SMART on {label or host}")
 
     def forget(self, hosts) -> None:
         """Hosts that left: their disks, health and error counts go now, and any round still
@@ -72,21 +73,19 @@ class SmartRounds:
             for host in hosts:
                 self.epochs[host] = self.epochs.get(host, 0) + 1
                 self.last.pop(host, None)
-                self.noted.pop(host, None)
+                self.notes.forget(lambda key, host=host: key[0] == host)
                 self.health.forget(host)
             self.store.drop_disk_health(hosts, origin=self.origin)
 
     def _log_notes(self, host: str, where: str, notes) -> None:
         """One line per device, field and reason when it is first refused (again after it read)."""
-        before, now = self.noted.get(host, set()), set()
+        now = set()
         for note in notes:
-            key = (note.subject, note.field, note.reason)
-            if key not in before and key not in now:
-                log.warning(
-                    "SMART on %s: %s (counted in esxi_disk_smart_errors_total, reason %s)", where, note.message, note.reason
-                )
+            key = (host, note.subject, note.field, note.reason)
+            line = f"SMART on {where}: {note.message} (counted in esxi_disk_smart_errors_total, reason {note.reason})"
+            self.notes.failed(key, note.reason, line, quiet=key in now)
             now.add(key)
-        self.noted[host] = now
+        self.notes.recovered(lambda key: key[0] == host and key not in now)
 
     def _log_changes(self, where: str, report) -> None:
         before = self.last.get(report.host)

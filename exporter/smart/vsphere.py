@@ -77,15 +77,13 @@ class SmartOverVsphere:
             try:
                 executer = target.client.call(lambda _content: esxcli.executer(stub, topo.ref._moId))
             except (EsxcliError, VsphereError) as err:
-                self.rounds.fail(topo.name, "RetrieveManagedMethodExecuter", str(err), epoch)
-                log.warning("SMART on %s: %s", label, err)
+                self.rounds.fail(topo.name, "RetrieveManagedMethodExecuter", str(err), epoch, label)
                 return
             api = ApiEsxcli(stub, executer, self.limits)
             try:
                 target.client.call(lambda _content: self.rounds.refresh(topo.name, api, label, epoch))
             except VsphereError as err:
-                self.rounds.fail(topo.name, "esxcli", str(err), epoch)
-                log.warning("SMART on %s: %s", label, err)
+                self.rounds.fail(topo.name, "esxcli", str(err), epoch, label)
 
         with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))

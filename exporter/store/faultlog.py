@@ -27,7 +27,14 @@ class FaultLog:
         self.failing: dict[Hashable, str] = {}  # key -> its last message, while it fails
 
     def failed(
-        self, key: Hashable, message: str, line: str | None = None, *, n: int = 1, level: int = logging.WARNING, quiet: bool = False
+        self,
+        key: Hashable,
+        message: str,
+        line: str | None = None,
+        *,
+        n: int = 1,
+        level: int = logging.WARNING,
+        quiet: bool = False,
     ) -> bool:
         """Count n failures of key; log `line` (default: message) when the cause is new: key was
         not failing, or failed with another message. True when it was new (logged, unless quiet:
@@ -50,16 +57,19 @@ class FaultLog:
             self.log.info("%s", line)
         return recovered
 
-    def recovered(self, match: Callable[[Hashable], bool], line: Callable[[Hashable], str] | None = None) -> list[Hashable]:
+    def recovered(
+        self, match: Callable[[Hashable], bool], line: Callable[[Hashable], str | None] | None = None
+    ) -> list[Hashable]:
         """Every failing key that matches answered (a round that asked them all and did not see
-        them fail); line(key) logged at INFO for each, if given. The keys that recovered, sorted."""
+        them fail); line(key) logged at INFO for each, unless it is None. The keys, sorted."""
         with self.lock:
             keys = sorted((k for k in self.failing if match(k)), key=repr)
             for k in keys:
                 del self.failing[k]
-        if line is not None:
-            for k in keys:
-                self.log.info("%s", line(k))
+        for k in keys:
+            text = None if line is None else line(k)
+            if text is not None:
+                self.log.info("%s", text)
         return keys
 
     def is_failing(self, key: Hashable) -> bool:

@@ -137,24 +137,3 @@ class HostFaults:
         return m.SourceHealth(
             kind=KIND, name=host, origin=self.origin, up=0 if self.failing.get(host) else 1, errors=dict(self.counts[host])
         )
-
-
-class LogOnce:
-    """A WARNING for a failure the first time and when its message changes, an INFO when it ends:
-    one line per change, not one per round."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.last: dict[tuple, str] = {}
-
-    def failed(self, key: tuple, message: str) -> bool:
-        """True if this is news (to be logged)."""
-        with self.lock:
-            new = self.last.get(key) != message
-            self.last[key] = message
-        return new
-
-    def answered(self, key: tuple) -> bool:
-        """True if it had been failing (its recovery to be logged)."""
-        with self.lock:
-            return self.last.pop(key, None) is not None

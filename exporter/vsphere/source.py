@@ -20,7 +20,7 @@ from exporter.store import model as m
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.follow import Follower
-from exporter.vsphere.hostfaults import HostFaults, LogOnce
+from exporter.vsphere.hostfaults import HostFaults
 from exporter.vsphere.mirror import LUNS, Delta, Mirror, gone_objects
 from exporter.vsphere.overruns import Overruns
 from exporter.vsphere.settings import TargetConfig
@@ -68,9 +68,10 @@ class VsphereTarget:
         self.dropped: dict[str, int] = {}  # reason -> series dropped
         self.samples: dict[str, int] = {}  # host -> samples ingested
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
-        self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
+        self.esxcli_health = EsxcliHealth(
+            store, origin=self.name, log=log
+        )  # shown on this target's /probe too; logs once per cause
         self.host_faults = HostFaults(store, self.name)  # one host's failing calls, its own (hostfaults.py)
-        self.esxcli_log = LogOnce()  # a host's failing esxcli command: one line per change
         self.overruns = Overruns(self.name)  # collections that took longer than their interval
         self.follower: Follower | None = None  # the last walk's, following its changes while running
         self.walking: Follower | None = None  # the walk under way
@@ -247,8 +248,7 @@ class VsphereTarget:
 
         def one(topo):
             found, problems = self.client.call(lambda _content: esxcli.read(stub, topo.ref._moId, topo.name))
-            failed = self.esxcli_health.report(topo.name, problems) or found is None
-            self._log_esxcli(topo.name, problems if failed else [])
+            self._esxcli_problems(topo.name, problems)
             with self.publishing:
                 if found is not None:
                     self.esxcli_found[topo.name] = found
@@ -270,17 +270,10 @@ class VsphereTarget:
         self._took("esxcli", start)
         self._publish()
 
-    def _log_esxcli(self, host: str, problems) -> None:
-        """A host's failing esxcli (its executer absent, a command refused): a WARNING naming the
-        command and the host's answer when it starts or its message changes, an INFO when it ends;
-        not a line every round (esxi_esxcli_up and esxi_esxcli_errors_total count it)."""
-        failures = [(command, message) for command, reason, message in problems if reason == "failed"]
-        if failures:
-            command, message = failures[0]
-            if self.esxcli_log.failed((host,), f"{command}: {message}"):
-                log.warning("vsphere target %s: esxcli on %s: %s failed: %s", self.name, host, command, message)
-        elif self.esxcli_log.answered((host,)):
-            log.info("vsphere target %s: esxcli on %s answers again", self.name, host)
+    def _esxcli_problems(self, host: str, problems) -> bool:
+        """A host's esxcli problems, counted (esxi_esxcli_errors_total) and logged once per command
+        and reason, its end once (exporter.esxcli.health); True if the refresh failed."""
+        return self.esxcli_health.report(host, problems, f"vsphere target {self.name}: esxcli on {host}")
 
     def _resolve_counters(self) -> None:
         """Counter keys by name (they differ between vCenter and ESXi) and the server's query limit."""
@@ -306,7 +299,6 @@ class VsphereTarget:
                 self.esxcli_found.pop(host, None)
         for host in hosts:
             self.esxcli_health.forget(host)
-            self.esxcli_log.answered((host,))
         self.host_faults.forget(hosts)
         for listener in self.forget_listeners:
             listener(hosts)

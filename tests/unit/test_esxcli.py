@@ -150,3 +150,46 @@ def test_read_runs_every_command_and_counts_failures_without_stopping():
 def test_empty_or_headerless_tables_are_problems(bad):
     records, problems = parse.table(bad)
     assert records == [] and [p.reason for p in problems] == ["empty"]
+
+
+def test_a_refresh_over_ssh_counts_every_problem_and_logs_each_cause_once(caplog):
+    """Every 5 minutes the same fault: counted each refresh, logged once (FaultLog, through
+    exporter.esxcli.health); logged again when its message changes, and its end once."""
+    import logging
+    import threading
+
+    from exporter.esxcli.ssh import EsxcliOverSsh
+    from exporter.ssh.target import SshTarget
+    from exporter.store.store import Store
+
+    nmp_fails = ["connection closed"]
+    outputs = {
+        tuple(DEVICES): parse.blocks(text("device-list.txt")),
+        tuple(NMP): parse.blocks(text("nmp-device-list.txt")),
+        tuple(ADAPTERS): parse.table(text("adapter-list.txt")),
+        ("system", "module", "parameters", "list", "-m", "qlnativefc"): parse.table(text("module-parameters-qlnativefc.txt")),
+    }
+
+    def fetch(words):
+        if tuple(words) == tuple(HPP):
+            raise EsxcliError("Unknown command or namespace storage hpp device list")
+        if tuple(words) == tuple(NMP) and nmp_fails:
+            raise EsxcliError(nmp_fails[0])
+        return outputs[tuple(words)]
+
+    store = Store()
+    runner = EsxcliOverSsh(SshTarget(host="esx01.lab"), store, threading.Event(), lambda: "esx01")
+    runner.fetch = fetch
+    with caplog.at_level(logging.INFO, logger="exporter.esxcli.ssh"):
+        assert [runner.refresh("esx01") for _ in range(3)] == [False] * 3
+        nmp_fails[0] = "hostd is busy"
+        assert not runner.refresh("esx01") and not runner.refresh("esx01")
+        nmp_fails.clear()
+        assert runner.refresh("esx01") and runner.refresh("esx01")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "esxcli on esx01.lab: storage nmp device list failed: connection closed"),
+        ("WARNING", "esxcli on esx01.lab: storage nmp device list failed: hostd is busy"),
+        ("INFO", "esxcli on esx01.lab: storage nmp device list answers again"),
+    ]
+    record = store.health[("esxcli", "esx01")]
+    assert (record.up, record.errors) == (1, {"storage nmp device list/failed": 5})

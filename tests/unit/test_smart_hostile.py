@@ -220,6 +220,6 @@ def test_a_host_that_leaves_takes_its_disks_and_smart_health_and_a_running_round
 
     assert not rounds.refresh(HOST, SshEsxcli(LeavesMidRound()))
     assert HOST not in exposition(store) and store.disk_health == {} and ("smart", HOST) not in store.health
-    assert rounds.last == {} and rounds.health.errors == {}
+    assert rounds.last == {} and rounds.health.faults.snapshot() == {} and rounds.notes.snapshot() == {}
     assert rounds.refresh(HOST, SshEsxcli(FixtureRunner()))  # back: counting afresh
     assert store.health[("smart", HOST)].errors == {} and HDD in store.disk_health[HOST].disks

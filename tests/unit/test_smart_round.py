@@ -190,3 +190,50 @@ def test_a_device_list_field_that_does_not_read_is_counted_and_that_device_left_
     store, _, ok = round_on(Garbled())
     assert ok and SSD not in store.disk_health[HOST].disks and HDD in store.disk_health[HOST].disks
     assert store.health[("smart", HOST)].errors == {"storage core device list/bad_value": 1}
+
+
+def test_a_round_fault_is_counted_every_hour_and_logged_once(caplog):
+    """Through the shared FaultLog (exporter.esxcli.health): the device list failing, a field that
+    does not read and a round that could not start are counted every round, logged when they start
+    or their message changes, and their end once."""
+    import logging
+
+    said = ["ssh: connect to host 192.0.2.7 port 22: Connection refused"]
+
+    class Flaky(FixtureRunner):
+        def text(self, words, max_output=MAX_OUTPUT):
+            if said:
+                raise EsxcliError(said[0])
+            return super().text(words, max_output)
+
+        def answer(self, words):
+            answer = super().answer(words)
+            if words == ["storage", "core", "device", "list"]:
+                answer = answer.replace("Is Local: true", "Is Local: yes please", 1)
+            return answer
+
+    store = Store()
+    rounds = SmartRounds(store)
+    with caplog.at_level(logging.INFO, logger="exporter.smart.rounds"):
+        for _ in range(3):
+            round_on(Flaky(), rounds, store)
+        said[0] = "ssh: connect to host 192.0.2.7 port 22: No route to host"
+        round_on(Flaky(), rounds, store)
+        said.clear()
+        for _ in range(2):
+            round_on(Flaky(), rounds, store)
+        for _ in range(2):
+            rounds.fail(HOST, "RetrieveManagedMethodExecuter", "HostNotConnected", rounds.epoch(HOST), "vc/esx01")
+    down = f"SMART on {HOST}: storage core device list failed: ssh: connect to host 192.0.2.7 port 22:"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if "has no SMART" not in r.getMessage()] == [
+        ("WARNING", f"{down} Connection refused"),
+        ("WARNING", f"{down} No route to host"),
+        ("WARNING", f"SMART on {HOST}: storage core device list: {HDD}: islocal: not true or false: 'yes please'"),
+        ("INFO", f"SMART on {HOST}: storage core device list answers again"),
+        ("WARNING", "SMART on vc/esx01: RetrieveManagedMethodExecuter failed: HostNotConnected"),
+    ]
+    assert store.health[("smart", HOST)].errors == {
+        "storage core device list/failed": 4,
+        "storage core device list/bad_value": 2,
+        "RetrieveManagedMethodExecuter/failed": 2,
+    }

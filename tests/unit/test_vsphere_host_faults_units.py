@@ -249,26 +249,45 @@ def test_a_reread_fails_whole_when_the_server_does(monkeypatch):
         follower._read_hosts(["host-1"])
 
 
-def test_esxcli_failing_on_a_host_is_logged_once(caplog):
+def test_esxcli_failing_on_a_host_is_counted_every_time_and_logged_once(caplog):
+    """Through the shared FaultLog (exporter.esxcli.health): a cause per command and reason, logged
+    when it starts or its message changes, its end once, when a refresh that failed nowhere lacks it."""
     target = VsphereTarget(TargetConfig(name="vc", url="https://vc"))
     gone = [("RetrieveManagedMethodExecuter", "failed", "The object 'vim.HostSystem:host-9' has already been deleted")]
+    busy = [("storage nmp device list", "failed", "hostd busy")]
     with caplog.at_level(logging.INFO, logger="exporter.vsphere.source"):
         for _ in range(4):
-            target._log_esxcli("esx09", gone)
-        target._log_esxcli("esx09", [("storage nmp device list", "failed", "hostd busy")])
-        target._log_esxcli("esx09", [("storage nmp device list", "failed", "hostd busy")])
-        target._log_esxcli("esx09", [])
-        target._log_esxcli("esx09", [])
-        target._log_esxcli("esx10", [("storage core device list", "bad_line", "line 3")])  # not a failure
+            assert target._esxcli_problems("esx09", gone)
+        target._esxcli_problems("esx09", busy)  # the executer answered; a command failed
+        target._esxcli_problems("esx09", busy)
+        target._esxcli_problems("esx09", [("storage nmp device list", "failed", "hostd gone")])  # another message
+        assert not target._esxcli_problems("esx09", [])
+        assert not target._esxcli_problems("esx09", [])
+        for _ in range(2):
+            target._esxcli_problems("esx10", [("storage core device list", "bad_line", "line 3: no colon")] * 2)
+    where = "vsphere target vc: esxcli on"
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         (
             "WARNING",
-            "vsphere target vc: esxcli on esx09: RetrieveManagedMethodExecuter failed: "
-            "The object 'vim.HostSystem:host-9' has already been deleted",
+            f"{where} esx09: RetrieveManagedMethodExecuter failed: The object 'vim.HostSystem:host-9' has already been deleted",
         ),
-        ("WARNING", "vsphere target vc: esxcli on esx09: storage nmp device list failed: hostd busy"),
-        ("INFO", "vsphere target vc: esxcli on esx09 answers again"),
+        ("WARNING", f"{where} esx09: storage nmp device list failed: hostd busy"),
+        ("WARNING", f"{where} esx09: storage nmp device list failed: hostd gone"),
+        ("INFO", f"{where} esx09: RetrieveManagedMethodExecuter answers again"),
+        ("INFO", f"{where} esx09: storage nmp device list answers again"),
+        ("WARNING", f"{where} esx10: storage core device list: line 3: no colon (and 1 more)"),
     ]
+    health = target.store.health
+    assert (health[("esxcli", "esx09")].up, health[("esxcli", "esx09")].errors) == (
+        1,
+        {"RetrieveManagedMethodExecuter/failed": 4, "storage nmp device list/failed": 3},
+    )
+    assert health[("esxcli", "esx10")].errors == {"storage core device list/bad_line": 4}
+    target._forget({"esx09"})
+    assert ("esxcli", "esx09") not in target.store.health
+    target._esxcli_problems("esx09", busy)  # a host that came back is counted afresh, its fault new
+    assert target.store.health[("esxcli", "esx09")].errors == {"storage nmp device list/failed": 1}
+    assert caplog.records[-1].getMessage() == f"{where} esx09: storage nmp device list failed: hostd busy"
 
 
 def test_a_host_call_health_record_is_on_its_targets_probe():
