@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pyVmomi import vim, vmodl
 
 from exporter.store import model as m
+from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,7 @@ class HostFaults:
         """store: where the health records go (None: counted and logged only)."""
         self.store, self.origin = store, origin
         self.lock = threading.Lock()
-        self.counts: dict[str, dict[str, int]] = {}  # host -> call -> failures so far
-        self.failing: dict[str, dict[str, str]] = {}  # host -> call -> vCenter's last fault (calls failing now)
+        self.faults = FaultLog(log)  # (host, call) -> failures so far, vCenter's last fault while it fails
         self.timeouts = 0  # per-host calls timed out in a row (see TIMEOUTS_IN_A_ROW)
 
     def call(self, host: str, name: str, fn: Callable[[], object], default=None):
@@ -94,46 +94,28 @@ class HostFaults:
             return self.timeouts > TIMEOUTS_IN_A_ROW
 
     def failed(self, host: str, name: str, message: str) -> None:
-        with self.lock:
-            calls = self.counts.setdefault(host, {})
-            calls[name] = calls.get(name, 0) + 1
-            failing = self.failing.setdefault(host, {})
-            new = failing.get(name) != message
-            failing[name] = message
-            record = self._record(host)
-        if new:
-            log.warning(
-                "vsphere target %s: host %s: %s failed: %s (the rest of the target goes on)", self.origin, host, name, message
-            )
-        self._publish(record)
+        line = f"vsphere target {self.origin}: host {host}: {name} failed: {message} (the rest of the target goes on)"
+        self.faults.failed((host, name), message, line)
+        self._publish(host)
 
     def answered(self, host: str, name: str) -> None:
-        with self.lock:
-            calls = self.counts.setdefault(host, {})
-            recovered = self.failing.get(host, {}).pop(name, None) is not None
-            if name in calls and not recovered:
-                return  # nothing changed: no new record
-            calls.setdefault(name, 0)  # counted from 0, so a first failure is an increase
-            record = self._record(host)
-        if recovered:
-            log.info("vsphere target %s: host %s: %s answers again", self.origin, host, name)
-        self._publish(record)
+        known = (host, name) in self.faults.counts
+        if self.faults.answered((host, name), f"vsphere target {self.origin}: host {host}: {name} answers again") or not known:
+            self._publish(host)  # else nothing changed: no new record
+
+    def errors(self, host: str) -> dict[str, int]:
+        """call -> failures so far of one host's calls (0: it answered)."""
+        return {call: n for (_, call), n in self.faults.snapshot(lambda key: key[0] == host).items()}
 
     def forget(self, hosts) -> None:
         """Hosts that left the target: their call health goes with them."""
         for host in hosts:
-            with self.lock:
-                known = self.counts.pop(host, None) is not None
-                self.failing.pop(host, None)
-            if known and self.store is not None:
+            if self.faults.forget(lambda key, host=host: key[0] == host) and self.store is not None:
                 self.store.drop_health(KIND, host, self.origin)
 
-    def _publish(self, record: m.SourceHealth) -> None:
-        if self.store is not None:
-            self.store.set_health(record)
-
-    def _record(self, host: str) -> m.SourceHealth:
-        """Lock held."""
-        return m.SourceHealth(
-            kind=KIND, name=host, origin=self.origin, up=0 if self.failing.get(host) else 1, errors=dict(self.counts[host])
-        )
+    def _publish(self, host: str) -> None:
+        if self.store is None:
+            return
+        errors = self.errors(host)
+        up = 0 if any(self.faults.is_failing((host, call)) for call in errors) else 1
+        self.store.set_health(m.SourceHealth(kind=KIND, name=host, origin=self.origin, up=up, errors=errors))

@@ -278,8 +278,8 @@ def test_a_host_whose_query_perf_faults_counts_it_and_says_it_once(sim, tmp_path
         assert set(target.samples) == set(HOSTS) and target.up == 1
     finally:
         target.client.close()
-    assert target.host_faults.counts["gone.lab.local"] == {"QueryPerf": 3}
+    assert target.host_faults.errors("gone.lab.local") == {"QueryPerf": 3}
     assert target.errors["collection"] == 3  # failed QueryPerf calls, as they always were counted
-    assert {host: target.host_faults.counts[host]["QueryPerf"] for host in HOSTS} == dict.fromkeys(HOSTS, 0)
+    assert {host: target.host_faults.errors(host)["QueryPerf"] for host in HOSTS} == dict.fromkeys(HOSTS, 0)
     said = [r.getMessage() for r in caplog.records if "QueryPerf failed" in r.getMessage()]
     assert len(said) == 1 and "host gone.lab.local" in said[0] and "InvalidArgument" in said[0], said

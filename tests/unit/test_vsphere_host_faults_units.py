@@ -191,7 +191,7 @@ def test_a_fault_keeps_the_last_reading():
     discovery.read_settings(topo, Stub({"opt-esx01": GONE, "iscsi-esx01": TimeoutError()}), faults)
     assert topo.inventory.dsnro == 32
     assert topo.inventory.adapters["vmhba60"].link_speed_bytes_per_second == 2.5e9
-    assert faults.counts == {"esx01": {"QueryOptions": 1, "QueryBoundVnics": 1}}
+    assert faults.errors("esx01") == {"QueryOptions": 1, "QueryBoundVnics": 1}
 
 
 class Client:
@@ -420,4 +420,4 @@ def test_a_silent_server_is_not_a_hosts_fault():
         discovery.read_settings(_host(f"esx{i:02}"), stub, faults)
     with pytest.raises(TimeoutError):
         discovery.read_settings(_host("esx19"), stub, faults)
-    assert sum(calls["QueryOptions"] for calls in faults.counts.values()) == 2 * TIMEOUTS_IN_A_ROW
+    assert sum(n for (_, call), n in faults.faults.snapshot().items() if call == "QueryOptions") == 2 * TIMEOUTS_IN_A_ROW
