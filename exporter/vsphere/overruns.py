@@ -10,41 +10,34 @@ loop on its own interval (a vSAN one every 5 min) under its own phase name. The 
 from __future__ import annotations
 
 import logging
-import threading
+
+from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
+_LATE = "overran"  # the one cause per phase: an episode of overruns is logged once, its end once
 
 
 class Overruns:
     def __init__(self, target: str, phases=("collection",)):
         self.target = target
-        self.lock = threading.Lock()
-        self.counts: dict[str, int] = dict.fromkeys(phases, 0)  # each phase's series exists from the start
-        self._late: set[str] = set()  # phases whose last run overran: logged once per episode
+        self.faults = FaultLog(log)  # phase -> runs that overran
+        for phase in phases:
+            self.faults.answered(phase)  # each phase's series exists from the start
 
     def check(self, phase: str, seconds: float, interval: float) -> bool:
         """Count a run of `phase` that took `seconds` if that is longer than its `interval`;
         say so once when runs start overrunning and once when they keep time again."""
-        overran = seconds > interval
-        with self.lock:
-            if overran:
-                self.counts[phase] = self.counts.get(phase, 0) + 1
-            else:
-                self.counts.setdefault(phase, 0)
-            changed = overran != (phase in self._late)
-            (self._late.add if overran else self._late.discard)(phase)
-        if changed and overran:
-            log.warning(
-                "vsphere target %s: %s took %.1fs, longer than its %gs interval: samples fall behind",
-                self.target,
-                phase,
-                seconds,
-                interval,
+        if seconds > interval:
+            line = (
+                f"vsphere target {self.target}: {phase} took {seconds:.1f}s, longer than its {interval:g}s interval: "
+                "samples fall behind"
             )
-        elif changed:
-            log.info("vsphere target %s: %s keeps its %gs interval again (%.1fs)", self.target, phase, interval, seconds)
-        return overran
+            self.faults.failed(phase, _LATE, line)
+            return True
+        self.faults.answered(
+            phase, f"vsphere target {self.target}: {phase} keeps its {interval:g}s interval again ({seconds:.1f}s)"
+        )
+        return False
 
     def snapshot(self) -> dict[str, int]:
-        with self.lock:
-            return dict(self.counts)
+        return self.faults.snapshot()
