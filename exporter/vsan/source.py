@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from exporter.store import model as m
+from exporter.store.faultlog import FaultLog
 from exporter.vsan import discovery, health, perf, perfcsv, refused
 from exporter.vsan.service import PerfFault, VsanService
 from exporter.vsphere.client import VsphereError
@@ -102,17 +103,17 @@ class VsanSource:
         self.resync_supported = True  # False once the server says it has no QuerySyncingVsanObjectsSummary
         self.taken: dict[str, float] = {}  # cluster -> newest sample time taken (never taken twice)
         self.latest: dict[str, m.VsanSample] = {}  # cluster -> that sample
-        self.errors: dict[str, dict[str, int]] = {}  # cluster -> call -> failures so far
+        # (cluster, call) and, for the ESA disk queries, (cluster, call, host): failures so far, each
+        # logged once per message, its end once; a cluster's errors are their sum by call
+        self.faults = FaultLog(log)
         self.dropped: dict[str, dict[str, int]] = {}  # cluster -> reason -> values not placed so far
         self.samples: dict[str, int] = {}  # cluster -> samples taken
-        self.last_error: dict[tuple[str, str], str] = {}  # (cluster, call) -> last message, logged on change
         # (cluster, entity type) -> the form it is asked in, once the wildcard was refused (perf.FORMS)
         self.forms: dict[tuple[str, str], str] = {}
         self.first_form = perf.WILDCARD  # the form every type is asked in first (a benchmark compares them)
         self.unnamed = False  # a round met uuids the configuration does not name (a new VM, host or disk)
         self.workers: dict[str, threading.Thread] = {}  # cluster -> the worker of its last round
-        self.refusals_logged: set[tuple[str, str, str]] = set()  # (cluster, field, reason) logged once
-        self.disk_faults_logged: dict[tuple[str, str, str], str] = {}  # (cluster, call, host) -> message logged
+        self.refusals = FaultLog(log)  # (cluster, field, reason): a value refused, logged the first time only
 
     # --- discovery -------------------------------------------------------------------------
     def discover(self) -> bool:
@@ -131,42 +132,37 @@ class VsanSource:
             self.store.drop_vsan(gone, origin=self.name)
             with self.lock:
                 for name in gone:
-                    for state in (self.taken, self.latest, self.errors, self.dropped, self.samples):
+                    for state in (self.taken, self.latest, self.dropped, self.samples):
                         state.pop(name, None)
-                    for keyed in (self.forms, self.last_error):
-                        for key in [k for k in keyed if k[0] == name]:
-                            del keyed[key]
-                    self.refusals_logged = {k for k in self.refusals_logged if k[0] != name}
-                    self.disk_faults_logged = {k: v for k, v in self.disk_faults_logged.items() if k[0] != name}
+                    for key in [k for k in self.forms if k[0] == name]:
+                        del self.forms[key]
+            for faults in (self.faults, self.refusals):
+                faults.forget(lambda key: key[0] in gone)
             log.info("vsphere target %s: vSAN cluster(s) gone: %s", self.name, ", ".join(sorted(gone)))
         return True
 
     def _disk_query_faults(self, clusters: list[discovery.ClusterTopology]) -> None:
         """Count each ESA disk query that failed for a host in this discovery, by cluster and call
         (esxi_vsan_errors_total{call="managed_disks"|"disks_for_vsan"}, published with the next
-        round); log it once per host, and again when its message changes."""
-        lines = []
-        with self.lock:
-            for topo in clusters:
-                calls = self.errors.setdefault(topo.name, {})
-                for (call, host), message in sorted(topo.join_faults.items()):
-                    calls[call] = calls.get(call, 0) + 1
-                    key = (topo.name, call, host)
-                    if self.disk_faults_logged.get(key) != message:
-                        self.disk_faults_logged[key] = message
-                        lines.append((topo.name, call, host, message))
-                for key in [k for k in self.disk_faults_logged if k[0] == topo.name and (k[1], k[2]) not in topo.join_faults]:
-                    del self.disk_faults_logged[key]
-        for cluster, call, host, message in lines:
-            then = (
-                "naming its disks with QueryDisksForVsan"
-                if call == discovery.MANAGED_DISKS
-                else "its vSAN ESA disks stay unnamed (their values count as unknown_entity)"
+        round); log it once per host, again when its message changes, and its end once."""
+        for topo in clusters:
+            for (call, host), message in sorted(topo.join_faults.items()):
+                then = (
+                    "naming its disks with QueryDisksForVsan"
+                    if call == discovery.MANAGED_DISKS
+                    else "its vSAN ESA disks stay unnamed (their values count as unknown_entity)"
+                )
+                line = (
+                    f"vsphere target {self.name}: vSAN cluster {topo.name}: {_DISK_QUERIES[call]} failed for host {host}: "
+                    f"{message}; {then} (counted, logged once)"
+                )
+                self.faults.failed((topo.name, call, host), message, line)
+            self.faults.recovered(
+                lambda key, topo=topo: len(key) == 3 and key[0] == topo.name and key[1:] not in topo.join_faults,
+                lambda key: (
+                    f"vsphere target {self.name}: vSAN cluster {key[0]}: {_DISK_QUERIES[key[1]]} answers again for host {key[2]}"
+                ),
             )
-            log.warning(
-                "vsphere target %s: vSAN cluster %s: %s failed for host %s: %s; %s (counted, logged once)",
-                self.name, cluster, _DISK_QUERIES[call], host, message, then,
-            )  # fmt: skip
 
     def _supported_labels(self) -> dict[str, set[str]] | None:
         """The labels this vSAN version has per entity type; None (ask for all of ours) if it cannot say."""
@@ -330,32 +326,36 @@ class VsanSource:
         every round (they are counted every time)."""
         for (field, reason), note in refusals.items():
             key = (topo.name, field, reason)
-            if key in self.refusals_logged:
+            if self.refusals.is_failing(key):
                 continue
-            self.refusals_logged.add(key)
             entity = perfcsv.describe(note.entity, topo.names) if ":" in note.entity else note.entity
             why = f"over {self.max_label} characters" if reason == refused.LABEL_TOO_LONG else refused.WHY.get(reason, reason)
-            log.warning(
-                "vsphere target %s: vSAN cluster %s: %s, %s %r refused: %s (%s; counted, logged once)",
-                self.name, topo.name, entity, field, note.value, why, reason,
-            )  # fmt: skip
+            line = (
+                f"vsphere target {self.name}: vSAN cluster {topo.name}: {entity}, {field} {note.value!r} refused: {why} "
+                f"({reason}; counted, logged once)"
+            )
+            self.refusals.failed(key, reason, line)
 
     def _failed(self, cluster: str, failed: dict[str, str]) -> None:
         """Count each failed call of a round; log the ones that started failing or fail otherwise
         now, one line per message (several entity types failing alike, such as a performance
-        service that is off, are one line); forget the calls that answered."""
+        service that is off, are one line), and the calls that answer again, once."""
         new: dict[str, list[str]] = {}  # message -> calls
-        with self.lock:
-            calls = self.errors.setdefault(cluster, {})
-            for call, message in failed.items():
-                calls[call] = calls.get(call, 0) + 1
-                if self.last_error.get((cluster, call)) != message:
-                    new.setdefault(message, []).append(call)
-                self.last_error[(cluster, call)] = message
-            for key in [k for k in self.last_error if k[0] == cluster and k[1] not in failed]:
-                del self.last_error[key]
+        for call, message in failed.items():
+            if self.faults.failed((cluster, call), message, quiet=True):
+                new.setdefault(message, []).append(call)
         for message, which in new.items():
             log.warning("vsphere target %s: vSAN %s of cluster %s failed: %s", self.name, ", ".join(which), cluster, message)
+        ended = self.faults.recovered(lambda key: len(key) == 2 and key[0] == cluster and key[1] not in failed)
+        if ended:
+            log.info("vsphere target %s: vSAN %s of cluster %s answers again", self.name, ", ".join(k[1] for k in ended), cluster)
+
+    def cluster_errors(self, cluster: str) -> dict[str, int]:
+        """call -> failures so far of one cluster (the ESA disk queries summed over its hosts)."""
+        errors: dict[str, int] = {}
+        for key, n in self.faults.snapshot(lambda key: key[0] == cluster).items():
+            errors[key[1]] = errors.get(key[1], 0) + n
+        return errors
 
     def _publish(self, cluster: str, up: bool, dropped: dict[str, int], seconds: float) -> None:
         with self.lock:
@@ -368,7 +368,7 @@ class VsanSource:
                 origin=self.name,
                 up=int(up),
                 durations={"collection": seconds},
-                errors=dict(self.errors.get(cluster, {})),
+                errors=self.cluster_errors(cluster),
                 dropped=dict(totals),
                 samples={cluster: self.samples.get(cluster, 0)},
             )

@@ -349,9 +349,9 @@ def test_an_answer_past_the_cap_sized_to_the_cluster_is_refused_and_the_other_ca
     assert record.up == 0 and "perf:virtual-machine" in record.errors
     assert set(record.errors) <= {f"perf:{kind}" for kind in perf.entity_types(False)}
     for call in record.errors:
-        assert source.last_error[("vsan-osa", call)].endswith("(the cap sized to what was asked): refused"), call
-    assert source.last_error[("vsan-osa", "perf:virtual-machine")].endswith("(the cap sized to what was asked): refused")
-    cap = int(source.last_error[("vsan-osa", "perf:virtual-machine")].split("larger than ")[1].split()[0])
+        assert source.faults.failing[("vsan-osa", call)].endswith("(the cap sized to what was asked): refused"), call
+    assert source.faults.failing[("vsan-osa", "perf:virtual-machine")].endswith("(the cap sized to what was asked): refused")
+    cap = int(source.faults.failing[("vsan-osa", "perf:virtual-machine")].split("larger than ")[1].split()[0])
     assert cap < size / 4
     assert source.store.vsan["vsan-osa"].capacity_bytes and source.store.vsan["vsan-osa"].health  # health and space read
     assert took < 20
@@ -401,7 +401,7 @@ def test_a_hanging_vsan_endpoint_costs_a_discovery_one_call_timeout(source, prox
     assert {key: disk.uuid for key, disk in esa.disks.items()} == before
     ((call, host),) = esa.join_faults  # the first ESA host asked, whichever the answer listed first
     assert call == "managed_disks" and host in {"esx31.lab.local", "esx32.lab.local"}
-    assert source.errors["vsan-esa"] == {"managed_disks": 1}
+    assert source.cluster_errors("vsan-esa") == {"managed_disks": 1}
 
 
 @pytest_integration

@@ -7,7 +7,6 @@ tests/integration/test_vsan_vcsim.py and test_vcsim_vsan.py."""
 from __future__ import annotations
 
 import logging
-import threading
 from types import SimpleNamespace
 
 from pyVmomi import vim
@@ -15,6 +14,7 @@ from pyVmomi import vim
 from exporter.collectors import vsan as vsan_collector
 from exporter.collectors.textformat import render
 from exporter.store import model as m
+from exporter.store.faultlog import FaultLog
 from exporter.store.store import Store
 from exporter.vsan import discovery
 from exporter.vsan.source import VsanSource
@@ -129,20 +129,49 @@ def test_only_no_answer_at_all_stops_asking_the_vsan_endpoint():
 
 
 def test_the_source_counts_every_failure_and_logs_each_host_once(caplog):
-    source = SimpleNamespace(name="vc", lock=threading.Lock(), errors={}, disk_faults_logged={})
+    source = SimpleNamespace(name="vc", faults=FaultLog(logging.getLogger("exporter.vsan.source")))
     cluster = _cluster()
     cluster.join_faults = {("managed_disks", "esx1"): "NotSupported", ("managed_disks", "esx2"): "VsanFault"}
-    with caplog.at_level(logging.WARNING, logger="exporter.vsan.source"):
+    with caplog.at_level(logging.INFO, logger="exporter.vsan.source"):
         VsanSource._disk_query_faults(source, [cluster])
         VsanSource._disk_query_faults(source, [cluster])  # the next discovery, failing alike: counted, not logged
-        assert source.errors == {"esa": {"managed_disks": 4}}
+        assert VsanSource.cluster_errors(source, "esa") == {"managed_disks": 4}
         assert len(caplog.records) == 2
         assert "QueryVsanManagedDisks failed for host esx1: NotSupported; naming its disks with QueryDisksForVsan" in caplog.text
-        cluster.join_faults = {("managed_disks", "esx1"): "NotSupported"}  # esx2 answers again
+        cluster.join_faults = {("managed_disks", "esx1"): "NotSupported"}  # esx2 answers again: said once
+        VsanSource._disk_query_faults(source, [cluster])
         VsanSource._disk_query_faults(source, [cluster])
         cluster.join_faults = {("managed_disks", "esx1"): "NotSupported", ("managed_disks", "esx2"): "VsanFault"}
         VsanSource._disk_query_faults(source, [cluster])  # esx2 fails again: logged again
-    assert len(caplog.records) == 3 and source.errors == {"esa": {"managed_disks": 7}}
+        cluster.join_faults = {("managed_disks", "esx1"): "HostNotConnected"}  # esx1's message changed: logged
+        VsanSource._disk_query_faults(source, [cluster])
+    assert [(r.levelname, r.getMessage().split(";")[0]) for r in caplog.records][2:] == [
+        ("INFO", "vsphere target vc: vSAN cluster esa: QueryVsanManagedDisks answers again for host esx2"),
+        ("WARNING", "vsphere target vc: vSAN cluster esa: QueryVsanManagedDisks failed for host esx2: VsanFault"),
+        ("WARNING", "vsphere target vc: vSAN cluster esa: QueryVsanManagedDisks failed for host esx1: HostNotConnected"),
+        ("INFO", "vsphere target vc: vSAN cluster esa: QueryVsanManagedDisks answers again for host esx2"),
+    ]
+    assert VsanSource.cluster_errors(source, "esa") == {"managed_disks": 9}
+
+
+def test_a_failing_call_is_counted_every_round_logged_once_and_its_end_once(caplog):
+    """A round's failed calls (exporter.vsan.source._failed): alike failures are one line, a call
+    failing again alike is counted, not logged; a new message is logged; the end is said once."""
+    source = SimpleNamespace(name="vc", faults=FaultLog(logging.getLogger("exporter.vsan.source")))
+    off = "ServerFaultCode: the performance service is off"
+    with caplog.at_level(logging.INFO, logger="exporter.vsan.source"):
+        for _ in range(3):
+            VsanSource._failed(source, "osa", {"perf:cluster-domclient": off, "perf:host-domclient": off, "health": "timed out"})
+        VsanSource._failed(source, "osa", {"perf:cluster-domclient": off, "perf:host-domclient": off, "health": "NotFound"})
+        VsanSource._failed(source, "osa", {})
+        VsanSource._failed(source, "osa", {})
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"vsphere target vc: vSAN perf:cluster-domclient, perf:host-domclient of cluster osa failed: {off}"),
+        ("WARNING", "vsphere target vc: vSAN health of cluster osa failed: timed out"),
+        ("WARNING", "vsphere target vc: vSAN health of cluster osa failed: NotFound"),
+        ("INFO", "vsphere target vc: vSAN health, perf:cluster-domclient, perf:host-domclient of cluster osa answers again"),
+    ]
+    assert VsanSource.cluster_errors(source, "osa") == {"perf:cluster-domclient": 4, "perf:host-domclient": 4, "health": 4}
 
 
 def test_pool_disk_state_in_the_exposition():
