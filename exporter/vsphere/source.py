@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
+from exporter.store.faultlog import FaultLog
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.follow import Follower
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 
 _UNROUTED, _WILDCARD = object(), object()
+_TARGET = "target"  # the one key of a target's own failure (its outage FaultLog)
 
 
 def _object_key(family: str, instance: str, topo: discovery.HostTopology):
@@ -62,7 +64,7 @@ class VsphereTarget:
         self.max_query_metrics = config.max_query_metrics  # lowered to the server's own limit when it has one
         self.last_timestamp: dict[str, float] = {}  # host -> newest sample ingested
         self.up = 0
-        self.error = ""  # last error line, for the log on change
+        self.outage = FaultLog(log)  # the target's own failure (_TARGET): logged once per message, its end once
         self.durations: dict[str, float] = {}  # phase -> seconds of the last run
         self.errors: dict[str, int] = {"discovery": 0, "collection": 0}
         self.dropped: dict[str, int] = {}  # reason -> series dropped
@@ -86,21 +88,22 @@ class VsphereTarget:
         self._esxcli_wake = threading.Event()
 
     # --- health --------------------------------------------------------------------------
+    @property
+    def error(self) -> str:
+        """The target's last error while it fails ("" once it answers)."""
+        return self.outage.failing.get(_TARGET, "")
+
     def _failed(self, phase: str, message: str) -> None:
-        with self.lock:
+        with self.lock:  # up and the outage change together (discovery and collection run apart)
             self.errors[phase] += 1
-            changed = message != self.error or self.up
-            self.up, self.error = 0, message
-        if changed:
-            log.error("vsphere target %s: %s failed: %s", self.name, phase, message)
+            self.up = 0
+            self.outage.failed(_TARGET, message, f"vsphere target {self.name}: {phase} failed: {message}", level=logging.ERROR)
         self._publish()
 
     def _ok(self) -> None:
         with self.lock:
-            recovered = not self.up and self.error
-            self.up, self.error = 1, ""
-        if recovered:
-            log.info("vsphere target %s: reachable again", self.name)
+            self.up = 1
+            self.outage.answered(_TARGET, f"vsphere target {self.name}: reachable again")
         self._publish()
 
     def _took(self, phase: str, start: float) -> None:

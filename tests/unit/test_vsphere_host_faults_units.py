@@ -421,3 +421,27 @@ def test_a_silent_server_is_not_a_hosts_fault():
     with pytest.raises(TimeoutError):
         discovery.read_settings(_host("esx19"), stub, faults)
     assert sum(n for (_, call), n in faults.faults.snapshot().items() if call == "QueryOptions") == 2 * TIMEOUTS_IN_A_ROW
+
+
+def test_the_targets_own_failure_is_counted_every_time_and_logged_once(caplog):
+    """The target's outage (VsphereTarget._failed/_ok) through the shared FaultLog: every failure
+    counted by phase, one line per message, 'reachable again' once."""
+    target = VsphereTarget(TargetConfig(name="vc", url="https://vc"))
+    with caplog.at_level(logging.INFO, logger="exporter.vsphere.source"):
+        target._ok()  # never failed: nothing to say
+        for _ in range(3):
+            target._failed("discovery", "cannot log in: connection refused")
+        target._failed("collection", "cannot log in: connection refused")  # the same cause, another phase
+        target._failed("collection", "NotAuthenticated")
+        assert (target.up, target.error) == (0, "NotAuthenticated")
+        target._ok()
+        target._ok()
+        assert (target.up, target.error) == (1, "")
+        target._failed("collection", "NotAuthenticated")  # failing again after it answered: new
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "vsphere target vc: discovery failed: cannot log in: connection refused"),
+        ("ERROR", "vsphere target vc: collection failed: NotAuthenticated"),
+        ("INFO", "vsphere target vc: reachable again"),
+        ("ERROR", "vsphere target vc: collection failed: NotAuthenticated"),
+    ]
+    assert target.errors == {"discovery": 3, "collection": 3}
