@@ -115,13 +115,18 @@ def test_a_bad_line_and_a_bad_value_are_each_one_problem_and_the_rest_is_kept():
     assert inv.luns[SAN].dsnro == 32 and len(inv.luns) == 4
 
 
-def test_read_runs_every_command_and_counts_failures_without_stopping():
-    outputs = {
+def host_outputs() -> dict:
+    """What a host's esxcli prints for each command read (words -> parsed answer)."""
+    return {
         tuple(DEVICES): parse.blocks(text("device-list.txt")),
         tuple(NMP): parse.blocks(text("nmp-device-list.txt")),
         tuple(ADAPTERS): parse.table(text("adapter-list.txt")),
         ("system", "module", "parameters", "list", "-m", "qlnativefc"): parse.table(text("module-parameters-qlnativefc.txt")),
     }
+
+
+def test_read_runs_every_command_and_counts_failures_without_stopping():
+    outputs = host_outputs()
 
     def fetch(words):
         if tuple(words) in (tuple(HPP),):
@@ -163,12 +168,7 @@ def test_a_refresh_over_ssh_counts_every_problem_and_logs_each_cause_once(caplog
     from exporter.store.store import Store
 
     nmp_fails = ["connection closed"]
-    outputs = {
-        tuple(DEVICES): parse.blocks(text("device-list.txt")),
-        tuple(NMP): parse.blocks(text("nmp-device-list.txt")),
-        tuple(ADAPTERS): parse.table(text("adapter-list.txt")),
-        ("system", "module", "parameters", "list", "-m", "qlnativefc"): parse.table(text("module-parameters-qlnativefc.txt")),
-    }
+    outputs = host_outputs()
 
     def fetch(words):
         if tuple(words) == tuple(HPP):
