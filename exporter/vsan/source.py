@@ -32,6 +32,7 @@ CALLS = ("perf", "health", "space", "resync")
 # a cluster, and one after an outage, this far).
 _LOOKBACK_SAMPLES = 3
 _LATE = "not asked: the round's deadline passed"
+_DISCOVERY = ("", "discovery")  # the discovery's own failure: no cluster's (counted in no cluster's errors)
 _DISK_QUERIES = {discovery.MANAGED_DISKS: "QueryVsanManagedDisks", discovery.DISKS_FOR_VSAN: "QueryDisksForVsan"}
 
 
@@ -119,9 +120,10 @@ class VsanSource:
     def discover(self) -> bool:
         try:
             clusters = discovery.discover(self.client, self.config.selection, self.service)
-        except VsphereError as err:
-            log.warning("vsphere target %s: vSAN discovery failed: %s", self.name, err)
+        except VsphereError as err:  # retried at the real-time pace until a first one works: logged once
+            self.faults.failed(_DISCOVERY, str(err), f"vsphere target {self.name}: vSAN discovery failed: {err}")
             return False
+        self.faults.answered(_DISCOVERY, f"vsphere target {self.name}: vSAN discovery answers again")
         gone = {c.name for c in self.clusters} - {c.name for c in clusters}
         if clusters and self.supported is None:
             self.supported = self._supported_labels()

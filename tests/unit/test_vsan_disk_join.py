@@ -187,3 +187,25 @@ def test_pool_disk_state_in_the_exposition():
     assert 'esxi_vsan_disk_mounted{cluster="esa",host="esx1",device="eui.b"} 0.0' in text
     assert 'esxi_vsan_disk_fault_info{cluster="esa",host="esx1",device="eui.b",fault="VsanFault"} 1.0' in text
     assert "naa.c" not in "".join(line for line in text.splitlines() if "mounted" in line or "fault_info" in line)
+
+
+def test_a_failing_vsan_discovery_is_logged_once_and_its_end_once(caplog, monkeypatch):
+    """Until a first discovery works it is retried at the real-time pace (20 s): one line, not one a try."""
+    answers = [VsphereError("timed out")] * 3 + [VsphereError("NotAuthenticated")] + [[], []]
+
+    def discover(client, selection, service):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(discovery, "discover", discover)
+    config = SimpleNamespace(selection=None)
+    source = VsanSource(SimpleNamespace(name="vc", client=None, config=config, overruns=None), Store())
+    with caplog.at_level(logging.INFO, logger="exporter.vsan.source"):
+        assert [source.discover() for _ in range(6)] == [False] * 4 + [True] * 2
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "vsphere target vc: vSAN discovery failed: timed out"),
+        ("WARNING", "vsphere target vc: vSAN discovery failed: NotAuthenticated"),
+        ("INFO", "vsphere target vc: vSAN discovery answers again"),
+    ]
