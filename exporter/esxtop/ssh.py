@@ -26,11 +26,13 @@ from exporter.esxtop.streams import pump, start_thread
 from exporter.ssh.process import Backoff, classify, release, spawn
 from exporter.ssh.target import SshTarget
 from exporter.store import model as m
+from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
 
 # Why a session ended: the `reason` label of esxi_esxtop_restarts_total.
 REASONS = ("refused", "unreachable", "host_key", "auth", "dropped", "esxtop_exited", "stalled")
+_SESSION = "session"  # the one cause of a stream: why its sessions end, until rows flow again
 
 
 def esxtop_command(target: SshTarget) -> str:
@@ -63,6 +65,7 @@ class SshStream:
         self.ssh, self.backoff_initial, self.max_line = ssh, backoff_initial, max_line
         self.up = 0
         self.restarts = dict.fromkeys(REASONS, 0)
+        self.faults = FaultLog(log)  # a session that ends: said once per reason in a row (repeats at DEBUG), its end once
         self.lock = threading.Lock()
         self._sample_hosts: set[str] = set()  # host names esxtop used (the header's, not ours)
         self._last_row = 0.0
@@ -76,6 +79,8 @@ class SshStream:
         with self.lock:
             changed, self.up = self.up != value, value
         if changed:
+            if value:
+                self.faults.answered(_SESSION, f"esxtop ssh {self.target.label}: rows flow again")
             self.publish()
 
     def _count_restart(self, reason: str) -> None:
@@ -91,7 +96,6 @@ class SshStream:
     # the loop
     def run(self) -> None:
         backoff = Backoff(self.backoff_initial, self.target.backoff_max)
-        last_reason = None
         while not self.stop.is_set():
             delivered, reason, message = self._session()
             self._announce = delivered
@@ -102,10 +106,9 @@ class SshStream:
             self._count_restart(reason)
             delay = backoff.next(delivered)
             level = logging.ERROR if reason in ("host_key", "auth") else logging.WARNING
-            if reason == last_reason and not delivered:
-                level = logging.DEBUG  # the same failure again: said once, not on every retry
-            log.log(level, "esxtop ssh %s: %s; retrying in %.1fs", self.target.label, message, delay)
-            last_reason = reason
+            line = f"esxtop ssh {self.target.label}: {message}; retrying in {delay:.1f}s"
+            if not self.faults.failed(_SESSION, reason, line, level=level):
+                log.debug("%s", line)  # the same failure again: said once, not on every retry
             self.stop.wait(backoff.jittered())
 
     def _session(self) -> tuple[bool, str, str]:

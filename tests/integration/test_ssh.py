@@ -111,6 +111,9 @@ def test_host_reboot_refused_then_back(sshd, exporter_for):
     sshd.start()  # back up, same key, same port
     eventually(lambda: metric(exporter, "esxi_esxtop_up", host="127.0.0.1") == 1, what="up again after the reboot")
     eventually(lambda: metric(exporter, "esxi_lun_queue_depth", device=DEVICE_A) == 32, what="gauges back")
+    eventually(lambda: "esxtop ssh 127.0.0.1: rows flow again" in log_text(sshd), what="the outage's end said")
+    log = log_text(sshd)  # the outage is one line (the retries at debug level), its end one more
+    assert log.count("connection refused") == 1 and log.count("rows flow again") == 1
 
 
 def test_changed_host_key_is_refused_with_clear_error(sshd, exporter_for):
