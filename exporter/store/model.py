@@ -52,6 +52,38 @@ DIRECTIONAL_LATENCY_WEIGHT = {GAVG_READ: READS, GAVG_WRITE: WRITES}
 # Values that are configuration, not measurements: valid even in esxtop's first sample.
 CONFIG_FIELDS = (QUEUE_DEPTH,)
 
+# VAAI (esxtop's `Physical Disk SCSI Device` group with -a). The command counts are totals the
+# device has kept since it was registered (the host's boot), not per interval: see docs/esxtop.md,
+# "VAAI counts are totals". The store folds them into counters by their differences (TOTAL_FIELDS).
+VAAI_COMMAND_PRIMITIVES = ("ats", "clone_read", "clone_write", "zero", "unmap")
+VAAI_FAILURE_PRIMITIVES = ("ats", "clone", "zero", "unmap")
+VAAI_BYTE_PRIMITIVES = ("clone_read", "clone_write", "zero", "unmap")  # MBytes .../sec: rates
+VAAI_LATENCY_PRIMITIVES = ("ats", "clone", "zero")
+VAAI_OUTCOMES = ("success", "failure")
+
+
+def vaai_commands(primitive: str) -> str:
+    return f"vaai_{primitive}_commands"
+
+
+def vaai_failures(primitive: str) -> str:
+    return f"vaai_{primitive}_failures"
+
+
+def vaai_bytes(primitive: str) -> str:
+    return f"vaai_{primitive}_bytes_per_second"
+
+
+def vaai_latency(primitive: str, outcome: str) -> str:
+    """Mean latency of one primitive's commands of one outcome over the interval (seconds)."""
+    return f"vaai_{primitive}_{outcome}_latency_seconds"
+
+
+# Counts a source reports as running totals: the store adds their increase, and takes a fall
+# (the host rebooted, the device came back) for a restart of the count from zero.
+TOTAL_FIELDS = tuple(vaai_commands(p) for p in VAAI_COMMAND_PRIMITIVES) + tuple(vaai_failures(p) for p in VAAI_FAILURE_PRIMITIVES)
+RATE_FIELDS += tuple(vaai_bytes(p) for p in VAAI_BYTE_PRIMITIVES)
+
 
 @dataclass(slots=True)
 class Sample:
