@@ -156,6 +156,9 @@ class LunConfig:
     is_vvol_pe: bool | None = None  # a vVol protocol endpoint
     status: str = ""  # esxcli Status: on | off | dead | degraded | ...
     operational_state: str = ""  # ScsiLun.operationalState: ok | degraded | lostCommunication | off | error ...
+    # VAAI primitive (ats, clone, zero, unmap) -> supported | unsupported | unknown (esxcli
+    # storage core device vaai status get); a primitive absent was not reported.
+    vaai_status: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -216,6 +219,16 @@ class Inventory:
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
     datastores: dict[str, DatastoreConfig] = field(default_factory=dict)  # datastore -> type and adapter
     vdisks: dict[tuple[str, str], VirtualDiskConfig] = field(default_factory=dict)  # (vm, disk) -> backing
+    # VMFS locking (esxcli): /VMFS3/UseATSForHBOnVMFS5 and /VMFS3/HardwareAcceleratedLocking on or
+    # off (None: not read), and each VMFS volume's locking mode.
+    vmfs_ats_heartbeat: bool | None = None
+    vmfs_hardware_locking: bool | None = None
+    vmfs_lock_modes: dict[str, str] = field(default_factory=dict)  # volume (datastore) name -> one of VMFS_LOCK_MODES
+
+
+# A VMFS volume's locking mode (esxcli storage vmfs lockmode list prints ATS-only, ATS+SCSI, ATS
+# upgrade pending, ATS downgrade pending); other: a mode not listed here.
+VMFS_LOCK_MODES = ("ats_only", "ats_scsi", "ats_upgrade_pending", "ats_downgrade_pending", "other")
 
 
 # A host's runtime.connectionState as vCenter reports it (vim.HostSystem.ConnectionState).
