@@ -14,6 +14,8 @@ import yaml
 from . import units
 from .spec import (
     CONTROLLER_BUS,
+    VAAI_DEFAULT_BLOCK,
+    VAAI_PRIMITIVES,
     DEFAULT_LINK_EFFICIENCY,
     DEFAULT_SELF_RESERVATION_COST,
     DISK_KINDS,
@@ -27,6 +29,7 @@ from .spec import (
     Phase,
     Scenario,
     ScenarioError,
+    VaaiOps,
     VmfsOps,
     VmSpec,
 )
@@ -466,5 +469,27 @@ def _phase(node: _Node, luns: dict[str, LunSpec], hosts: dict[str, set[str]], vm
         held = sum(op.reservations_per_second * op.hold for op in ops if op.lun == dev)
         if held >= 0.9:
             raise node.fail("vmfs_ops", f"reservations would hold {dev} {held:.0%} of the time (rate x hold must stay under 90%)")
+    vaai = tuple(_vaai_ops(_Node(raw, where, node.file), hosts) for where, raw in node.items("vaai_ops", []))
     node.done()
-    return Phase(name=name, duration=dur, vms=vm_over, luns=lun_over, vmfs_ops=tuple(ops))
+    return Phase(name=name, duration=dur, vms=vm_over, luns=lun_over, vmfs_ops=tuple(ops), vaai_ops=vaai)
+
+
+def _vaai_ops(op: _Node, hosts: dict[str, set[str]]) -> VaaiOps:
+    """{host, lun, ats_per_second, ats_failure_ratio, clone_per_second, clone_block, ...}: each
+    primitive's rate (default 0), failure ratio (default 0) and bytes per command."""
+    host = op.take("host", _text, check=lambda h: h in hosts, check_msg="no host of that name")
+    lun = op.take("lun", _text, check=lambda d: d in hosts[host], check_msg=f"not one of host {host}'s luns")
+    rates, ratios, blocks = {}, {}, {}
+    for primitive in VAAI_PRIMITIVES:
+        rates[primitive] = op.take(f"{primitive}_per_second", _number, 0.0, check=lambda v: v >= 0, check_msg="must be 0 or more")
+        ratios[primitive] = op.take(
+            f"{primitive}_failure_ratio", _number, 0.0, check=lambda v: 0 <= v <= 1, check_msg="must be in 0..1"
+        )
+        if primitive in VAAI_DEFAULT_BLOCK:
+            blocks[primitive] = op.take(
+                f"{primitive}_block", units.size, VAAI_DEFAULT_BLOCK[primitive], check=_positive, check_msg="must be above zero"
+            )
+    if not any(rates.values()):
+        raise op.fail("ats_per_second", "a vaai_ops entry needs at least one primitive's rate above zero")
+    op.done()
+    return VaaiOps(host=host, lun=lun, per_second=rates, failure_ratio=ratios, block=blocks)
