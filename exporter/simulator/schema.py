@@ -14,13 +14,13 @@ import yaml
 from . import units
 from .spec import (
     CONTROLLER_BUS,
-    VAAI_DEFAULT_BLOCK,
-    VAAI_PRIMITIVES,
     DEFAULT_LINK_EFFICIENCY,
     DEFAULT_SELF_RESERVATION_COST,
     DISK_KINDS,
     PATH_STATES,
     PROVISIONING,
+    VAAI_DEFAULT_BLOCK,
+    VAAI_PRIMITIVES,
     AdapterSpec,
     DiskSpec,
     HostLunSpec,

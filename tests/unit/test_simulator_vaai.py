@@ -90,7 +90,10 @@ def test_an_esxtop_restart_in_the_middle_loses_no_count():
         reader.feed(sim.header(host))
     lines = run(sim, int(120 / INTERVAL), store, readers)
     ats = sim.header(ESX02).split('","').index(f"\\\\{ESX02}\\Physical Disk SCSI Device({LUN})\\ATS")
-    assert [line.split(",")[ats] for line in lines[ESX02][:2]] == ['"0"', '"4802"']  # esxtop's first sample, then the total 70 s into the phase (68.6/s)
+    assert [line.split(",")[ats] for line in lines[ESX02][:2]] == [
+        '"0"',
+        '"4802"',
+    ]  # esxtop's first sample, then the total 70 s into the phase (68.6/s)
     assert counters(store, ESX02)[m.vaai_commands("ats")] == 12348  # 70 x 0.98 x 180: the restart's interval counted too
 
 
