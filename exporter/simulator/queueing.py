@@ -248,8 +248,8 @@ class Model:
         gauss, exp = rng.gauss, math.exp
         device_time = {dev: lun.service_time * self.array_load[dev] * exp(gauss(0.0, JITTER)) for dev, lun in self.array}
         out = {h.name: self._host(h, self.queues[h.name], device_time, rng) for h in self.hosts}
-        for v in self.vaai:
-            out[v.host].vaai[v.lun] = vaai_flow(v, device_time[v.lun])
+        for v in self.vaai:  # several entries for one host and LUN add up
+            add_vaai(out[v.host].vaai.setdefault(v.lun, VaaiFlow(latency=device_time[v.lun])), v)
         return out
 
     @staticmethod
@@ -337,14 +337,15 @@ class Model:
         return res
 
 
-def vaai_flow(v: VaaiLoad, device_time: float) -> VaaiFlow:
-    flow = VaaiFlow(latency=device_time)
+def add_vaai(flow: VaaiFlow, v: VaaiLoad) -> None:
+    """v's commands into flow: per primitive, those that succeed, those that fail, and the bytes
+    the successful ones move."""
     for primitive, rate in v.per_second.items():
         failed = rate * v.failure_ratio.get(primitive, 0.0)
-        flow.done[primitive], flow.failed[primitive] = rate - failed, failed
+        flow.done[primitive] = flow.done.get(primitive, 0.0) + rate - failed
+        flow.failed[primitive] = flow.failed.get(primitive, 0.0) + failed
         if primitive in v.block:
-            flow.bytes[primitive] = (rate - failed) * v.block[primitive]
-    return flow
+            flow.bytes[primitive] = flow.bytes.get(primitive, 0.0) + (rate - failed) * v.block[primitive]
 
 
 def _spread(mean: float, cpus: int, rng: random.Random) -> list[float]:

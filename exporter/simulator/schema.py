@@ -177,6 +177,7 @@ def parse(text: str, name: str, file: str, n: int | None = None) -> Scenario:
     vm_names = {v.name for h in hosts for v in h.vms}
     phases = tuple(_phase(_Node(raw, where, file), luns, host_luns, vm_names) for where, raw in top.items("phases", []))
     repeat = top.take("repeat", lambda v: v if isinstance(v, bool) else _fail_bool(v), False)
+    vaai = tuple(_vaai_ops(_Node(raw, where, file), host_luns) for where, raw in top.items("vaai_ops", []))
     top.done()
     if not hosts:
         raise ScenarioError(f"{file}: hosts: at least one host is needed")
@@ -189,6 +190,7 @@ def parse(text: str, name: str, file: str, n: int | None = None) -> Scenario:
         phases=phases,
         repeat=repeat,
         source=file,
+        vaai_ops=vaai,
     )
 
 

@@ -240,7 +240,7 @@ class Simulation:
         reservations = [queueing.Reservations(op.host, op.lun, op.reservations_per_second, op.hold, op.self_cost) for op in ops]
         vaai = [
             queueing.VaaiLoad(op.host, op.lun, dict(op.per_second), dict(op.failure_ratio), dict(op.block))
-            for op in (phase.vaai_ops if phase else ())
+            for op in self.scenario.vaai_ops + (phase.vaai_ops if phase else ())
         ]
         return queueing.Model(loads, array, reservations, vaai)
 

@@ -178,3 +178,4 @@ class Scenario:
     phases: tuple[Phase, ...] = ()
     repeat: bool = False
     source: str = ""
+    vaai_ops: tuple[VaaiOps, ...] = ()  # sent in every phase (ATS heartbeats), beside each phase's own

@@ -158,3 +158,18 @@ def test_bad_knobs_are_one_line_naming_the_field(op, message):
     with pytest.raises(ScenarioError) as err:
         parse(scenario_with([{"host": "esx01", "lun": LUN, **op}]), "t", "t.yaml")
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_scenario_level_vaai_ops_run_in_every_phase_beside_the_phases_own():
+    """The demo's ATS heartbeats (0.4 per second from each host) run through every phase."""
+    doc = yaml.safe_load(scenario_with([{"host": "esx01", "lun": LUN, "unmap_per_second": 1}]))
+    doc["vaai_ops"] = [{"host": "esx01", "lun": LUN, "ats_per_second": 0.4}]
+    doc["phases"].append({"name": "quiet", "duration": "1m"})
+    sim = Simulation(parse(yaml.safe_dump(doc), "t", "t.yaml"), interval=INTERVAL)
+    store, readers = start(sim)
+    run(sim, 25, store, readers)  # both phases, 2 minutes
+    got = store.hosts["esx01"].objects["luns"][LUN].counters
+    assert got[m.vaai_commands("ats")] == 48  # 0.4 x 120 s
+    assert got[m.vaai_commands("unmap")] == 60  # the first phase's minute only
+    demo = load_scenario("demo")
+    assert {(op.host, op.per_second["ats"]) for op in demo.vaai_ops} == {("esx01.lab.local", 0.4), ("esx02.lab.local", 0.4)}
