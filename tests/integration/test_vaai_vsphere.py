@@ -6,14 +6,12 @@ managed method executer; `dump --vsphere` shows them, and a host whose answers a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.servers import ROOT, exporter_env
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from tests.support.vsphere_api import dump
+from tests.vcsim.sims import PASSWORD, StorageSim
 
 pytestmark = pytest.mark.integration
 
@@ -41,15 +39,7 @@ def samples(tmp_path_factory):
     password.write_text(PASSWORD + "\n")
     sim = StorageSim(tmp, "-vaai", str(changes))
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
-            capture_output=True,
-            text=True,
-            env=exporter_env(),
-            cwd=ROOT,
-            timeout=60,
-        )
+        proc = dump(sim, password, timeout=60)
     finally:
         sim.stop()
     assert proc.returncode == 0, proc.stderr

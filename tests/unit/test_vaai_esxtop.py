@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from exporter.esxtop import EsxtopReader, read_file
+from exporter.esxtop import columns as c
 from exporter.serving.exposition import Exposition
 from exporter.store import model as m
 from exporter.store.store import Store
@@ -22,29 +23,8 @@ DEFAULT = CAPTURES / "esxi65-default-3samples.csv"
 DREVO = "t10.ATA_____DREVO_X1_SSD____________________________TW1770103538________"
 T0 = 1_700_000_000.0
 DEV = "naa.600601601e3021001a2b3c4d5e6f0030"
-# A synthetic device with the VAAI columns, in esxtop's order (esxtop-format.md §3.3).
-VAAI = [
-    "Commands/sec",
-    "CReads",
-    "CWrites",
-    "CFailed",
-    "MBytes CReads/sec",
-    "MBytes CWrites/sec",
-    "ATS",
-    "ATS Failed",
-    "Zeros",
-    "Zeros Failed",
-    "MBytes Zeroed/sec",
-    "Delete",
-    "Deletes Failed",
-    "MBytes Deletes/sec",
-    "Average Success Latency ms/Clone",
-    "Average Failure Latency ms/Clone",
-    "Average Success Latency ms/ATS",
-    "Average Failure Latency ms/ATS",
-    "Average Success Latency ms/Zero",
-    "Average Failure Latency ms/Zero",
-]
+# A synthetic device with the VAAI columns beside its command rate (the reader's own list of them).
+VAAI = ["Commands/sec", *c.VAAI_COUNTERS]
 
 
 def _cells(path, device):

@@ -61,13 +61,7 @@ func installVaai(ref string, fh *Host) {
 	if vaaiLoaded == nil {
 		vaaiLoaded = map[string]VaaiHost{}
 		if *vaaiFile != "" {
-			data, err := os.ReadFile(*vaaiFile)
-			if err != nil {
-				log.Fatal(err)
-			}
-			if err := json.Unmarshal(data, &vaaiLoaded); err != nil {
-				log.Fatalf("%s: %v", *vaaiFile, err)
-			}
+			loadJSON(*vaaiFile, &vaaiLoaded)
 		}
 	}
 	vaaiByRef[ref] = &vaaiAnswers{fixture: fh, changes: vaaiLoaded[fh.Name]}
@@ -96,7 +90,7 @@ func (c *StorageCLI) vaai(ctx *simulator.Context, req any) (soap.HasFault, bool)
 		}
 		return c.answer(ctx, req, method, rows), true
 	case "vim.EsxCLI.system.settings.advanced.list":
-		option := esxcliArgument(r, "option")
+		option := esxcliArguments(r)["option"]
 		description, known := vaaiOptions[option]
 		if option == "" {
 			return c.fault(ctx, req, "this simulator answers only -o "+sortedOptions()), true
@@ -135,20 +129,29 @@ func (c *StorageCLI) vaai(ctx *simulator.Context, req any) (soap.HasFault, bool)
 	return nil, false
 }
 
-// esxcliArgument is the value of one named argument of an ExecuteSoap request ("" if absent).
-func esxcliArgument(r reflect.Value, name string) string {
+// esxcliArguments are an ExecuteSoap request's arguments, name -> value (esxcli's long flag names).
+func esxcliArguments(r reflect.Value) map[string]string {
+	args := map[string]string{}
 	list := r.FieldByName("Argument")
 	for i := 0; i < list.Len(); i++ {
-		if list.Index(i).FieldByName("Name").String() != name {
-			continue
-		}
 		var val struct {
 			Text string `xml:",chardata"`
 		}
 		_ = xml.Unmarshal([]byte(list.Index(i).FieldByName("Val").String()), &val)
-		return val.Text
+		args[list.Index(i).FieldByName("Name").String()] = val.Text
 	}
-	return ""
+	return args
+}
+
+// loadJSON reads a fixture file into v, or stops the simulator naming the file.
+func loadJSON(path string, v any) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		log.Fatalf("%s: %v", path, err)
+	}
 }
 
 func sortedOptions() string {
