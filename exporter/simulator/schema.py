@@ -229,6 +229,7 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
     base_util = node.take("base_cpu_util", _number, 0.05, check=lambda v: 0 <= v < 1, check_msg="must be in 0..1")
     dsnro = node.take("dsnro", _int, 32, check=_positive, check_msg="must be above zero")
     cluster = node.take("cluster", _text, "")
+    vmfs = _vmfs_settings(node.node("vmfs")) if "vmfs" in node.data else ()
     adapters = {}
     for where, raw in node.items("adapters"):
         a = _adapter(_Node(raw, where, node.file))
@@ -260,9 +261,21 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
                 vms=vms,
                 cluster=cluster,
                 disks=disks,
+                vmfs=vmfs,
             )
         )
     return hosts
+
+
+def _vmfs_settings(node: _Node) -> tuple[tuple[str, bool], ...]:
+    """A host's VMFS locking settings as esxcli reports them: {hardware_locking, ats_heartbeat}
+    (/VMFS3/HardwareAcceleratedLocking, /VMFS3/UseATSForHBOnVMFS5), each true unless given."""
+    out = tuple(
+        (key, node.take(key, lambda v: v if isinstance(v, bool) else _fail_bool(v), True))
+        for key in ("hardware_locking", "ats_heartbeat")
+    )
+    node.done()
+    return out
 
 
 def _disk(node: _Node, host_luns: dict[str, HostLunSpec], adapters: dict[str, AdapterSpec]) -> DiskSpec:
@@ -352,6 +365,10 @@ _LUN_CONFIG_NUMBERS = ("configured_queue_depth", "dsnro", "queue_full_sample_siz
 _LUN_CONFIG_TEXTS = ("plugin", "satp", "psp", "psp_limit_type", "status", "operational_state")
 
 
+VAAI_STATUSES = ("supported", "unsupported", "unknown")
+_VAAI_STATUS_MSG = f"must be one of {', '.join(VAAI_STATUSES)}"
+
+
 def _lun_config(node: _Node, paths: set[str]) -> tuple[tuple[str, Any], ...]:
     out = []
     for key in _LUN_CONFIG_NUMBERS:
@@ -360,6 +377,19 @@ def _lun_config(node: _Node, paths: set[str]) -> tuple[tuple[str, Any], ...]:
     for key in _LUN_CONFIG_TEXTS:
         if key in node.data:
             out.append((key, node.take(key, _text)))
+    if "vaai_status" in node.data:  # what esxcli storage core device vaai status get reports
+        statuses = node.node("vaai_status")
+        out.append(
+            (
+                "vaai_status",
+                tuple(
+                    (primitive, statuses.take(primitive, _text, check=lambda s: s in VAAI_STATUSES, check_msg=_VAAI_STATUS_MSG))
+                    for primitive in VAAI_PRIMITIVES
+                    if primitive in statuses.data
+                ),
+            )
+        )
+        statuses.done()
     if "path_states" in node.data:
         states = node.node("path_states")
         reported = []

@@ -117,13 +117,21 @@ class Simulation:
                     inv.luns[hl.device].is_ssd = disk.kind in ("ata_ssd", "nvme")
                 config = dict(hl.config)
                 reported = dict(config.pop("path_states", ()))
+                vaai = dict(config.pop("vaai_status", ()))
                 for field, value in config.items():  # what the host reports beyond the simulated I/O
                     setattr(inv.luns[hl.device], field, value)
+                if vaai:  # esxcli's VAAI status, and the lock mode VMFS picks for the datastore on it
+                    inv.luns[hl.device].vaai_status = vaai
+                    if lun.datastore:
+                        inv.vmfs_lock_modes[lun.datastore] = "ats_only" if vaai.get("ats") == "supported" else "ats_scsi"
                 for path, state in hl.paths:
                     inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0], state=reported.get(path, state))
                 if lun.datastore:
                     inv.datastore_hosts[lun.datastore] = len(mounts[lun.datastore])
                     inv.datastores[lun.datastore] = DatastoreConfig(type="vmfs")
+            settings = dict(h.vmfs)
+            inv.vmfs_hardware_locking = settings.get("hardware_locking")
+            inv.vmfs_ats_heartbeat = settings.get("ats_heartbeat")
             for vm in h.vms:
                 for disk in vm.disk_names:
                     inv.vdisks[vm.name, disk] = self._vdisk_config(vm)

@@ -124,6 +124,8 @@ class HostSpec:
     vms: tuple[VmSpec, ...]
     cluster: str = ""  # vSphere cluster (esxi_host_info)
     disks: tuple[DiskSpec, ...] = ()  # local disks with SMART (exporter.smart)
+    # VMFS locking settings the host reports through esxcli (hardware_locking, ats_heartbeat), where given
+    vmfs: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

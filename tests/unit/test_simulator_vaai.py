@@ -173,3 +173,24 @@ def test_scenario_level_vaai_ops_run_in_every_phase_beside_the_phases_own():
     assert got[m.vaai_commands("unmap")] == 60  # the first phase's minute only
     demo = load_scenario("demo")
     assert {(op.host, op.per_second["ats"]) for op in demo.vaai_ops} == {("esx01.lab.local", 0.4), ("esx02.lab.local", 0.4)}
+
+
+def test_what_esxcli_reports_is_set_apart_and_checked():
+    doc = yaml.safe_load(scenario_with([{"host": "esx01", "lun": LUN, "ats_per_second": 1}]))
+    doc["hosts"][0]["luns"][0]["config"] = {"vaai_status": {"ats": "unsupported", "unmap": "unknown"}}
+    doc["hosts"][0]["vmfs"] = {"ats_heartbeat": False}
+    (inv,) = Simulation(parse(yaml.safe_dump(doc), "t", "t.yaml")).inventories()
+    assert inv.luns[LUN].vaai_status == {"ats": "unsupported", "unmap": "unknown"}
+    assert inv.vmfs_lock_modes == {"vmfs-shared": "ats_scsi"}  # no ATS: VMFS falls back to SCSI reservations
+    assert (inv.vmfs_hardware_locking, inv.vmfs_ats_heartbeat) == (True, False)
+    (plain,) = Simulation(parse(scenario_with([{"host": "esx01", "lun": LUN, "ats_per_second": 1}]), "t", "t.yaml")).inventories()
+    assert plain.luns[LUN].vaai_status == {} and plain.vmfs_lock_modes == {} and plain.vmfs_ats_heartbeat is None
+    doc["hosts"][0]["luns"][0]["config"] = {"vaai_status": {"ats": "maybe"}}
+    with pytest.raises(
+        ScenarioError, match=r"config\.vaai_status\.ats: must be one of supported, unsupported, unknown, got 'maybe'"
+    ):
+        parse(yaml.safe_dump(doc), "t", "t.yaml")
+    doc["hosts"][0]["luns"][0]["config"] = {}
+    doc["hosts"][0]["vmfs"] = {"ats_heartbeats": False}
+    with pytest.raises(ScenarioError, match=r"hosts\[0\]\.vmfs\.ats_heartbeats: unknown field"):
+        parse(yaml.safe_dump(doc), "t", "t.yaml")
