@@ -38,7 +38,9 @@ def read(host: str, fetch: Fetch) -> tuple[m.Inventory, list[tuple[str, str, str
         try:
             records, bad = fetch(words)
         except EsxcliError as err:
-            if words == HPP:  # older hosts have no HPP namespace: not an error
+            if words == HPP or (words == vaai.LOCK_MODES and "unknown command or namespace" in str(err).lower()):
+                # older hosts have no HPP namespace (before 7.0) and no lockmode one (vSphere 6.0's storage
+                # guide is the first to list it): not an error
                 log.debug("%s: esxcli %s: %s", host, command, err)
                 return
             problems.append((command, reason_if_fails, str(err)))

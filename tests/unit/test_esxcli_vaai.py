@@ -202,3 +202,22 @@ def test_nothing_read_exports_nothing():
     store = Store()
     store.set_inventory(m.Inventory(host="esx01"))
     assert all(f.lines == [] for f in device_config.vaai_config(store))
+
+
+def test_a_host_without_the_lockmode_namespace_is_no_error_but_a_failing_one_is():
+    def older(words):
+        if words == vaai.LOCK_MODES:  # a host before 6.0, whose esxcli has no lockmode namespace
+            raise EsxcliError("Error: Unknown command or namespace storage vmfs lockmode list")
+        return _fixture_fetch(words)
+
+    inv, problems = read("esx01", older)
+    assert [p for p in problems if p[0] == "storage vmfs lockmode list"] == []
+    assert inv.vmfs_lock_modes == {} and inv.vmfs_hardware_locking is True
+
+    def timing_out(words):
+        if words == vaai.LOCK_MODES:
+            raise EsxcliError("no answer within 60 s")
+        return _fixture_fetch(words)
+
+    _, problems = read("esx01", timing_out)
+    assert ("storage vmfs lockmode list", "failed", "no answer within 60 s") in problems
