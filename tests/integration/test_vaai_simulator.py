@@ -33,8 +33,11 @@ def served(tmp_path_factory):
 
 def test_the_configuration_families_on_metrics(served):
     exporter, _ = served
-    text = eventually(
-        lambda: (lambda t: t if "esxi_datastore_vmfs_lock_mode{" in t else None)(exporter.metrics()), what="VAAI configuration"
+    text = eventually(  # the inventory, and a measured sample (esxtop's first one sets no VAAI count)
+        lambda: (lambda t: t if "esxi_datastore_vmfs_lock_mode{" in t and "esxi_lun_vaai_commands_total{" in t else None)(
+            exporter.metrics()
+        ),
+        what="VAAI configuration and counts",
     )
     esx01, esx02 = "esx01.lab.local", "esx02.lab.local"
     assert value(text, "esxi_lun_vaai_supported", host=esx01, device=LEGACY, primitive="ats") == 0
