@@ -1,5 +1,5 @@
 """LUN detail: queue (ACTV, QUED vs DQLEN, DSNRO), latency split, throughput, reservations,
-which VMs drive the queue (linking to the VMs dashboard), and the LUN's paths and adapters."""
+VAAI (ATS and its failures, unmap), which VMs drive the queue (linking to the VMs dashboard), and the LUN's paths and adapters."""
 
 from __future__ import annotations
 
@@ -149,6 +149,40 @@ def build():
                 Q(rate("esxi_lun_resets_total", HOST, LUN), f"resets {WHO}"),
                 Q(rate("esxi_lun_failed_commands_total", HOST, LUN), f"failed {WHO}"),
             ],
+        )
+    )
+    d = d.with_row(row("VAAI: ATS locking and unmap"))
+    d = d.with_panel(
+        timeseries_panel(
+            "ATS commands and failures",
+            "ATS (atomic test and set) commands per second that succeed and that fail (esxtop -a, VAAISTATS). "
+            "On VMFS5 and later ATS takes the place of SCSI reservations for VMFS locks and heartbeats, so "
+            "failed ATS are today's reservation conflicts: a failure rate held for 10 minutes raises "
+            "EsxiLunAtsFailures, and a heartbeat miscompare makes the host lose access to the volume.",
+            "reqps",
+            [
+                Q(sel("host_device:esxi_lun_vaai_ats_commands:rate", HOST, LUN), f"ATS {WHO}"),
+                Q(sel("host_device:esxi_lun_vaai_ats_failures:rate", HOST, LUN), f"ATS failed {WHO}"),
+            ],
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Unmap commands",
+            "UNMAP commands per second (esxtop DELETE): VMFS6 reclaims the blocks of deleted and moved VMs "
+            "in the background; a burst is extra work for the array while it lasts.",
+            "reqps",
+            [Q(sel("host_device:esxi_lun_vaai_unmap_commands:rate", HOST, LUN), f"unmaps {WHO}")],
+            w=6,
+        )
+    )
+    d = d.with_panel(
+        timeseries_panel(
+            "Unmapped bytes",
+            "Bytes per second the UNMAP commands free on the array (esxtop MBDEL/s).",
+            "Bps",
+            [Q(sel("host_device:esxi_lun_vaai_unmap_bytes:rate", HOST, LUN), f"freed {WHO}")],
+            w=6,
         )
     )
     d = d.with_row(row("Who drives the queue"))

@@ -5,6 +5,7 @@ The values a tuning change moves, so a before/after can say what was changed."""
 from __future__ import annotations
 
 from exporter.collectors.textformat import gauge, label_string
+from exporter.store import model as m
 
 LUN_STATUSES = ("on", "off", "dead", "degraded", "other")  # esxcli Status
 OPERATIONAL_STATES = ("ok", "degraded", "lostCommunication", "off", "error", "quiesced", "timeout", "unknownState")
@@ -79,6 +80,7 @@ def collect(store):
                     adapter.queue_depth_parameter_value,
                 )
     return [
+        *vaai_config(store),
         sample_size,
         threshold,
         multipath,
@@ -92,3 +94,37 @@ def collect(store):
         driver_qd,
         source,
     ]
+
+
+def vaai_config(store):
+    """VAAI support per device and VMFS locking per host and volume (esxcli, over SSH or the API)."""
+    supported = gauge(
+        "esxi_lun_vaai_supported",
+        "1 if the device supports the VAAI primitive (ats, clone, zero, unmap), 0 if not; absent while the host says unknown.",
+    )
+    heartbeat = gauge(
+        "esxi_host_vmfs_ats_heartbeat_enabled",
+        "1 if VMFS heartbeats use ATS (/VMFS3/UseATSForHBOnVMFS5), 0 if SCSI reads and writes.",
+    )
+    locking = gauge(
+        "esxi_host_vmfs_hardware_locking_enabled",
+        "1 if VMFS locks with ATS where the device supports it (/VMFS3/HardwareAcceleratedLocking), 0 if with SCSI reservations.",
+    )
+    lock_mode = gauge(
+        "esxi_datastore_vmfs_lock_mode",
+        "VMFS volume's locking mode (esxcli storage vmfs lockmode list), 1 for the current and 0 for the others.",
+    )
+    for host, inv in sorted(store.inventories.items()):
+        for family, flag in ((heartbeat, inv.vmfs_ats_heartbeat), (locking, inv.vmfs_hardware_locking)):
+            if flag is not None:
+                family.add(label_string(("host",), (host,)), float(flag))
+        for volume, mode in sorted(inv.vmfs_lock_modes.items()):
+            for name in m.VMFS_LOCK_MODES:
+                lock_mode.add(label_string(("host", "datastore", "mode"), (host, volume, name)), float(name == mode))
+        for device, lun in sorted(inv.luns.items()):
+            for primitive, status in sorted(lun.vaai_status.items()):
+                if status != "unknown":
+                    supported.add(
+                        label_string(("host", "device", "primitive"), (host, device, primitive)), float(status == "supported")
+                    )
+    return [supported, heartbeat, locking, lock_mode]

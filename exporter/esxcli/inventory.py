@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from exporter.esxcli import storage
+from exporter.esxcli import storage, vaai
 from exporter.store import model as m
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,9 @@ def read(host: str, fetch: Fetch) -> tuple[m.Inventory, list[tuple[str, str, str
         try:
             records, bad = fetch(words)
         except EsxcliError as err:
-            if words == HPP:  # older hosts have no HPP namespace: not an error
+            if words == HPP or (words == vaai.LOCK_MODES and "unknown command or namespace" in str(err).lower()):
+                # older hosts have no HPP namespace (before 7.0) and no lockmode one (vSphere 6.0's storage
+                # guide is the first to list it): not an error
                 log.debug("%s: esxcli %s: %s", host, command, err)
                 return
             problems.append((command, reason_if_fails, str(err)))
@@ -53,4 +55,8 @@ def read(host: str, fetch: Fetch) -> tuple[m.Inventory, list[tuple[str, str, str
     run(ADAPTERS, storage.adapters)
     for driver in sorted({a.driver for a in inv.adapters.values() if a.queue_depth_parameter}):
         run(["system", "module", "parameters", "list", "-m", driver], storage.module_parameters, "failed", driver)
+    run(vaai.VAAI_STATUS, vaai.vaai_status)
+    run(vaai.advanced(vaai.ATS_HEARTBEAT), vaai.ats_heartbeat)
+    run(vaai.advanced(vaai.HARDWARE_LOCKING), vaai.hardware_locking)
+    run(vaai.LOCK_MODES, vaai.lock_modes)
     return inv, problems

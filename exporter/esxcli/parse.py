@@ -4,6 +4,7 @@
   indented `Key: Value` lines (values may hold colons and spaces), a blank line between devices;
 - tables: `storage core adapter list`, `system module parameters list`: a header, a line of
   dashes whose runs give the column widths, then rows (cells may be empty);
+- settings (`system settings advanced list`): blocks without the name line;
 - CSV (`--formatter=csv`): a header of the keys with spaces removed and sorted, every line
   ending in a comma, cells with commas quoted.
 
@@ -53,6 +54,27 @@ def blocks(text: str, name_key: str = "device") -> tuple[list[dict[str, str]], l
         if not sep or current is None or not field.strip():
             problems.append(Problem(number, "bad_line", f"not 'Key: Value' under a device: {line.strip()[:60]!r}"))
             continue
+        current[key(field)] = value.strip()
+    return records, problems
+
+
+def settings(text: str) -> tuple[list[dict[str, str]], list[Problem]]:
+    """Records of `system settings advanced list`: indented `Key: Value` lines with no name line
+    above them (the `Path:` field names the option), a blank line between options."""
+    records: list[dict[str, str]] = []
+    problems: list[Problem] = []
+    current: dict[str, str] | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            current = None
+            continue
+        field, sep, value = raw.strip().partition(":")
+        if not sep or not field.strip():
+            problems.append(Problem(number, "bad_line", f"not 'Key: Value': {raw.strip()[:60]!r}"))
+            continue
+        if current is None:
+            current = {}
+            records.append(current)
         current[key(field)] = value.strip()
     return records, problems
 

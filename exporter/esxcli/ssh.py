@@ -33,6 +33,9 @@ SHAPES = {
     "system module parameters list": parse.table,
     "nvme device list": parse.table,
     "storage core path list": parse.blocks,
+    "storage core device vaai status get": parse.blocks,
+    "system settings advanced list": parse.settings,
+    "storage vmfs lockmode list": parse.table,
 }
 
 

@@ -45,6 +45,29 @@ QUEUE_COUNTERS: dict[str, tuple[str, float]] = {
 }
 
 DEVICE_COUNTERS = {**QUEUE_COUNTERS, **IO_COUNTERS}
+# VAAI, on `Physical Disk SCSI Device` only (esxtop-format.md §3.3, `-a`). The counts are totals
+# since the device was registered, not per interval (docs/esxtop.md#vaai-counts-are-totals).
+VAAI_COUNTERS: dict[str, tuple[str, float]] = {
+    "ATS": (m.vaai_commands("ats"), 1.0),
+    "ATS Failed": (m.vaai_failures("ats"), 1.0),
+    "CReads": (m.vaai_commands("clone_read"), 1.0),
+    "CWrites": (m.vaai_commands("clone_write"), 1.0),
+    "CFailed": (m.vaai_failures("clone"), 1.0),
+    "Zeros": (m.vaai_commands("zero"), 1.0),
+    "Zeros Failed": (m.vaai_failures("zero"), 1.0),
+    "Delete": (m.vaai_commands("unmap"), 1.0),
+    "Deletes Failed": (m.vaai_failures("unmap"), 1.0),
+    "MBytes CReads/sec": (m.vaai_bytes("clone_read"), _PER_MIB),
+    "MBytes CWrites/sec": (m.vaai_bytes("clone_write"), _PER_MIB),
+    "MBytes Zeroed/sec": (m.vaai_bytes("zero"), _PER_MIB),
+    "MBytes Deletes/sec": (m.vaai_bytes("unmap"), _PER_MIB),
+    **{
+        f"Average {outcome.title()} Latency ms/{name}": (m.vaai_latency(primitive, outcome), _MS)
+        for name, primitive in (("ATS", "ats"), ("Clone", "clone"), ("Zero", "zero"))
+        for outcome in m.VAAI_OUTCOMES
+    },
+}
+SCSI_DEVICE_COUNTERS = {**DEVICE_COUNTERS, **VAAI_COUNTERS}
 WORLD_COUNTERS = {"Active Commands": (m.ACTIVE, 1.0), "Queued Commands": (m.QUEUED, 1.0)}
 CPU_COUNTERS = {"% Util Time": (m.CPU_UTIL, _PCT)}
 # The v screen (esxtop-format.md §3.8): latency is per read and per write as the guest sees it at
@@ -87,7 +110,7 @@ def classify(obj: str, instance: str | None, counter: str, has_path_object: bool
     if instance is None:
         return None
     if obj == "Physical Disk SCSI Device":
-        hit = DEVICE_COUNTERS.get(counter)
+        hit = SCSI_DEVICE_COUNTERS.get(counter)
         return (LUN, instance) + hit if hit else None
     if obj == "Physical Disk Adapter":
         hit = IO_COUNTERS.get(counter)

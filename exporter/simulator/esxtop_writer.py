@@ -7,10 +7,11 @@ MBytes (MiB) per second: this module is the one place the simulator converts to 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
-from .queueing import Flow, HostResult
+from .queueing import Flow, HostResult, VaaiFlow
 
 FIRST_CELL = "(PDH-CSV 4.0) (UTC)(0)"
 TIME_FORMAT = "%m/%d/%Y %H:%M:%S"
@@ -98,7 +99,8 @@ VCPU_COUNTERS = [
     "% Swap Wait",
 ]
 
-# The simulator never fails, aborts or resets a command, nor uses PAE/split/VAAI: constant zeros.
+# The simulator never fails, aborts or resets a command, nor uses PAE/split: constant zeros; VAAI
+# columns are zeros too on a device no scenario sent a VAAI command to.
 _ZEROS_FAILED = ",".join(['"0.00"'] * len(_FAILED))
 _ZEROS_PAE = ",".join(['"0.00"'] * len(_PAE_SPLIT))
 _ZEROS_VAAI = ",".join('"0"' if c in _VAAI_INTEGER else '"0.00"' for c in _VAAI)
@@ -155,8 +157,9 @@ class EsxtopWriter:
         # Group Cpu / Vcpu cells are constant: they let readers map world ids to VM names
         self._groups = ",".join(_group_cells(g) for g in layout.groups)
 
-    def data(self, timestamp: float, result: HostResult | None) -> str:
-        """One data line; `result` None gives esxtop's first sample: rates and latencies all zero."""
+    def data(self, timestamp: float, result: HostResult | None, vaai_totals: dict | None = None) -> str:
+        """One data line; `result` None gives esxtop's first sample: rates, latencies and VAAI
+        counts all zero. vaai_totals: device -> esxtop VAAI count -> the host's total so far."""
         layout = self.layout
         # a device with one path, its path and its adapter often carry the same numbers:
         # format each distinct set once (formatting is most of a step's cost)
@@ -184,7 +187,9 @@ class EsxtopWriter:
             parts.append('"%d",%s,%s,%s' % (aqlen, _io(f), _ZEROS_FAILED, _ZEROS_PAE))
         for d in layout.devices:
             f = result.luns.get(d.device, _IDLE) if result else _IDLE
-            parts.append("%s,%s,%s,%s" % (_queue(d.queue_depth, 0, f), _io(f), _ZEROS_FAILED, _ZEROS_VAAI))
+            totals = vaai_totals.get(d.device) if result and vaai_totals else None
+            vaai = _vaai(totals, result.vaai.get(d.device)) if totals else _ZEROS_VAAI
+            parts.append("%s,%s,%s,%s" % (_queue(d.queue_depth, 0, f), _io(f), _ZEROS_FAILED, vaai))
             for path in d.paths:
                 pf = result.paths.get(path, _IDLE) if result else _IDLE
                 parts.append("%s,%s,%s" % (_io(pf), _ZEROS_FAILED, _ZEROS_PAE))
@@ -224,6 +229,30 @@ def _header(layout: HostLayout) -> str:
     return '"' + '","'.join(cells) + '",'
 
 
+def _vaai(totals: dict[str, float], flow: VaaiFlow | None) -> str:
+    """The VAAI cells in _VAAI's order: counts as the host's totals since boot (integers: esxtop's
+    counts are totals, not per interval, docs/esxtop.md), MBytes/sec and latencies (ms) of the
+    interval for the primitives sent in it."""
+    flow = flow or _NO_VAAI
+
+    def count(name: str) -> str:
+        return '"%d"' % math.floor(totals.get(name, 0.0) + 1e-9)
+
+    def mib(primitive: str) -> str:
+        return '"%.2f"' % (flow.bytes.get(primitive, 0.0) / MIB)
+
+    def latency(primitive: str, failed: bool) -> str:
+        sent = (flow.failed if failed else flow.done).get(primitive, 0.0)
+        return '"%.2f"' % (flow.latency * 1e3 if sent else 0.0)
+
+    cells = [count("clone_read"), count("clone_write"), count("clone_failed"), mib("clone"), mib("clone")]
+    cells += [count("ats"), count("ats_failed"), count("zero"), count("zero_failed"), mib("zero")]
+    cells += [count("unmap"), count("unmap_failed"), mib("unmap")]
+    cells += [latency(p, failed) for p in ("clone", "ats", "zero") for failed in (False, True)]
+    return ",".join(cells)
+
+
+_NO_VAAI = VaaiFlow()
 _IO_FORMAT = ",".join(['"%.2f"'] * (len(_THROUGHPUT) + len(_RESERVE) + len(_LATENCY) + len(_LATENCY_RW)))
 _NO_LATENCY = (0.0, 0.0, 0.0, 0.0)
 

@@ -144,7 +144,30 @@ class Reservations:
 
 
 @dataclass(slots=True)
+class VaaiLoad:
+    """VAAI commands one host sends to one LUN (spec.VaaiOps in base units)."""
+
+    host: str
+    lun: str
+    per_second: dict[str, float]  # primitive (ats, clone, zero, unmap) -> commands per second
+    failure_ratio: dict[str, float]  # primitive -> 0..1 of them failing
+    block: dict[str, int]  # primitive -> bytes per command (clone, zero, unmap)
+
+
+@dataclass(slots=True)
+class VaaiFlow:
+    """One host's VAAI commands on one LUN over one interval. Each command is charged the LUN's
+    device time of the interval (the array's time per command): the model adds them no load."""
+
+    done: dict[str, float] = field(default_factory=dict)  # primitive -> commands per second that succeeded
+    failed: dict[str, float] = field(default_factory=dict)  # primitive -> commands per second that failed
+    bytes: dict[str, float] = field(default_factory=dict)  # primitive -> bytes per second the successful ones moved
+    latency: float = 0.0  # seconds per command, success and failure alike
+
+
+@dataclass(slots=True)
 class HostResult:
+    vaai: dict[str, VaaiFlow] = field(default_factory=dict)  # device -> this host's VAAI commands
     luns: dict[str, Flow] = field(default_factory=dict)
     worlds: dict[tuple[str, str], Flow] = field(default_factory=dict)
     paths: dict[str, Flow] = field(default_factory=dict)
@@ -176,8 +199,11 @@ class Model:
     """The model for one state (phase, running VMs). Everything that does not depend on the
     per-interval jitter is worked out once here; `sample()` finishes it for one interval."""
 
-    def __init__(self, hosts: list[HostLoad], array: dict[str, ArrayLun], reservations: list[Reservations]):
+    def __init__(
+        self, hosts: list[HostLoad], array: dict[str, ArrayLun], reservations: list[Reservations], vaai: list[VaaiLoad] = ()
+    ):
         self.hosts = hosts
+        self.vaai = list(vaai)
         self.array = list(array.items())
         self.queues: dict[str, list[_Queue]] = {}
         outstanding: dict[str, float] = {}
@@ -221,7 +247,10 @@ class Model:
     def sample(self, rng: random.Random) -> dict[str, HostResult]:
         gauss, exp = rng.gauss, math.exp
         device_time = {dev: lun.service_time * self.array_load[dev] * exp(gauss(0.0, JITTER)) for dev, lun in self.array}
-        return {h.name: self._host(h, self.queues[h.name], device_time, rng) for h in self.hosts}
+        out = {h.name: self._host(h, self.queues[h.name], device_time, rng) for h in self.hosts}
+        for v in self.vaai:  # several entries for one host and LUN add up
+            add_vaai(out[v.host].vaai.setdefault(v.lun, VaaiFlow(latency=device_time[v.lun])), v)
+        return out
 
     @staticmethod
     def _host(h: HostLoad, queues: list[_Queue], device_time: dict[str, float], rng: random.Random) -> HostResult:
@@ -306,6 +335,17 @@ class Model:
             cpu_busy += f.commands * h.links[ad].cpu_per_command
         res.cpu_util = _spread(min(1.0, cpu_busy / h.cpus), h.cpus, rng)
         return res
+
+
+def add_vaai(flow: VaaiFlow, v: VaaiLoad) -> None:
+    """v's commands into flow: per primitive, those that succeed, those that fail, and the bytes
+    the successful ones move."""
+    for primitive, rate in v.per_second.items():
+        failed = rate * v.failure_ratio.get(primitive, 0.0)
+        flow.done[primitive] = flow.done.get(primitive, 0.0) + rate - failed
+        flow.failed[primitive] = flow.failed.get(primitive, 0.0) + failed
+        if primitive in v.block:
+            flow.bytes[primitive] = flow.bytes.get(primitive, 0.0) + (rate - failed) * v.block[primitive]
 
 
 def _spread(mean: float, cpus: int, rng: random.Random) -> list[float]:

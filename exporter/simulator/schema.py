@@ -19,6 +19,8 @@ from .spec import (
     DISK_KINDS,
     PATH_STATES,
     PROVISIONING,
+    VAAI_DEFAULT_BLOCK,
+    VAAI_PRIMITIVES,
     AdapterSpec,
     DiskSpec,
     HostLunSpec,
@@ -27,6 +29,7 @@ from .spec import (
     Phase,
     Scenario,
     ScenarioError,
+    VaaiOps,
     VmfsOps,
     VmSpec,
 )
@@ -174,6 +177,7 @@ def parse(text: str, name: str, file: str, n: int | None = None) -> Scenario:
     vm_names = {v.name for h in hosts for v in h.vms}
     phases = tuple(_phase(_Node(raw, where, file), luns, host_luns, vm_names) for where, raw in top.items("phases", []))
     repeat = top.take("repeat", lambda v: v if isinstance(v, bool) else _fail_bool(v), False)
+    vaai = tuple(_vaai_ops(_Node(raw, where, file), host_luns) for where, raw in top.items("vaai_ops", []))
     top.done()
     if not hosts:
         raise ScenarioError(f"{file}: hosts: at least one host is needed")
@@ -186,6 +190,7 @@ def parse(text: str, name: str, file: str, n: int | None = None) -> Scenario:
         phases=phases,
         repeat=repeat,
         source=file,
+        vaai_ops=vaai,
     )
 
 
@@ -224,6 +229,7 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
     base_util = node.take("base_cpu_util", _number, 0.05, check=lambda v: 0 <= v < 1, check_msg="must be in 0..1")
     dsnro = node.take("dsnro", _int, 32, check=_positive, check_msg="must be above zero")
     cluster = node.take("cluster", _text, "")
+    vmfs = _vmfs_settings(node.node("vmfs")) if "vmfs" in node.data else ()
     adapters = {}
     for where, raw in node.items("adapters"):
         a = _adapter(_Node(raw, where, node.file))
@@ -255,9 +261,21 @@ def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
                 vms=vms,
                 cluster=cluster,
                 disks=disks,
+                vmfs=vmfs,
             )
         )
     return hosts
+
+
+def _vmfs_settings(node: _Node) -> tuple[tuple[str, bool], ...]:
+    """A host's VMFS locking settings as esxcli reports them: {hardware_locking, ats_heartbeat}
+    (/VMFS3/HardwareAcceleratedLocking, /VMFS3/UseATSForHBOnVMFS5), each true unless given."""
+    out = tuple(
+        (key, node.take(key, lambda v: v if isinstance(v, bool) else _fail_bool(v), True))
+        for key in ("hardware_locking", "ats_heartbeat")
+    )
+    node.done()
+    return out
 
 
 def _disk(node: _Node, host_luns: dict[str, HostLunSpec], adapters: dict[str, AdapterSpec]) -> DiskSpec:
@@ -347,6 +365,10 @@ _LUN_CONFIG_NUMBERS = ("configured_queue_depth", "dsnro", "queue_full_sample_siz
 _LUN_CONFIG_TEXTS = ("plugin", "satp", "psp", "psp_limit_type", "status", "operational_state")
 
 
+VAAI_STATUSES = ("supported", "unsupported", "unknown")
+_VAAI_STATUS_MSG = f"must be one of {', '.join(VAAI_STATUSES)}"
+
+
 def _lun_config(node: _Node, paths: set[str]) -> tuple[tuple[str, Any], ...]:
     out = []
     for key in _LUN_CONFIG_NUMBERS:
@@ -355,6 +377,19 @@ def _lun_config(node: _Node, paths: set[str]) -> tuple[tuple[str, Any], ...]:
     for key in _LUN_CONFIG_TEXTS:
         if key in node.data:
             out.append((key, node.take(key, _text)))
+    if "vaai_status" in node.data:  # what esxcli storage core device vaai status get reports
+        statuses = node.node("vaai_status")
+        out.append(
+            (
+                "vaai_status",
+                tuple(
+                    (primitive, statuses.take(primitive, _text, check=lambda s: s in VAAI_STATUSES, check_msg=_VAAI_STATUS_MSG))
+                    for primitive in VAAI_PRIMITIVES
+                    if primitive in statuses.data
+                ),
+            )
+        )
+        statuses.done()
     if "path_states" in node.data:
         states = node.node("path_states")
         reported = []
@@ -466,5 +501,27 @@ def _phase(node: _Node, luns: dict[str, LunSpec], hosts: dict[str, set[str]], vm
         held = sum(op.reservations_per_second * op.hold for op in ops if op.lun == dev)
         if held >= 0.9:
             raise node.fail("vmfs_ops", f"reservations would hold {dev} {held:.0%} of the time (rate x hold must stay under 90%)")
+    vaai = tuple(_vaai_ops(_Node(raw, where, node.file), hosts) for where, raw in node.items("vaai_ops", []))
     node.done()
-    return Phase(name=name, duration=dur, vms=vm_over, luns=lun_over, vmfs_ops=tuple(ops))
+    return Phase(name=name, duration=dur, vms=vm_over, luns=lun_over, vmfs_ops=tuple(ops), vaai_ops=vaai)
+
+
+def _vaai_ops(op: _Node, hosts: dict[str, set[str]]) -> VaaiOps:
+    """{host, lun, ats_per_second, ats_failure_ratio, clone_per_second, clone_block, ...}: each
+    primitive's rate (default 0), failure ratio (default 0) and bytes per command."""
+    host = op.take("host", _text, check=lambda h: h in hosts, check_msg="no host of that name")
+    lun = op.take("lun", _text, check=lambda d: d in hosts[host], check_msg=f"not one of host {host}'s luns")
+    rates, ratios, blocks = {}, {}, {}
+    for primitive in VAAI_PRIMITIVES:
+        rates[primitive] = op.take(f"{primitive}_per_second", _number, 0.0, check=lambda v: v >= 0, check_msg="must be 0 or more")
+        ratios[primitive] = op.take(
+            f"{primitive}_failure_ratio", _number, 0.0, check=lambda v: 0 <= v <= 1, check_msg="must be in 0..1"
+        )
+        if primitive in VAAI_DEFAULT_BLOCK:
+            blocks[primitive] = op.take(
+                f"{primitive}_block", units.size, VAAI_DEFAULT_BLOCK[primitive], check=_positive, check_msg="must be above zero"
+            )
+    if not any(rates.values()):
+        raise op.fail("ats_per_second", "a vaai_ops entry needs at least one primitive's rate above zero")
+    op.done()
+    return VaaiOps(host=host, lun=lun, per_second=rates, failure_ratio=ratios, block=blocks)

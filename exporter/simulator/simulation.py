@@ -42,6 +42,8 @@ class Simulation:
         self._admin_luns = {(op.host, op.lun) for ph in scenario.phases for op in ph.vmfs_ops}
         self._writers = {h.name: EsxtopWriter(self._layout(h)) for h in scenario.hosts}
         self._cache: dict[tuple, queueing.Model] = {}
+        self._vaai_totals: dict[str, dict[str, dict[str, float]]] = {}  # host -> device -> esxtop count -> total
+        self._esxtop_restarted = False
 
     @property
     def hosts(self) -> list[str]:
@@ -65,7 +67,24 @@ class Simulation:
             return {h: w.data(timestamp, None) for h, w in self._writers.items()}
         # the state in the middle of the interval the sample covers
         results = self._model(n * self.interval - self.interval / 2).sample(self._rng)
-        return {h: w.data(timestamp, results[h]) for h, w in self._writers.items()}
+        for host, result in results.items():
+            self._count_vaai(host, result)  # the host counts whether esxtop runs or not
+        if self._esxtop_restarted:
+            self._esxtop_restarted = False
+            return {h: w.data(timestamp, None) for h, w in self._writers.items()}
+        return {h: w.data(timestamp, results[h], self._vaai_totals.get(h, {})) for h, w in self._writers.items()}
+
+    def restart_esxtop(self) -> None:
+        """esxtop starts again on every host (a new stream: its header, then a first sample of
+        zeros); simulated time, the hosts' state and their VAAI totals go on."""
+        self._esxtop_restarted = True
+
+    def _count_vaai(self, host: str, result: queueing.HostResult) -> None:
+        """Each device's VAAI totals since the host booted (the scenario's start), as esxtop prints them."""
+        for device, flow in result.vaai.items():
+            totals = self._vaai_totals.setdefault(host, {}).setdefault(device, {})
+            for field, rate in (*_vaai_fields(flow.done, ""), *_vaai_fields(flow.failed, "_failed")):
+                totals[field] = totals.get(field, 0.0) + rate * self.interval
 
     def inventories(self) -> list[Inventory]:
         """Each host's storage configuration, as the vSphere API would report it."""
@@ -98,13 +117,21 @@ class Simulation:
                     inv.luns[hl.device].is_ssd = disk.kind in ("ata_ssd", "nvme")
                 config = dict(hl.config)
                 reported = dict(config.pop("path_states", ()))
+                vaai = dict(config.pop("vaai_status", ()))
                 for field, value in config.items():  # what the host reports beyond the simulated I/O
                     setattr(inv.luns[hl.device], field, value)
+                if vaai:  # esxcli's VAAI status, and the lock mode VMFS picks for the datastore on it
+                    inv.luns[hl.device].vaai_status = vaai
+                    if lun.datastore:
+                        inv.vmfs_lock_modes[lun.datastore] = "ats_only" if vaai.get("ats") == "supported" else "ats_scsi"
                 for path, state in hl.paths:
                     inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0], state=reported.get(path, state))
                 if lun.datastore:
                     inv.datastore_hosts[lun.datastore] = len(mounts[lun.datastore])
                     inv.datastores[lun.datastore] = DatastoreConfig(type="vmfs")
+            settings = dict(h.vmfs)
+            inv.vmfs_hardware_locking = settings.get("hardware_locking")
+            inv.vmfs_ats_heartbeat = settings.get("ats_heartbeat")
             for vm in h.vms:
                 for disk in vm.disk_names:
                     inv.vdisks[vm.name, disk] = self._vdisk_config(vm)
@@ -219,7 +246,11 @@ class Simulation:
             over = lun_over.get(dev, {})
             array[dev] = queueing.ArrayLun(over.get("service_time", lun.service_time), over.get("absorbs", lun.absorbs))
         reservations = [queueing.Reservations(op.host, op.lun, op.reservations_per_second, op.hold, op.self_cost) for op in ops]
-        return queueing.Model(loads, array, reservations)
+        vaai = [
+            queueing.VaaiLoad(op.host, op.lun, dict(op.per_second), dict(op.failure_ratio), dict(op.block))
+            for op in self.scenario.vaai_ops + (phase.vaai_ops if phase else ())
+        ]
+        return queueing.Model(loads, array, reservations, vaai)
 
     def _vm_load(self, h: HostSpec, vm: VmSpec, over: dict, running: bool) -> queueing.VmLoad:
         return queueing.VmLoad(
@@ -228,3 +259,12 @@ class Simulation:
             over.get("block_size", vm.block_size),
             over.get("read_ratio", vm.read_ratio),
         )
+
+
+def _vaai_fields(rates: dict[str, float], suffix: str):
+    """(esxtop count, rate) pairs: a clone within one LUN is read from it and written to it."""
+    for primitive, rate in rates.items():
+        if primitive == "clone" and not suffix:
+            yield from (("clone_read", rate), ("clone_write", rate))
+        else:
+            yield primitive + suffix, rate

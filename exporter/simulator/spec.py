@@ -124,6 +124,8 @@ class HostSpec:
     vms: tuple[VmSpec, ...]
     cluster: str = ""  # vSphere cluster (esxi_host_info)
     disks: tuple[DiskSpec, ...] = ()  # local disks with SMART (exporter.smart)
+    # VMFS locking settings the host reports through esxcli (hardware_locking, ats_heartbeat), where given
+    vmfs: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,27 @@ class VmfsOps:
     self_cost: float = DEFAULT_SELF_RESERVATION_COST
 
 
+# VAAI primitives a scenario can drive, and the bytes one command moves by default: XCOPY's
+# default transfer size (DataMover.MaxHWTransferSize, 4 MiB), WRITE SAME and UNMAP on VMFS6's 1 MiB blocks.
+VAAI_PRIMITIVES = ("ats", "clone", "zero", "unmap")
+VAAI_DEFAULT_BLOCK = {"clone": 4 * 1024 * 1024, "zero": 1024 * 1024, "unmap": 1024 * 1024}
+
+
+@dataclass(frozen=True, slots=True)
+class VaaiOps:
+    """VAAI commands one host sends to one LUN: per primitive, commands per second, the share of
+    them that fail, and (clone, zero, unmap) the bytes each moves. ATS is what VMFS 5/6 locking
+    and heartbeats send in place of SCSI reservations; a clone copies within the LUN (it is its
+    own source and destination). The queueing model adds no load for them: they show in the
+    esxtop VAAI columns only."""
+
+    host: str
+    lun: str
+    per_second: dict[str, float] = field(default_factory=dict)  # primitive -> commands per second
+    failure_ratio: dict[str, float] = field(default_factory=dict)  # primitive -> 0..1 of them failing
+    block: dict[str, int] = field(default_factory=dict)  # primitive -> bytes per command
+
+
 @dataclass(frozen=True, slots=True)
 class Phase:
     name: str
@@ -144,6 +167,7 @@ class Phase:
     vms: dict[str, dict[str, Any]] = field(default_factory=dict)  # VM name -> overrides
     luns: dict[str, dict[str, Any]] = field(default_factory=dict)  # device -> overrides
     vmfs_ops: tuple[VmfsOps, ...] = ()
+    vaai_ops: tuple[VaaiOps, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,3 +180,4 @@ class Scenario:
     phases: tuple[Phase, ...] = ()
     repeat: bool = False
     source: str = ""
+    vaai_ops: tuple[VaaiOps, ...] = ()  # sent in every phase (ATS heartbeats), beside each phase's own

@@ -52,6 +52,38 @@ DIRECTIONAL_LATENCY_WEIGHT = {GAVG_READ: READS, GAVG_WRITE: WRITES}
 # Values that are configuration, not measurements: valid even in esxtop's first sample.
 CONFIG_FIELDS = (QUEUE_DEPTH,)
 
+# VAAI (esxtop's `Physical Disk SCSI Device` group with -a). The command counts are totals the
+# device has kept since it was registered (the host's boot), not per interval: see docs/esxtop.md,
+# "VAAI counts are totals". The store folds them into counters by their differences (TOTAL_FIELDS).
+VAAI_COMMAND_PRIMITIVES = ("ats", "clone_read", "clone_write", "zero", "unmap")
+VAAI_FAILURE_PRIMITIVES = ("ats", "clone", "zero", "unmap")
+VAAI_BYTE_PRIMITIVES = ("clone_read", "clone_write", "zero", "unmap")  # MBytes .../sec: rates
+VAAI_LATENCY_PRIMITIVES = ("ats", "clone", "zero")
+VAAI_OUTCOMES = ("success", "failure")
+
+
+def vaai_commands(primitive: str) -> str:
+    return f"vaai_{primitive}_commands"
+
+
+def vaai_failures(primitive: str) -> str:
+    return f"vaai_{primitive}_failures"
+
+
+def vaai_bytes(primitive: str) -> str:
+    return f"vaai_{primitive}_bytes_per_second"
+
+
+def vaai_latency(primitive: str, outcome: str) -> str:
+    """Mean latency of one primitive's commands of one outcome over the interval (seconds)."""
+    return f"vaai_{primitive}_{outcome}_latency_seconds"
+
+
+# Counts a source reports as running totals: the store adds their increase, and takes a fall
+# (the host rebooted, the device came back) for a restart of the count from zero.
+TOTAL_FIELDS = tuple(vaai_commands(p) for p in VAAI_COMMAND_PRIMITIVES) + tuple(vaai_failures(p) for p in VAAI_FAILURE_PRIMITIVES)
+RATE_FIELDS += tuple(vaai_bytes(p) for p in VAAI_BYTE_PRIMITIVES)
+
 
 @dataclass(slots=True)
 class Sample:
@@ -124,6 +156,9 @@ class LunConfig:
     is_vvol_pe: bool | None = None  # a vVol protocol endpoint
     status: str = ""  # esxcli Status: on | off | dead | degraded | ...
     operational_state: str = ""  # ScsiLun.operationalState: ok | degraded | lostCommunication | off | error ...
+    # VAAI primitive (ats, clone, zero, unmap) -> supported | unsupported | unknown (esxcli
+    # storage core device vaai status get); a primitive absent was not reported.
+    vaai_status: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -184,6 +219,16 @@ class Inventory:
     datastore_hosts: dict[str, int] = field(default_factory=dict)  # datastore -> hosts mounting it
     datastores: dict[str, DatastoreConfig] = field(default_factory=dict)  # datastore -> type and adapter
     vdisks: dict[tuple[str, str], VirtualDiskConfig] = field(default_factory=dict)  # (vm, disk) -> backing
+    # VMFS locking (esxcli): /VMFS3/UseATSForHBOnVMFS5 and /VMFS3/HardwareAcceleratedLocking on or
+    # off (None: not read), and each VMFS volume's locking mode.
+    vmfs_ats_heartbeat: bool | None = None
+    vmfs_hardware_locking: bool | None = None
+    vmfs_lock_modes: dict[str, str] = field(default_factory=dict)  # volume (datastore) name -> one of VMFS_LOCK_MODES
+
+
+# A VMFS volume's locking mode (esxcli storage vmfs lockmode list prints ATS-only, ATS+SCSI, ATS
+# upgrade pending, ATS downgrade pending); other: a mode not listed here.
+VMFS_LOCK_MODES = ("ats_only", "ats_scsi", "ats_upgrade_pending", "ats_downgrade_pending", "other")
 
 
 # A host's runtime.connectionState as vCenter reports it (vim.HostSystem.ConnectionState).

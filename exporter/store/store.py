@@ -20,6 +20,7 @@ from exporter.store import model as m
 class ObjectState:
     gauges: dict[str, float] = field(default_factory=dict)  # last interval's values
     counters: dict[str, float] = field(default_factory=dict)  # integrated since start
+    totals: dict[str, float] = field(default_factory=dict)  # the last running total read of each TOTAL_FIELDS count
     last_seen: float = 0.0  # sample timestamp that last carried this object
     label_cache: tuple | None = None  # (label values, escaped label string), kept by collectors
 
@@ -39,7 +40,8 @@ def _plan(fields: tuple) -> tuple:
     directional = tuple(
         (name, weight, _latency_counter(name)) for name, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items() if name in fields
     )
-    return rates, latencies, directional
+    totals = tuple(name for name in m.TOTAL_FIELDS if name in fields)
+    return rates, latencies, directional, totals
 
 
 # Plans by field tuple: a source writes each object kind's fields in one order every interval, so
@@ -60,10 +62,11 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
         if len(_PLANS) > 4096:  # a source with ever-new field sets: start over rather than grow
             _PLANS.clear()
         plan = _PLANS[fields] = _plan(fields)
-    rates, latencies, directional = plan
+    rates, latencies, directional, totals = plan
     counters = obj.counters
     if interval is None:
-        # esxtop's first sample: rates and latencies read 0.00 and are not a measurement.
+        # esxtop's first sample: rates and latencies read 0.00 and are not a measurement; its
+        # running totals read 0 too, so they are skipped, not taken for a restart of the count.
         obj.gauges = {k: v for k, v in stats.items() if k in m.CONFIG_FIELDS}
         for name in rates:
             counters.setdefault(name, 0.0)
@@ -104,6 +107,30 @@ def integrate(obj: ObjectState, stats: dict[str, float], interval: float | None)
                 counters[key] = total
             else:
                 refused += 1
+    if totals:
+        refused += _fold_totals(obj, stats, totals)
+    return refused
+
+
+def _fold_totals(obj: ObjectState, stats: dict[str, float], names: tuple) -> int:
+    """Running totals (m.TOTAL_FIELDS) into counters: the first reading is the count so far; then
+    each reading adds its rise over the last one, and a reading below the last (the host rebooted,
+    the device was registered again) counts from zero. The last reading is kept across streams, so
+    a new esxtop run adds what happened while none ran."""
+    refused = 0
+    last, counters = obj.totals, obj.counters
+    for name in names:
+        value = stats[name]
+        if value is None:
+            continue
+        before = last.get(name)
+        step = value if before is None or value < before else value - before
+        total = counters.get(name, 0.0) + step
+        if 0.0 <= step and total < _INF:
+            counters[name] = total
+            last[name] = value
+        else:
+            refused += 1
     return refused
 
 

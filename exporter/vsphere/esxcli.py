@@ -15,7 +15,7 @@ from exporter.vsphere import soap, xmlguard
 from exporter.vsphere.client import describe
 
 _NS = "{urn:vim25}"
-LONG_NAMES = {"-m": "module", "-d": "device"}  # esxcli's short flags as the API names the arguments
+LONG_NAMES = {"-m": "module", "-d": "device", "-o": "option"}  # esxcli's short flags as the API names the arguments
 
 
 def _call(stub, body: str, limit: int | None = None) -> ET.Element:
@@ -125,6 +125,11 @@ def merge(found, inventory) -> None:
             value = getattr(lun, field)
             if value not in (None, ""):
                 setattr(target, field, value)
+        if lun.vaai_status:
+            target.vaai_status = dict(lun.vaai_status)
+    inventory.vmfs_ats_heartbeat = found.vmfs_ats_heartbeat
+    inventory.vmfs_hardware_locking = found.vmfs_hardware_locking
+    inventory.vmfs_lock_modes = dict(found.vmfs_lock_modes)
     for name, adapter in found.adapters.items():
         target = inventory.adapters.get(name)
         if target is not None and adapter.queue_depth_parameter:

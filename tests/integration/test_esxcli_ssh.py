@@ -68,3 +68,26 @@ def test_esxcli_health_stays_with_the_device_configuration_turned_off(sshd, expo
     assert value(text, "esxi_esxcli_up", host=HOST) == 1
     assert value(text, "esxi_scrape_collector_success", collector="esxcli") == 1
     assert "esxi_lun_queue_full_sample_size{" not in text and 'collector="device_config"' not in text
+
+
+def test_vaai_and_vmfs_locking_over_ssh(sshd, exporter_for):
+    """Issue 44 item 4: the VAAI primitives per device, the ATS heartbeat and hardware-locking
+    options and each VMFS volume's lock mode, as the fake host's esxcli prints them."""
+    sshd.set_control(devices=[SAN])
+    exporter = exporter_for()
+    text = eventually(
+        lambda: (lambda t: t if "esxi_datastore_vmfs_lock_mode{" in t else None)(exporter.metrics()),
+        timeout=30,
+        what="VAAI configuration",
+    )
+    assert value(text, "esxi_lun_vaai_supported", host=HOST, device=SAN, primitive="ats") == 1
+    assert value(text, "esxi_lun_vaai_supported", host=HOST, device=GOLD, primitive="unmap") == 0
+    assert value(text, "esxi_lun_vaai_supported", host=HOST, device=PE, primitive="ats") is None  # unknown
+    assert value(text, "esxi_host_vmfs_ats_heartbeat_enabled", host=HOST) == 0
+    assert value(text, "esxi_host_vmfs_hardware_locking_enabled", host=HOST) == 1
+    assert value(text, "esxi_datastore_vmfs_lock_mode", host=HOST, datastore="vmfs-legacy", mode="ats_scsi") == 1
+    assert value(text, "esxi_datastore_vmfs_lock_mode", host=HOST, datastore="vmfs-shared", mode="ats_only") == 1
+    assert value(text, "esxi_datastore_vmfs_lock_mode", host=HOST, datastore="vmfs-shared", mode="ats_scsi") == 0
+    assert value(text, "esxi_esxcli_up", host=HOST) == 1 and "esxi_esxcli_errors_total{" not in text
+    runs = [json.loads(line)["argv"] for line in (sshd.control.with_name("esxcli-runs.jsonl")).read_text().splitlines()]
+    assert ["system", "settings", "advanced", "list", "-o", "/VMFS3/UseATSForHBOnVMFS5"] in runs

@@ -21,6 +21,17 @@ ANSWERS = {
     ("storage", "nmp", "device", "list"): "nmp-device-list.txt",
     ("storage", "core", "adapter", "list"): "adapter-list.txt",
     ("system", "module", "parameters", "list", "-m", "qlnativefc"): "module-parameters-qlnativefc.txt",
+    ("storage", "core", "device", "vaai", "status", "get"): "vaai-status.txt",
+    ("system", "settings", "advanced", "list", "-o", "/VMFS3/UseATSForHBOnVMFS5"): "advanced-UseATSForHBOnVMFS5-off-esxi65.txt",
+    (
+        "system",
+        "settings",
+        "advanced",
+        "list",
+        "-o",
+        "/VMFS3/HardwareAcceleratedLocking",
+    ): "advanced-HardwareAcceleratedLocking.txt",
+    ("storage", "vmfs", "lockmode", "list"): "vmfs-lockmode-list.txt",
 }
 
 

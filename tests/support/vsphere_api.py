@@ -34,3 +34,22 @@ def wait(task, timeout: float = 30.0) -> None:
         assert time.monotonic() < deadline, f"{task} still {task.info.state}"
         time.sleep(0.05)
     assert task.info.state == "success", task.info.error
+
+
+def dump(sim, password_file, *extra: str, timeout: float = 120):
+    """`dump --vsphere` against the simulator, run as a user runs it: the finished process."""
+    import subprocess
+    import sys
+
+    from tests.support.servers import ROOT, exporter_env
+    from tests.vcsim.sims import USER
+
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
+        + ["--vsphere.password-file", str(password_file), "--vsphere.ca-file", str(sim.cert), *extra],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=timeout,
+    )

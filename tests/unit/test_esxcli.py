@@ -122,6 +122,15 @@ def host_outputs() -> dict:
         tuple(NMP): parse.blocks(text("nmp-device-list.txt")),
         tuple(ADAPTERS): parse.table(text("adapter-list.txt")),
         ("system", "module", "parameters", "list", "-m", "qlnativefc"): parse.table(text("module-parameters-qlnativefc.txt")),
+        # VAAI and VMFS locking (tests/unit/test_esxcli_vaai.py reads every form)
+        ("storage", "core", "device", "vaai", "status", "get"): parse.blocks(text("vaai-status.txt")),
+        ("system", "settings", "advanced", "list", "-o", "/VMFS3/UseATSForHBOnVMFS5"): parse.settings(
+            text("advanced-UseATSForHBOnVMFS5.txt")
+        ),
+        ("system", "settings", "advanced", "list", "-o", "/VMFS3/HardwareAcceleratedLocking"): parse.settings(
+            text("advanced-HardwareAcceleratedLocking.txt")
+        ),
+        ("storage", "vmfs", "lockmode", "list"): parse.table(text("vmfs-lockmode-list.txt")),
     }
 
 

@@ -770,6 +770,7 @@ func main() {
 		perf.hosts[h.Self.Value] = hs
 		installStorageCLI(reg, h, fh)
 		installSmart(h.Self.Value, fh) // smart.go
+		installVaai(h.Self.Value, fh)  // vaai.go
 		if len(hs.iscsi) > 0 {
 			im := &IscsiManager{bound: hs.iscsi}
 			im.Self = types.ManagedObjectReference{Type: "IscsiManager", Value: "iscsiManager-" + h.Self.Value}
@@ -840,6 +841,9 @@ type StorageCLI struct {
 
 func (c *StorageCLI) ExecuteSoap(ctx *simulator.Context, req any) soap.HasFault {
 	if res, ok := c.smart(ctx, req); ok { // smart.go: the SMART and NVMe health commands
+		return res
+	}
+	if res, ok := c.vaai(ctx, req); ok { // vaai.go: VAAI status, VMFS3 locking options, lock modes
 		return res
 	}
 	method := reflect.ValueOf(req).Elem().FieldByName("Method")

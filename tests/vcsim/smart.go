@@ -14,12 +14,8 @@
 package main
 
 import (
-	"encoding/json"
-	"encoding/xml"
 	"flag"
 	"fmt"
-	"log"
-	"os"
 	"reflect"
 
 	"github.com/vmware/govmomi/simulator"
@@ -59,13 +55,7 @@ func installSmart(ref string, fh *Host) {
 		return
 	}
 	if smartLoaded == nil {
-		data, err := os.ReadFile(*smartFile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := json.Unmarshal(data, &smartLoaded); err != nil {
-			log.Fatalf("%s: %v", *smartFile, err)
-		}
+		loadJSON(*smartFile, &smartLoaded) // vaai.go
 	}
 	smartByRef[ref] = &smartAnswers{fixture: fh, disks: smartLoaded[fh.Name]}
 }
@@ -78,15 +68,7 @@ func (c *StorageCLI) smart(ctx *simulator.Context, req any) (soap.HasFault, bool
 	}
 	r := reflect.ValueOf(req).Elem()
 	method := r.FieldByName("Method").String()
-	args := map[string]string{}
-	list := r.FieldByName("Argument")
-	for i := 0; i < list.Len(); i++ {
-		var val struct {
-			Text string `xml:",chardata"`
-		}
-		_ = xml.Unmarshal([]byte(list.Index(i).FieldByName("Val").String()), &val)
-		args[list.Index(i).FieldByName("Name").String()] = val.Text
-	}
+	args := esxcliArguments(r) // vaai.go
 	switch method {
 	case "vim.EsxCLI.storage.core.device.smart.get":
 		device := args["devicename"] // esxcli's -d|--device-name
