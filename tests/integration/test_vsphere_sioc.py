@@ -1,0 +1,140 @@
+"""Storage I/O Control end to end: the storage simulator (tests/vcsim/sioc.go, the fixture's
+"sioc" section) -> dump --vsphere -> exact values in the exposition.
+
+ds-shared-01 (esx01, esx02, esx03): SIOC on, manual, 30 ms, its counters under the VMFS uuid (as
+ESXi names them); ds-shared-02 (esx01, esx02): SIOC off, automatic at 80 % of peak, 25 ms, its
+counters under the datastore url (as govmomi's simulator names them); nfs-vm-01: no
+iormConfiguration at all (as from vSphere 8.0 U3); ds-iscsi-01 and the others: none either.
+Raw values: latencies in microseconds, the active time in hundredths of a percent.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.servers import ROOT, exporter_env
+from tests.vcsim.sims import PASSWORD, USER, StorageSim
+
+pytestmark = pytest.mark.integration
+
+N1 = "naa.600a098038303053453f463045727a61"  # ds-shared-01's LUN, on all three hosts
+N2 = "naa.600a098038303053453f463045727a62"  # ds-shared-02's LUN, on esx01 and esx02
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    sim = StorageSim(tmp_path_factory.mktemp("vc"))
+    password = tmp_path_factory.mktemp("secrets") / "vsphere"
+    password.write_text(PASSWORD + "\n")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
+            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
+            capture_output=True,
+            text=True,
+            env=exporter_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+    finally:
+        sim.stop()
+    assert proc.returncode == 0, proc.stderr
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(proc.stdout)
+        for s in family.samples
+    }
+
+
+def series(samples: dict, name: str) -> dict[frozenset, float]:
+    return {labels: v for (n, labels), v in samples.items() if n == name}
+
+
+def one(samples: dict, name: str, **labels) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+def test_sioc_counters_by_uuid_exact(samples):
+    ds = {"host": "esx01.lab.local", "datastore": "ds-shared-01"}
+    assert one(samples, "esxi_datastore_sioc_normalized_latency_seconds", **ds) == pytest.approx(0.042)  # 42,000 us
+    assert one(samples, "esxi_datastore_sioc_queue_depth", **ds) == 24
+    assert one(samples, "esxi_datastore_sioc_active_ratio", **ds) == pytest.approx(0.755)  # 7,550 hundredths of a percent
+    assert one(samples, "esxi_datastore_vm_observed_latency_seconds", **ds) == pytest.approx(0.0455)
+    assert one(samples, "esxi_datastore_sioc_iops", **ds) == 1800
+    assert one(samples, "esxi_datastore_sioc_read_iops", **ds) == 1100
+    assert one(samples, "esxi_datastore_sioc_write_iops", **ds) == 700
+    assert one(samples, "esxi_datastore_sioc_outstanding_reads", **ds) == 14
+    assert one(samples, "esxi_datastore_sioc_outstanding_writes", **ds) == 6
+    # The datastore's I/O counters, served under the same uuid, are still there beside them.
+    assert ("esxi_datastore_reads_total", frozenset(ds.items())) in samples
+    depths = series(samples, "esxi_datastore_sioc_queue_depth")
+    assert depths[frozenset({"host": "esx02.lab.local", "datastore": "ds-shared-01"}.items())] == 16
+    assert depths[frozenset({"host": "esx03.lab.local", "datastore": "ds-shared-01"}.items())] == 64
+
+
+def test_sioc_counters_by_url_exact(samples):
+    ds = {"host": "esx01.lab.local", "datastore": "ds-shared-02"}
+    assert one(samples, "esxi_datastore_sioc_normalized_latency_seconds", **ds) == pytest.approx(0.038)
+    assert one(samples, "esxi_datastore_sioc_queue_depth", **ds) == 32
+    assert one(samples, "esxi_datastore_sioc_active_ratio", **ds) == 0.0  # a real 0 from the server stays
+    assert one(samples, "esxi_datastore_vm_observed_latency_seconds", **ds) == pytest.approx(0.04025)
+    assert one(samples, "esxi_datastore_sioc_iops", **ds) == 950
+
+
+def test_absent_where_the_server_has_none(samples):
+    """No SIOC counter for a datastore the server sends none for: absent, never 0."""
+    keys = {dict(labels)["datastore"] for labels in series(samples, "esxi_datastore_sioc_normalized_latency_seconds")}
+    assert keys == {"ds-shared-01", "ds-shared-02"}
+    esx03 = frozenset({"host": "esx03.lab.local", "datastore": "ds-shared-01"}.items())
+    assert esx03 in series(samples, "esxi_datastore_sioc_active_ratio")
+    assert esx03 not in series(samples, "esxi_datastore_vm_observed_latency_seconds")  # not in the fixture for esx03
+    assert esx03 not in series(samples, "esxi_datastore_sioc_iops")
+    host2 = frozenset({"host": "esx02.lab.local", "datastore": "ds-shared-02"}.items())
+    assert host2 not in series(samples, "esxi_datastore_sioc_queue_depth")
+
+
+def test_iorm_configuration_exact(samples):
+    on = {"host": "esx02.lab.local", "datastore": "ds-shared-01"}
+    assert one(samples, "esxi_datastore_sioc_config_reported", **on) == 1
+    assert one(samples, "esxi_datastore_sioc_enabled", **on) == 1
+    assert one(samples, "esxi_datastore_sioc_stats_enabled", **on) == 1
+    assert one(samples, "esxi_datastore_sioc_threshold_mode", **on, mode="manual") == 1
+    assert one(samples, "esxi_datastore_sioc_threshold_mode", **on, mode="automatic") == 0
+    assert one(samples, "esxi_datastore_sioc_threshold_seconds", **on) == pytest.approx(0.030)
+    assert one(samples, "esxi_datastore_sioc_peak_throughput_ratio", **on) == pytest.approx(0.90)
+    off = {"host": "esx01.lab.local", "datastore": "ds-shared-02"}
+    assert one(samples, "esxi_datastore_sioc_enabled", **off) == 0
+    assert one(samples, "esxi_datastore_sioc_threshold_mode", **off, mode="automatic") == 1
+    assert one(samples, "esxi_datastore_sioc_threshold_seconds", **off) == pytest.approx(0.025)
+    assert one(samples, "esxi_datastore_sioc_peak_throughput_ratio", **off) == pytest.approx(0.80)
+    # Every host mounting a datastore shows its configuration.
+    hosts = {dict(k)["host"] for k in series(samples, "esxi_datastore_sioc_enabled") if dict(k)["datastore"] == "ds-shared-01"}
+    assert hosts == {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}
+
+
+def test_iorm_absent_is_not_reported(samples):
+    """nfs-vm-01 has no iormConfiguration: reported 0, and no other SIOC configuration series."""
+    for host in ("esx02.lab.local", "esx03.lab.local"):
+        nfs = {"host": host, "datastore": "nfs-vm-01"}
+        assert one(samples, "esxi_datastore_sioc_config_reported", **nfs) == 0
+        for name in (
+            "esxi_datastore_sioc_enabled",
+            "esxi_datastore_sioc_stats_enabled",
+            "esxi_datastore_sioc_threshold_seconds",
+            "esxi_datastore_sioc_peak_throughput_ratio",
+        ):
+            assert frozenset(nfs.items()) not in series(samples, name), name
+    assert one(samples, "esxi_datastore_sioc_config_reported", host="esx01.lab.local", datastore="ds-iscsi-01") == 0
+
+
+def test_lun_shows_sioc_depth_beside_dqlen(samples):
+    """The LUN under ds-shared-01 shows the depth SIOC allows each host beside its DQLEN of 64."""
+    for host, depth in (("esx01.lab.local", 24), ("esx02.lab.local", 16), ("esx03.lab.local", 64)):
+        assert one(samples, "esxi_lun_sioc_queue_depth", host=host, device=N1) == depth
+        assert one(samples, "esxi_lun_queue_depth", host=host, device=N1) == 64
+    assert one(samples, "esxi_lun_sioc_queue_depth", host="esx01.lab.local", device=N2) == 32
+    assert ("esxi_lun_sioc_queue_depth", frozenset({"host": "esx02.lab.local", "device": N2}.items())) not in samples

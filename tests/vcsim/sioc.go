@@ -1,0 +1,170 @@
+// Storage I/O Control: each datastore's iormConfiguration and the hosts' SIOC counters.
+//
+// Fixture section "sioc" (read from the -fixture file beside main.go's own):
+//
+//	"sioc": {
+//	  "datastores": [{"name": "ds-shared-01", "instance": "uuid" | "url",
+//	                  "iorm": {"enabled": true, "congestion_threshold_mode": "manual",
+//	                           "congestion_threshold_ms": 30, "percent_of_peak_throughput": 90,
+//	                           "stats_collection_enabled": true}}],
+//	  "perf": {"esx01.lab.local": {"ds-shared-01": {"datastore.sizeNormalizedDatastoreLatency.average": 42000}}}
+//	}
+//
+// A datastore without "iorm" has no iormConfiguration (the property is unset, as on a server
+// past vSphere 8.0 U3, where the structure is deprecated): the property collector answers it
+// empty. The values are checked as vCenter's ConfigureDatastoreIORM_Task checks a spec
+// (StorageIORMConfigSpec): congestionThresholdMode automatic or manual, congestionThreshold
+// 5-100 ms, percentOfPeakThroughput 50-100; the simulator refuses to start on any other.
+//
+// The SIOC counters (datastore.sizeNormalizedDatastoreLatency.average ...) are host counters with
+// one instance per datastore. A real ESXi host names the instance by the VMFS uuid ("uuid", the
+// default); govmomi's simulator names datastore instances by the datastore's url ("url":
+// ds:///vmfs/volumes/<id>/ here, the form vCenter gives Datastore.summary.url).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"sort"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// siocIorm is a datastore's iormConfiguration as the fixture gives it.
+type siocIorm struct {
+	Enabled                 bool   `json:"enabled"`
+	CongestionThresholdMode string `json:"congestion_threshold_mode"`
+	CongestionThresholdMs   int32  `json:"congestion_threshold_ms"`
+	PercentOfPeak           int32  `json:"percent_of_peak_throughput"`
+	StatsCollectionEnabled  bool   `json:"stats_collection_enabled"`
+}
+
+type siocDatastore struct {
+	Name     string    `json:"name"`
+	Instance string    `json:"instance"`
+	Iorm     *siocIorm `json:"iorm"`
+}
+
+type siocFixture struct {
+	Datastores []siocDatastore                        `json:"datastores"`
+	Perf       map[string]map[string]map[string]int64 `json:"perf"` // host -> datastore -> counter -> value
+}
+
+// checkIorm refuses what ConfigureDatastoreIORM_Task refuses (InvalidArgument on the spec's field).
+func checkIorm(c *siocIorm) error {
+	if c.CongestionThresholdMode != string(types.StorageIORMThresholdModeAutomatic) && c.CongestionThresholdMode != string(types.StorageIORMThresholdModeManual) {
+		return fmt.Errorf("congestion_threshold_mode %q: automatic or manual", c.CongestionThresholdMode)
+	}
+	if c.CongestionThresholdMs < 5 || c.CongestionThresholdMs > 100 {
+		return fmt.Errorf("congestion_threshold_ms %d: 5 to 100", c.CongestionThresholdMs)
+	}
+	if c.PercentOfPeak < 50 || c.PercentOfPeak > 100 {
+		return fmt.Errorf("percent_of_peak_throughput %d: 50 to 100", c.PercentOfPeak)
+	}
+	return nil
+}
+
+// installSioc sets the fixture's iormConfiguration on the datastores and adds the SIOC counters
+// to the placed hosts' datastore instances.
+func installSioc(reg *simulator.Registry, perf *PerfManager, hosts []*simulator.HostSystem, fixturePath string) {
+	if fixturePath == "" {
+		return
+	}
+	data, err := os.ReadFile(fixturePath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var fx struct {
+		Sioc *siocFixture `json:"sioc"`
+	}
+	if err := json.Unmarshal(data, &fx); err != nil {
+		log.Fatalf("%s: %v", fixturePath, err)
+	}
+	if fx.Sioc == nil {
+		return
+	}
+	byName := map[string]siocDatastore{}
+	for _, ds := range fx.Sioc.Datastores {
+		if ds.Instance != "" && ds.Instance != "uuid" && ds.Instance != "url" {
+			log.Fatalf("%s: sioc datastore %s: instance %q: uuid or url", fixturePath, ds.Name, ds.Instance)
+		}
+		if ds.Iorm != nil {
+			if err := checkIorm(ds.Iorm); err != nil {
+				log.Fatalf("%s: sioc datastore %s: %v", fixturePath, ds.Name, err)
+			}
+		}
+		byName[ds.Name] = ds
+	}
+	for _, obj := range reg.All("Datastore") {
+		ds := obj.(*simulator.Datastore)
+		if fd, ok := byName[ds.Name]; ok && fd.Iorm != nil {
+			c := fd.Iorm
+			ds.IormConfiguration = &types.StorageIORMInfo{
+				Enabled: c.Enabled, CongestionThresholdMode: c.CongestionThresholdMode, CongestionThreshold: c.CongestionThresholdMs,
+				PercentOfPeakThroughput: c.PercentOfPeak, StatsCollectionEnabled: types.NewBool(c.StatsCollectionEnabled),
+			}
+		}
+	}
+	placed := map[string]*simulator.HostSystem{}
+	for _, h := range hosts {
+		placed[h.Name] = h
+	}
+	names := make([]string, 0, len(fx.Sioc.Perf))
+	for name := range fx.Sioc.Perf {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		h, ok := placed[name]
+		if !ok {
+			log.Fatalf("%s: sioc perf: no host %s", fixturePath, name)
+		}
+		hs := perf.hosts[h.Self.Value]
+		for datastore, counters := range fx.Sioc.Perf[name] {
+			id, ok := mountID(h, datastore)
+			if !ok {
+				log.Fatalf("%s: sioc perf: host %s mounts no datastore %s", fixturePath, name, datastore)
+			}
+			for counter := range counters {
+				if !knownCounter(perf, counter) {
+					log.Fatalf("%s: sioc perf: host %s datastore %s: no counter %s", fixturePath, name, datastore, counter)
+				}
+			}
+			instance := id
+			if byName[datastore].Instance == "url" {
+				instance = "ds:///vmfs/volumes/" + id + "/"
+			}
+			values := map[string]int64{}
+			for k, v := range hs.instances["datastore"][instance] { // the datastore's I/O counters, kept
+				values[k] = v
+			}
+			for k, v := range counters {
+				values[k] = v
+			}
+			hs.instances["datastore"][instance] = values
+		}
+	}
+}
+
+// mountID is the id in a datastore's mount path (/vmfs/volumes/<id>): a VMFS uuid or an NFS id.
+func mountID(h *simulator.HostSystem, datastore string) (string, bool) {
+	for _, mount := range h.Config.FileSystemVolume.MountInfo {
+		if mount.Volume.GetHostFileSystemVolume().Name == datastore {
+			p := mount.MountInfo.Path
+			return p[len("/vmfs/volumes/"):], len(p) > len("/vmfs/volumes/")
+		}
+	}
+	return "", false
+}
+
+func knownCounter(perf *PerfManager, name string) bool {
+	for _, n := range perf.names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
