@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.servers import ROOT, exporter_env
+from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -26,28 +27,75 @@ N2 = "naa.600a098038303053453f463045727a62"  # ds-shared-02's LUN, on esx01 and 
 
 
 @pytest.fixture(scope="module")
-def samples(tmp_path_factory):
+def sim(tmp_path_factory):
     sim = StorageSim(tmp_path_factory.mktemp("vc"))
     password = tmp_path_factory.mktemp("secrets") / "vsphere"
     password.write_text(PASSWORD + "\n")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
-            capture_output=True,
-            text=True,
-            env=exporter_env(),
-            cwd=ROOT,
-            timeout=60,
-        )
-    finally:
-        sim.stop()
-    assert proc.returncode == 0, proc.stderr
+    sim.args = ["--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password)]
+    sim.args += ["--vsphere.ca-file", str(sim.cert)]
+    yield sim
+    sim.stop()
+
+
+def parse(text: str) -> dict:
     return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(proc.stdout)
-        for s in family.samples
+        (s.name, frozenset(s.labels.items())): s.value for family in text_string_to_metric_families(text) for s in family.samples
     }
+
+
+@pytest.fixture(scope="module")
+def samples(sim):
+    proc = subprocess.run(
+        [sys.executable, "-m", "exporter", "dump", *sim.args],
+        capture_output=True,
+        text=True,
+        env=exporter_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return parse(proc.stdout)
+
+
+SIOC_FAMILIES = (
+    "esxi_datastore_sioc_normalized_latency_seconds",
+    "esxi_datastore_sioc_queue_depth",
+    "esxi_datastore_sioc_active_ratio",
+    "esxi_datastore_vm_observed_latency_seconds",
+    "esxi_datastore_sioc_iops",
+    "esxi_datastore_sioc_read_iops",
+    "esxi_datastore_sioc_write_iops",
+    "esxi_datastore_sioc_outstanding_reads",
+    "esxi_datastore_sioc_outstanding_writes",
+    "esxi_datastore_sioc_config_reported",
+    "esxi_datastore_sioc_enabled",
+    "esxi_datastore_sioc_stats_enabled",
+    "esxi_datastore_sioc_threshold_mode",
+    "esxi_datastore_sioc_threshold_seconds",
+    "esxi_datastore_sioc_peak_throughput_ratio",
+    "esxi_lun_sioc_queue_depth",
+)
+
+
+def test_serve_shows_what_dump_shows(sim, samples, tmp_path):
+    """serve (its discovery, its collection loop and its iormConfiguration reading) exports every
+    SIOC series dump does, with the same values."""
+    exporter = Exporter(*sim.args, log_path=tmp_path / "exporter.log")
+    try:
+        deadline, served = time.monotonic() + 60, {}
+        while time.monotonic() < deadline:
+            served = parse(exporter.metrics())
+            if ("esxi_lun_sioc_queue_depth", frozenset({"host": "esx02.lab.local", "device": N1}.items())) in served and any(
+                name == "esxi_datastore_sioc_enabled" for name, _ in served
+            ):
+                break
+            time.sleep(0.5)
+    finally:
+        exporter.stop()
+    for family in SIOC_FAMILIES:
+        dumped = series(samples, family)
+        assert dumped, family
+        assert series(served, family) == dumped, family
 
 
 def series(samples: dict, name: str) -> dict[frozenset, float]:
