@@ -56,7 +56,7 @@ def read(content, hosts: list[str]) -> list[tuple[str, dict]]:
     """retrieve(), asked again without iormConfiguration if the server does not know the name."""
     try:
         return retrieve(content, hosts)
-    except vmodl.fault.InvalidProperty:
+    except vmodl.query.InvalidProperty:
         return retrieve(content, hosts, with_iorm=False)
 
 

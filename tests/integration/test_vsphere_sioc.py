@@ -10,6 +10,7 @@ Raw values: latencies in microseconds, the active time in hundredths of a percen
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.servers import ROOT, Exporter, exporter_env
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 
@@ -186,3 +187,50 @@ def test_lun_shows_sioc_depth_beside_dqlen(samples):
         assert one(samples, "esxi_lun_queue_depth", host=host, device=N1) == 64
     assert one(samples, "esxi_lun_sioc_queue_depth", host="esx01.lab.local", device=N2) == 32
     assert ("esxi_lun_sioc_queue_depth", frozenset({"host": "esx02.lab.local", "device": N2}.items())) not in samples
+
+
+def _dump_refusing(tmp_path, refuse: str) -> subprocess.CompletedProcess:
+    """dump against a simulator whose property collector refuses iormConfiguration (tests/vcsim/sioc.go)."""
+    fixture = json.loads(FIXTURE.read_text())
+    fixture["sioc"]["refuse"] = refuse
+    path = tmp_path / "fixture.json"
+    path.write_text(json.dumps(fixture))
+    sim = StorageSim(tmp_path, fixture=path)
+    password = tmp_path / "vsphere"
+    password.write_text(PASSWORD + "\n")
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
+            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
+            capture_output=True,
+            text=True,
+            env=exporter_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+    finally:
+        sim.stop()
+
+
+@pytest.mark.parametrize("refuse, errors", [("InvalidProperty", 0), ("NoPermission", 1)])
+def test_a_refused_iorm_configuration_is_not_reported(tmp_path, refuse, errors):
+    """A server without the property (InvalidProperty: asked again without it) or one that faults
+    the call (NoPermission: counted, logged once): every datastore reads not reported, no setting
+    is guessed, and the SIOC counters are exported as before."""
+    proc = _dump_refusing(tmp_path, refuse)
+    assert proc.returncode == 0, proc.stderr
+    found = parse(proc.stdout)
+    reported = series(found, "esxi_datastore_sioc_config_reported")
+    assert reported and set(reported.values()) == {0.0}
+    assert frozenset({"host": "esx01.lab.local", "datastore": "ds-shared-01"}.items()) in reported
+    for name in ("esxi_datastore_sioc_enabled", "esxi_datastore_sioc_threshold_seconds", "esxi_datastore_sioc_threshold_mode"):
+        assert not series(found, name), name
+    assert one(found, "esxi_datastore_sioc_queue_depth", host="esx01.lab.local", datastore="ds-shared-01") == 24
+    iorm_errors = [
+        v for (n, labels), v in found.items() if n == "esxi_vsphere_errors_total" and dict(labels).get("phase") == "iorm"
+    ]
+    assert sum(iorm_errors) == errors
+    lines = [line for line in proc.stderr.splitlines() if "iormConfiguration" in line]
+    assert len(lines) == errors, proc.stderr
+    if errors:
+        assert "iormConfiguration not read: permission denied (System.Read)" in lines[0]

@@ -16,6 +16,11 @@
 // (StorageIORMConfigSpec): congestionThresholdMode automatic or manual, congestionThreshold
 // 5-100 ms, percentOfPeakThroughput 50-100; the simulator refuses to start on any other.
 //
+// "refuse": "InvalidProperty" makes the property collector refuse any RetrievePropertiesEx whose
+// Datastore pathSet names iormConfiguration, as a server whose API no longer has the property
+// does; "NoPermission" refuses it as a role without the privilege would (vCenter faults the whole
+// call). Other calls are answered.
+//
 // The SIOC counters (datastore.sizeNormalizedDatastoreLatency.average ...) are host counters with
 // one instance per datastore. A real ESXi host names the instance by the VMFS uuid ("uuid", the
 // default); govmomi's simulator names datastore instances by the datastore's url ("url":
@@ -30,6 +35,7 @@ import (
 	"sort"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -49,6 +55,7 @@ type siocDatastore struct {
 }
 
 type siocFixture struct {
+	Refuse     string                                 `json:"refuse"`
 	Datastores []siocDatastore                        `json:"datastores"`
 	Perf       map[string]map[string]map[string]int64 `json:"perf"` // host -> datastore -> counter -> value
 }
@@ -86,6 +93,9 @@ func installSioc(reg *simulator.Registry, perf *PerfManager, hosts []*simulator.
 	}
 	if fx.Sioc == nil {
 		return
+	}
+	if err := refuseIorm(reg, fx.Sioc.Refuse); err != nil {
+		log.Fatalf("%s: sioc: %v", fixturePath, err)
 	}
 	byName := map[string]siocDatastore{}
 	for _, ds := range fx.Sioc.Datastores {
@@ -168,6 +178,45 @@ func knownCounter(perf *PerfManager, name string) bool {
 	for _, n := range perf.names {
 		if n == name {
 			return true
+		}
+	}
+	return false
+}
+
+// refuseIorm installs the "refuse" fault as a hook of the registry, chained to any set before it.
+func refuseIorm(reg *simulator.Registry, refuse string) error {
+	var fault types.BaseMethodFault
+	switch refuse {
+	case "":
+		return nil
+	case "InvalidProperty":
+		fault = &types.InvalidProperty{Name: "iormConfiguration"}
+	case "NoPermission":
+		fault = &types.NoPermission{PrivilegeId: "System.Read"}
+	default:
+		return fmt.Errorf("refuse %q: InvalidProperty or NoPermission", refuse)
+	}
+	previous := reg.Handler
+	reg.Handler = func(ctx *simulator.Context, method *simulator.Method) (mo.Reference, types.BaseMethodFault) {
+		if req, ok := method.Body.(*types.RetrievePropertiesEx); ok && asksIorm(req.SpecSet) {
+			return nil, fault
+		}
+		if previous != nil {
+			return previous(ctx, method)
+		}
+		return nil, nil
+	}
+	return nil
+}
+
+func asksIorm(specs []types.PropertyFilterSpec) bool {
+	for _, spec := range specs {
+		for _, ps := range spec.PropSet {
+			for _, path := range ps.PathSet {
+				if ps.Type == "Datastore" && path == "iormConfiguration" {
+					return true
+				}
+			}
 		}
 	}
 	return false
