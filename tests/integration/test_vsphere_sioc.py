@@ -17,6 +17,8 @@ import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from pyVim.connect import SmartConnect
+from pyVmomi import vim, vmodl
 
 from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
@@ -234,3 +236,58 @@ def test_a_refused_iorm_configuration_is_not_reported(tmp_path, refuse, errors):
     assert len(lines) == errors, proc.stderr
     if errors:
         assert "iormConfiguration not read: permission denied (System.Read)" in lines[0]
+
+
+def _configure(content, datastore, **spec):
+    """ConfigureDatastoreIORM_Task, waited for: (state, error)."""
+    task = content.storageResourceManager.ConfigureDatastoreIORM_Task(
+        datastore, vim.StorageResourceManager.IORMConfigSpec(**spec)
+    )
+    deadline = time.monotonic() + 10
+    while task.info.state not in ("success", "error") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return task.info.state, task.info.error
+
+
+def test_configure_datastore_iorm_is_as_strict_as_vcenter_and_dump_sees_the_change(tmp_path):
+    sim = StorageSim(tmp_path / "sim")
+    password = tmp_path / "vsphere"
+    password.write_text(PASSWORD + "\n")
+    try:
+        host, port = sim.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+        si = SmartConnect(host=host, port=int(port), user=USER, pwd=PASSWORD, disableSslCertValidation=True)
+        content = si.RetrieveContent()
+        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+        stores = {ds.name: ds for h in view.view for ds in h.datastore}
+        for spec, field in (
+            ({"congestionThreshold": 120}, "spec.congestionThreshold"),
+            ({"congestionThreshold": 4}, "spec.congestionThreshold"),
+            ({"percentOfPeakThroughput": 40}, "spec.percentOfPeakThroughput"),
+            ({"congestionThresholdMode": "sometimes"}, "spec.congestionThresholdMode"),
+        ):
+            state, error = _configure(content, stores["ds-shared-02"], **spec)
+            assert state == "error" and isinstance(error, vmodl.fault.InvalidArgument) and error.invalidProperty == field, spec
+        assert _configure(content, stores["ds-shared-02"], enabled=True, congestionThreshold=40) == ("success", None)
+        assert _configure(content, stores["nfs-vm-01"], enabled=True) == ("success", None)  # had none: vCenter's defaults
+        proc = subprocess.run(
+            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
+            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
+            capture_output=True,
+            text=True,
+            env=exporter_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+    finally:
+        sim.stop()
+    assert proc.returncode == 0, proc.stderr
+    found = parse(proc.stdout)
+    changed = {"host": "esx02.lab.local", "datastore": "ds-shared-02"}
+    assert one(found, "esxi_datastore_sioc_enabled", **changed) == 1
+    assert one(found, "esxi_datastore_sioc_threshold_seconds", **changed) == pytest.approx(0.040)
+    assert one(found, "esxi_datastore_sioc_threshold_mode", **changed, mode="automatic") == 1  # kept: not in the spec
+    assert one(found, "esxi_datastore_sioc_peak_throughput_ratio", **changed) == pytest.approx(0.80)
+    nfs = {"host": "esx03.lab.local", "datastore": "nfs-vm-01"}
+    assert one(found, "esxi_datastore_sioc_config_reported", **nfs) == 1
+    assert one(found, "esxi_datastore_sioc_threshold_seconds", **nfs) == pytest.approx(0.030)
+    assert one(found, "esxi_datastore_sioc_threshold_mode", **nfs, mode="manual") == 1

@@ -10,6 +10,11 @@
 //	  "perf": {"esx01.lab.local": {"ds-shared-01": {"datastore.sizeNormalizedDatastoreLatency.average": 42000}}}
 //	}
 //
+// StorageResourceManager.ConfigureDatastoreIORM_Task changes a datastore's iormConfiguration and
+// reports it to the property collector; its task fails with InvalidArgument (naming the spec's
+// field) for a mode, threshold or percent of peak outside those ranges, as vCenter's does; a
+// reference to no datastore is the call's ManagedObjectNotFound. vCenter mode only.
+//
 // A datastore without "iorm" has no iormConfiguration (the property is unset, as on a server
 // past vSphere 8.0 U3, where the structure is deprecated): the property collector answers it
 // empty. The values are checked as vCenter's ConfigureDatastoreIORM_Task checks a spec
@@ -35,7 +40,9 @@ import (
 	"sort"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -62,22 +69,76 @@ type siocFixture struct {
 
 // checkIorm refuses what ConfigureDatastoreIORM_Task refuses (InvalidArgument on the spec's field).
 func checkIorm(c *siocIorm) error {
-	if c.CongestionThresholdMode != string(types.StorageIORMThresholdModeAutomatic) && c.CongestionThresholdMode != string(types.StorageIORMThresholdModeManual) {
-		return fmt.Errorf("congestion_threshold_mode %q: automatic or manual", c.CongestionThresholdMode)
-	}
-	if c.CongestionThresholdMs < 5 || c.CongestionThresholdMs > 100 {
-		return fmt.Errorf("congestion_threshold_ms %d: 5 to 100", c.CongestionThresholdMs)
-	}
-	if c.PercentOfPeak < 50 || c.PercentOfPeak > 100 {
-		return fmt.Errorf("percent_of_peak_throughput %d: 50 to 100", c.PercentOfPeak)
+	if field := badSpecField(c.CongestionThresholdMode, c.CongestionThresholdMs, c.PercentOfPeak); field != "" {
+		return fmt.Errorf("%s out of range (mode automatic or manual, threshold 5-100 ms, percent of peak 50-100): %q, %d, %d",
+			field, c.CongestionThresholdMode, c.CongestionThresholdMs, c.PercentOfPeak)
 	}
 	return nil
+}
+
+// badSpecField names the StorageIORMConfigSpec field vCenter refuses ("" for none); "" and 0 are unset.
+func badSpecField(mode string, threshold, percent int32) string {
+	switch {
+	case mode != "" && mode != string(types.StorageIORMThresholdModeAutomatic) && mode != string(types.StorageIORMThresholdModeManual):
+		return "spec.congestionThresholdMode"
+	case threshold != 0 && (threshold < 5 || threshold > 100):
+		return "spec.congestionThreshold"
+	case percent != 0 && (percent < 50 || percent > 100):
+		return "spec.percentOfPeakThroughput"
+	}
+	return ""
+}
+
+// iormManager is the simulator's StorageResourceManager with ConfigureDatastoreIORM_Task.
+type iormManager struct {
+	*simulator.StorageResourceManager
+}
+
+func (m *iormManager) ConfigureDatastoreIORMTask(ctx *simulator.Context, req *types.ConfigureDatastoreIORM_Task) soap.HasFault {
+	ds, ok := ctx.Map.Get(req.Datastore).(*simulator.Datastore)
+	if !ok { // a reference to nothing: the call's fault, as for any method
+		return &methods.ConfigureDatastoreIORM_TaskBody{Fault_: simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.Datastore})}
+	}
+	// The task's entity is the datastore, as vCenter reports it.
+	task := simulator.CreateTask(ds, "configureDatastoreIORM", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+		spec := req.Spec
+		if field := badSpecField(spec.CongestionThresholdMode, spec.CongestionThreshold, spec.PercentOfPeakThroughput); field != "" {
+			return nil, &types.InvalidArgument{InvalidProperty: field}
+		}
+		next := types.StorageIORMInfo{CongestionThresholdMode: "manual", CongestionThreshold: 30, PercentOfPeakThroughput: 90,
+			StatsCollectionEnabled: types.NewBool(false)} // vCenter's defaults
+		if ds.IormConfiguration != nil {
+			next = *ds.IormConfiguration
+		}
+		if spec.Enabled != nil {
+			next.Enabled = *spec.Enabled
+		}
+		if spec.CongestionThresholdMode != "" {
+			next.CongestionThresholdMode = spec.CongestionThresholdMode
+		}
+		if spec.CongestionThreshold != 0 {
+			next.CongestionThreshold = spec.CongestionThreshold
+		}
+		if spec.PercentOfPeakThroughput != 0 {
+			next.PercentOfPeakThroughput = spec.PercentOfPeakThroughput
+		}
+		if spec.StatsCollectionEnabled != nil {
+			next.StatsCollectionEnabled = types.NewBool(*spec.StatsCollectionEnabled)
+		}
+		ctx.Map.Update(ctx, ds, []types.PropertyChange{{Name: "iormConfiguration", Val: &next}})
+		return nil, nil
+	})
+	return &methods.ConfigureDatastoreIORM_TaskBody{Res: &types.ConfigureDatastoreIORM_TaskResponse{Returnval: task.Run(ctx)}}
 }
 
 // installSioc sets the fixture's iormConfiguration on the datastores and adds the SIOC counters
 // to the placed hosts' datastore instances.
 // With -esx only the fixture's first host is placed: the others' counters are left out.
 func installSioc(reg *simulator.Registry, perf *PerfManager, hosts []*simulator.HostSystem, fixturePath string, esx bool) {
+	srm := types.ManagedObjectReference{Type: "StorageResourceManager", Value: "StorageResourceManager"}
+	if obj, ok := reg.Get(srm).(*simulator.StorageResourceManager); ok {
+		reg.Put(&iormManager{obj})
+	}
 	if fixturePath == "" {
 		return
 	}
