@@ -70,3 +70,8 @@ def test_the_array_serves_the_same_total_either_way(captures):
         total["after"] += iops.after.mean
     assert total["before"] == pytest.approx(32 / 0.0058, rel=0.05)
     assert total["after"] == pytest.approx(total["before"], rel=0.05)
+
+
+def test_compare_says_sioc_was_turned_on(captures):
+    result = cmp.compare(load(captures["sioc-off"] / f"{NORMAL}.csv"), load(captures["sioc-on"] / f"{NORMAL}.csv"))
+    assert f"{NORMAL} vmfs-sioc: Storage I/O Control off -> on" in result.tuning
