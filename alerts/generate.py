@@ -31,7 +31,7 @@ GLOBAL_OUT = ALERTS_DIR / "esxi-storage.global.rules.yml"
 K8S_SHARD_RULES = REPO / "deploy" / "kubernetes" / "sharded" / "prometheusrule-shard.yaml"
 K8S_GLOBAL_RULES = REPO / "deploy" / "kubernetes" / "sharded" / "vmalert-rules.yaml"
 # device:* sums one LUN over the hosts sharing it; an aggregation by cluster spans a cluster's hosts.
-CROSS_HOST = re.compile(r"\bdevice:[a-z_]+:[a-z_]+|\bby \([^)]*\bcluster\b")
+CROSS_HOST = re.compile(r"\b(?:device|datastore):[a-z_]+:[a-z_]+|\bby \([^)]*\bcluster\b")
 K8S_OUT = REPO / "deploy" / "kubernetes" / "prometheusrule.yaml"
 
 # ${name}, or ${name:format} for prose: ms (0.05 -> "50 ms"), percent (0.9 -> "90%").
@@ -54,6 +54,7 @@ SELECTOR_LABELS = {  # placeholder -> (label, operator) pairs of the alert's own
     "sel_c": (("cluster", "="),),  # a vSAN cluster
     "sel_chn": (("cluster", "="), ("host", "="), ("vmnic", "=")),  # a vSAN host's vmnic
     "sel_ch": (("cluster", "="), ("host", "=")),  # a host of a vSAN cluster
+    "sel_ds": (("datastore", "="),),  # a datastore (Storage I/O Control)
 }
 
 
@@ -217,9 +218,9 @@ def prometheus_rule(groups: list[dict], name: str = "esxi-storage-exporter") -> 
 
 
 def is_cross_host(rule: dict) -> bool:
-    """A rule over series of several hosts: one LUN's from every host sharing it (it records or
-    reads a device:* series) or a cluster's. Split over shards it would see only part of them."""
-    return rule.get("record", "").startswith("device:") or bool(CROSS_HOST.search(rule["expr"]))
+    """A rule over series of several hosts: one LUN's or datastore's from every host sharing it (it
+    records or reads a device:* or datastore:* series) or a cluster's. Split over shards it would see only part of them."""
+    return rule.get("record", "").startswith(("device:", "datastore:")) or bool(CROSS_HOST.search(rule["expr"]))
 
 
 def split_cross_host(groups: list[dict]) -> tuple[list[dict], list[dict]]:

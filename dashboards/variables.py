@@ -60,6 +60,15 @@ def datastore() -> db.QueryVariable:
     )
 
 
+def sioc_datastore() -> db.QueryVariable:
+    return _query(
+        "datastore",
+        "Datastore",
+        'label_values(esxi_datastore_sioc_normalized_latency_seconds{host=~"$host"}, datastore)',
+        "Datastore with Storage I/O Control statistics (vSphere source)",
+    )
+
+
 def vm() -> db.QueryVariable:
     return _query(
         "vm", "VM", 'label_values(esxi_vm_disk_reads_total{host=~"$host"}, vm)', "Virtual machine (with virtual disk I/O)"

@@ -22,7 +22,11 @@ def a_per_vm(by: str, window: str) -> str:
 
 
 def d_queue_depth(window: str) -> str:
-    return f"max by (host, device) ({gauge('esxi_lun_queue_depth', HOST, LUN, fn='last', window=window)})"
+    """d: DQLEN, or the lower depth Storage I/O Control allows the host on the LUN's datastore (as
+    the rules' host_device:esxi_lun_queue_depth:effective)."""
+    dqlen = f"max by (host, device) ({gauge('esxi_lun_queue_depth', HOST, LUN, fn='last', window=window)})"
+    sioc = f"max by (host, device) ({gauge('esxi_lun_sioc_queue_depth', HOST, LUN, fn='last', window=window)})"
+    return f"({sioc} < {dqlen} or {dqlen})"
 
 
 def vms_on_lun(by: str, window: str) -> str:
@@ -36,7 +40,7 @@ The paper's Table 2 (Scalable Storage Performance, ESX 3.5), computed from live 
 | symbol | meaning | here |
 |---|---|---|
 | **a** | average active SCSI commands per VM to the shared LUN | mean of each world's ACTV + QUED on the LUN (esxtop), or of each VM's outstanding reads + writes over its virtual disks on the LUN (vSphere API, where the host's esxtop reports no world on it) |
-| **d** | LUN queue depth on each host | DQLEN (`esxi_lun_queue_depth`) |
+| **d** | LUN queue depth on each host | DQLEN (`esxi_lun_queue_depth`), or where Storage I/O Control cut it the depth it allows (`esxi_lun_sioc_queue_depth`) |
 | **n** | maximum outstanding I/Os the array sustains per LUN (ask the vendor) | the variable **n** above |
 | **m = d/a** | maximum VMs per host on the shared LUN | |
 | **n/a** | maximum VMs on the shared LUN over all hosts | |
@@ -72,7 +76,7 @@ def build():
             "DSNRO and the configured maximum queue depth are the device's settings (esxcli).",
             ("host", "device"),
             [
-                Column("d (DQLEN)", d_queue_depth(RANGE)),
+                Column("d (DQLEN or SIOC's)", d_queue_depth(RANGE)),
                 Column("a (per VM)", a_per_vm("host, device", RANGE)),
                 Column("m = d/a", f"{d_queue_depth(RANGE)} / {a_per_vm('host, device', RANGE)}"),
                 Column("VMs on LUN", vms_on_lun("host, device", RANGE)),

@@ -46,16 +46,19 @@ def build():
         timeseries_panel(
             "ACTV and QUED against DQLEN and DSNRO",
             "Active commands (ACTV) are capped by the device queue depth (DQLEN, dashed); when several VMs "
-            "share the LUN, by DSNRO too. ACTV at DQLEN with QUED above zero means the queue is full and "
-            "commands wait in the VMkernel: raise DQLEN (and DSNRO with it) or spread the VMs.",
+            "share the LUN, by DSNRO too, and on a congested datastore by the depth Storage I/O Control allows "
+            "the host (SIOC, vSphere). ACTV at the lowest of them with QUED above zero means the queue is full and "
+            "commands wait in the VMkernel: raise DQLEN (and DSNRO with it) or spread the VMs; where SIOC cut it, "
+            "the datastore is congested (the Storage I/O Control board).",
             "short",
             [
                 Q(gauge("esxi_lun_active_commands", HOST, LUN), f"ACTV {WHO}"),
                 Q(gauge("esxi_lun_queued_commands", HOST, LUN), f"QUED {WHO}"),
                 Q(gauge("esxi_lun_queue_depth", HOST, LUN, fn="max"), f"DQLEN {WHO}"),
                 Q(gauge("esxi_lun_dsnro", HOST, LUN, fn="max"), f"DSNRO {WHO}"),
+                Q(gauge("esxi_lun_sioc_queue_depth", HOST, LUN, fn="min"), f"SIOC {WHO}"),
             ],
-            dashed=("^DQLEN .*", "^DSNRO .*"),
+            dashed=("^DQLEN .*", "^DSNRO .*", "^SIOC .*"),
             w=16,
             h=9,
         )
@@ -230,13 +233,15 @@ def build():
         table_panel(
             "Device configuration",
             "What the host's esxcli and vSphere API report for the device, next to the live queue: configured "
-            "maximum queue depth against DQLEN now (lower: adaptive queue depth at work), DSNRO (should equal "
+            "maximum queue depth against DQLEN now (lower: adaptive queue depth or SIOC at work), the depth SIOC "
+            "allows the host (vSphere), DSNRO (should equal "
             "DQLEN when VMs share the LUN), adaptive queue depth's sample size (0: off) and threshold, and the "
             "round robin IOPS limit.",
             ("host", "device"),
             [
                 Column("DQLEN now", sel("esxi_lun_queue_depth", HOST, LUN)),
                 Column("max queue depth", sel("esxi_lun_configured_queue_depth", HOST, LUN)),
+                Column("SIOC allows", sel("esxi_lun_sioc_queue_depth", HOST, LUN)),
                 Column("DSNRO", sel("esxi_lun_dsnro", HOST, LUN)),
                 Column("qfull sample size", sel("esxi_lun_queue_full_sample_size", HOST, LUN)),
                 Column("qfull threshold", sel("esxi_lun_queue_full_threshold", HOST, LUN)),

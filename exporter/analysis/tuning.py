@@ -27,6 +27,26 @@ def _show(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+# SiocConfig field -> name: a datastore's Storage I/O Control
+SIOC_SETTINGS = {
+    "enabled": "Storage I/O Control",
+    "threshold_seconds": "SIOC congestion threshold (s)",
+    "mode": "SIOC threshold mode",
+}
+
+
+def _sioc_changes(where: str, before: m.SiocConfig | None, after: m.SiocConfig | None) -> list[str]:
+    """A datastore's SIOC settings that differ; unknown (not reported) shows as unset."""
+    out = []
+    for field, label in SIOC_SETTINGS.items():
+        old, new = getattr(before, field, None), getattr(after, field, None)
+        if old != new:
+            if field == "enabled":
+                old, new = ({True: "on", False: "off"}.get(v, "unset") for v in (old, new))
+            out.append(f"{where}: {label} {_show(old)} -> {_show(new)}")
+    return out
+
+
 def changes(before: dict[str, m.Inventory] | None, after: dict[str, m.Inventory] | None) -> list[str]:
     """One line per setting that differs, e.g. 'esx01 naa.1: DSNRO 32 -> 64'."""
     if not before or not after:
@@ -51,6 +71,8 @@ def changes(before: dict[str, m.Inventory] | None, after: dict[str, m.Inventory]
                 old, new = getattr(b.vdisks[vm, disk], field), getattr(a.vdisks[vm, disk], field)
                 if old != new:
                     out.append(f"{host} {vm}:{disk}: {label} {_show(old)} -> {_show(new)}")
+        for name in sorted(set(b.datastores) & set(a.datastores)):
+            out.extend(_sioc_changes(f"{host} {name}", b.datastores[name].sioc, a.datastores[name].sioc))
         for path in sorted(set(b.paths) & set(a.paths)):
             if b.paths[path].state != a.paths[path].state:
                 out.append(f"{host} {path}: path state {b.paths[path].state} -> {a.paths[path].state}")

@@ -189,13 +189,14 @@ class EsxtopWriter:
             f = result.luns.get(d.device, _IDLE) if result else _IDLE
             totals = vaai_totals.get(d.device) if result and vaai_totals else None
             vaai = _vaai(totals, result.vaai.get(d.device)) if totals else _ZEROS_VAAI
-            parts.append("%s,%s,%s,%s" % (_queue(d.queue_depth, 0, f), _io(f), _ZEROS_FAILED, vaai))
+            depth = round(f.queue_depth) or d.queue_depth  # where Storage I/O Control cut it, its depth is DQLEN
+            parts.append("%s,%s,%s,%s" % (_queue(depth, 0, f), _io(f), _ZEROS_FAILED, vaai))
             for path in d.paths:
                 pf = result.paths.get(path, _IDLE) if result else _IDLE
                 parts.append("%s,%s,%s" % (_io(pf), _ZEROS_FAILED, _ZEROS_PAE))
             for world in d.worlds:
                 wf = result.worlds.get((d.device, world), _IDLE) if result else _IDLE
-                parts.append('"1000",%s,%s,%s' % (_queue(d.queue_depth, d.world_queue_depth, wf), _io(wf), _ZEROS_FAILED))
+                parts.append('"1000",%s,%s,%s' % (_queue(depth, min(d.world_queue_depth, depth), wf), _io(wf), _ZEROS_FAILED))
         for vm in layout.vms:
             wf = result.worlds.get((vm.device, vm.world), _IDLE) if result else _IDLE
             parts.append(_VDISK_FORMAT % _vdisk_values(wf, 1.0))

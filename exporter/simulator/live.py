@@ -51,6 +51,10 @@ def run_simulation(settings, store, stop) -> None:
         for host, line in sim.step().items():
             if host in readers:
                 pump([line], readers[host], store.ingest, store.count_parse_error)
+        if sim.phase_changed():  # a phase may turn Storage I/O Control on or off: the inventory says so
+            for inventory in sim.inventories():
+                if inventory.host in readers:
+                    store.set_inventory(inventory)
         now = sim.start + step * interval
         if last_disks is None or now - last_disks >= DISK_READ_EVERY:
             for host in readers:

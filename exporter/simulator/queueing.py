@@ -13,6 +13,16 @@ throughput is what the slowest stage lets through and its latency follows by Lit
    own reservations cost its VMs only the metadata updates made under them.
 4. Links. Each command also crosses an HBA link; if an adapter's active paths ask for more
    bytes/s than the link's payload rate, every command through it is slowed by the excess.
+5. Storage I/O Control, on a LUN whose datastore has it on. SIOC is PARDA (Gulati, Ahmad and
+   Waldspurger, "PARDA: Proportional Allocation of Resources for Distributed Storage Access",
+   FAST 2009): each host sets its own device queue depth (window) from the datastore's latency,
+   so that the latency stays near the congestion threshold L, and the windows settle in
+   proportion to the shares of each host's VMs on the datastore. Its fixed point in this model:
+   while the array would answer above L, the hosts together keep W = n x L / S commands active
+   (the outstanding count at which the array answers in L: service time S, n absorbed), split by
+   their VMs' shares, none given more than it asks or than its DQLEN, none cut below
+   SIOC_MIN_DEPTH; the rest of each host's demand waits in its own queue (QUED, KAVG). The depth
+   SIOC allows is what esxtop shows as DQLEN. Below L SIOC leaves every queue alone.
 
 All values are in base units (seconds, bytes, per second); the esxtop writer converts to ms/MiB.
 """
@@ -23,6 +33,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+SIOC_MIN_DEPTH = 4  # the smallest device queue depth the model lets SIOC leave a host (PARDA bounds its window below)
 KERNEL_OVERHEAD = 15e-6  # seconds per command spent in the VMkernel storage stack when nothing queues
 JITTER = 0.03  # relative standard deviation of array service time and kernel overhead per interval
 
@@ -43,6 +54,7 @@ class Flow:
     qavg: float = 0.0
     active: float = 0.0  # ACTV (LUN and world only)
     queued: float = 0.0  # QUED
+    queue_depth: float = 0.0  # DQLEN in force where Storage I/O Control cut it (LUN only); 0: the configured one
 
     @property
     def commands(self) -> float:
@@ -101,6 +113,7 @@ class VmLoad:
     oio: int
     block_size: int
     read_ratio: float
+    shares: float = 1000.0  # its disk shares (storageIOAllocation; normal = 1000): how SIOC splits the datastore
 
 
 @dataclass(slots=True)
@@ -132,6 +145,7 @@ class HostLoad:
 class ArrayLun:
     service_time: float
     absorbs: int
+    sioc_threshold: float | None = None  # seconds: SIOC's congestion threshold where it is on, None off
 
 
 @dataclass(slots=True)
@@ -193,6 +207,10 @@ class _Queue:
     lost: float  # share of time reservations take the LUN from this host
     foreign_rate: float  # reservations per second by other hosts
     own_rate: float  # reservations per second by this host
+    demand: float = 0.0  # outstanding commands the host's VMs keep on the device
+    limit: float = 0.0  # what the VMkernel lets onto the device: DQLEN, or min(DSNRO, DQLEN)
+    weight: float = 0.0  # shares of the host's VMs with I/O on the device
+    sioc_depth: float = 0.0  # the device queue depth SIOC allows the host (0: SIOC not acting)
 
 
 class Model:
@@ -239,8 +257,16 @@ class Model:
                         lost,
                         foreign,
                         own,
+                        demand,
+                        limit,
+                        sum(vm.shares for vm in hl.vms if vm.oio > 0),
                     )
                 )
+        # 5. Storage I/O Control: the hosts' windows on a congested LUN, before the array sees them
+        for dev, lun in self.array:
+            if lun.sioc_threshold is not None:
+                on_lun = [q for qs in self.queues.values() for q in qs if q.lun.device == dev]
+                outstanding[dev] = _sioc(on_lun, lun, outstanding.get(dev, 0.0))
         # 2. array: all hosts' active commands against what the disks absorb
         self.array_load = {dev: max(1.0, outstanding.get(dev, 0.0) / lun.absorbs) for dev, lun in self.array}
 
@@ -319,6 +345,7 @@ class Model:
                 res.worlds[hl.device, hl.admin_world] = f
                 flows.append(f)
             lun = merge(flows)
+            lun.queue_depth = q.sioc_depth
             res.luns[hl.device] = lun
             paths = hl.active_paths
             part = lun if len(paths) == 1 else lun.scaled(1.0 / len(paths))
@@ -346,6 +373,41 @@ def add_vaai(flow: VaaiFlow, v: VaaiLoad) -> None:
         flow.failed[primitive] = flow.failed.get(primitive, 0.0) + failed
         if primitive in v.block:
             flow.bytes[primitive] = flow.bytes.get(primitive, 0.0) + (rate - failed) * v.block[primitive]
+
+
+def _sioc(queues: list[_Queue], lun: ArrayLun, outstanding: float) -> float:
+    """Cut the hosts' queues on one LUN as SIOC settles them (step 5); returns the LUN's new total
+    outstanding at the array. Below the threshold nothing changes."""
+    if lun.service_time * max(1.0, outstanding / lun.absorbs) <= lun.sioc_threshold:
+        return outstanding
+    window = lun.absorbs * lun.sioc_threshold / lun.service_time  # the total the array serves in L
+    asking = [q for q in queues if q.demand > 0]
+    # Water-filling by shares: a host that needs less than its share keeps what it needs, and the
+    # rest is split again among the others by their shares.
+    given: dict[int, float] = {}
+    left, open_ = window, list(asking)
+    while open_:
+        weights = sum(q.weight for q in open_)
+        capped = [q for q in open_ if min(q.demand, q.limit) <= left * q.weight / weights]
+        if not capped:
+            for q in open_:
+                given[id(q)] = left * q.weight / weights
+            break
+        for q in capped:
+            given[id(q)] = min(q.demand, q.limit)
+            left -= given[id(q)]
+            open_.remove(q)
+    total = 0.0
+    for q in queues:
+        configured = float(q.lun.queue_depth)
+        if id(q) in given and given[id(q)] < min(q.demand, q.limit):  # cut below what it asks
+            q.sioc_depth = min(configured, max(SIOC_MIN_DEPTH, round(given[id(q)])))
+        else:  # SIOC allows it its whole queue: it asks for less than its share
+            q.sioc_depth = configured
+        q.active = min(q.demand, q.limit, q.sioc_depth)
+        q.queued = q.demand - q.active
+        total += q.active
+    return total
 
 
 def _spread(mean: float, cpus: int, rng: random.Random) -> list[float]:

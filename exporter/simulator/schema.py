@@ -19,6 +19,8 @@ from .spec import (
     DISK_KINDS,
     PATH_STATES,
     PROVISIONING,
+    SIOC_DEFAULT_THRESHOLD,
+    SIOC_THRESHOLD_RANGE,
     VAAI_DEFAULT_BLOCK,
     VAAI_PRIMITIVES,
     AdapterSpec,
@@ -29,6 +31,7 @@ from .spec import (
     Phase,
     Scenario,
     ScenarioError,
+    SiocSpec,
     VaaiOps,
     VmfsOps,
     VmSpec,
@@ -215,9 +218,33 @@ def _lun(node: _Node) -> LunSpec:
         vendor=node.take("vendor", _text, ""),
         model=node.take("model", _text, ""),
         datastore=node.take("datastore", _text, ""),
+        sioc=_sioc(node.node("sioc")) if "sioc" in node.data else None,
     )
     node.done()
+    if lun.sioc is not None and not lun.datastore:
+        raise node.fail("sioc", "Storage I/O Control is a datastore's: the LUN needs a datastore")
     return lun
+
+
+def _bool(v: Any) -> bool:
+    return v if isinstance(v, bool) else _fail_bool(v)
+
+
+def _sioc(node: _Node) -> SiocSpec:
+    """A datastore's SIOC in manual mode, the threshold in vCenter's range (5-100 ms)."""
+    lo, hi = SIOC_THRESHOLD_RANGE
+    sioc = SiocSpec(
+        enabled=node.take("enabled", _bool),
+        threshold=node.take(
+            "threshold",
+            units.duration,
+            SIOC_DEFAULT_THRESHOLD,
+            check=lambda v: lo - 1e-12 <= v <= hi + 1e-12,
+            check_msg="must be 5ms..100ms (vCenter refuses others)",
+        ),
+    )
+    node.done()
+    return sioc
 
 
 def _hosts(node: _Node, luns: dict[str, LunSpec]) -> list[HostSpec]:
@@ -414,6 +441,7 @@ _VM_OVERRIDES = {
 _LUN_OVERRIDES = {
     "service_time": (units.duration, _positive, "must be above zero"),
     "absorbs": (_int, _positive, "must be above zero"),
+    "sioc_enabled": (_bool, None, ""),  # Storage I/O Control turned on or off (the LUN's sioc section)
 }
 
 
@@ -442,10 +470,12 @@ def _vm(node: _Node, host_luns: dict[str, HostLunSpec], i: int) -> VmSpec:
         check=PROVISIONING.__contains__,
         check_msg=f"must be one of {', '.join(PROVISIONING)}",
     )
+    shares = node.take("shares", _int, 1000, check=_positive, check_msg="must be above zero")
     node.done()
     return VmSpec(
         name=name,
         lun=lun,
+        shares=shares,
         start=start,
         stop=stop,
         disks=disks,
@@ -477,6 +507,9 @@ def _phase(node: _Node, luns: dict[str, LunSpec], hosts: dict[str, set[str]], vm
     dur = node.take("duration", units.duration, check=_positive, check_msg="must be above zero")
     vm_over = _named_overrides(node.node("vms", {}), vms, "no VM of that name in the scenario", _VM_OVERRIDES)
     lun_over = _named_overrides(node.node("luns", {}), set(luns), "not one of the scenario's luns", _LUN_OVERRIDES)
+    for dev, over in lun_over.items():
+        if "sioc_enabled" in over and luns[dev].sioc is None:
+            raise node.fail(f"luns.{dev}.sioc_enabled", "the LUN has no sioc section to turn on or off")
     ops = []
     for where, raw in node.items("vmfs_ops", []):
         op = _Node(raw, where, node.file)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from ..store.model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig, VirtualDiskConfig
+from ..store.model import AdapterConfig, DatastoreConfig, Inventory, LunConfig, PathConfig, SiocConfig, VirtualDiskConfig
 from . import queueing, smart_writer
 from .esxtop_writer import CpuGroup, DeviceLayout, EsxtopWriter, HostLayout, VmDisks
 from .spec import HostSpec, Phase, Scenario, VmSpec
@@ -22,7 +22,6 @@ _HOSTD_CPU_PCT = 1.5
 # The world a SCSI controller's emulation runs in, named after the VM's I/O world as real hosts
 # name it (PVSCSI-444903:0, LSI-444768:0); other controllers get no world of their own here.
 _CONTROLLER_WORLD = {"pvscsi": "PVSCSI", "lsilogic": "LSI", "lsilogic-sas": "LSI"}
-_DEFAULT_SHARES = 1000.0  # storageIOAllocation "normal"
 
 
 class Simulation:
@@ -86,6 +85,13 @@ class Simulation:
             for field, rate in (*_vaai_fields(flow.done, ""), *_vaai_fields(flow.failed, "_failed")):
                 totals[field] = totals.get(field, 0.0) + rate * self.interval
 
+    def phase_changed(self) -> bool:
+        """Whether the newest step entered another phase than the step before it."""
+        if self._steps < 2 or not self.scenario.phases:
+            return False
+        now = self._phase((self._steps - 1) * self.interval)[0]
+        return now != self._phase((self._steps - 2) * self.interval)[0]
+
     def inventories(self) -> list[Inventory]:
         """Each host's storage configuration, as the vSphere API would report it."""
         mounts: dict[str, set[str]] = {}
@@ -128,7 +134,7 @@ class Simulation:
                     inv.paths[path] = PathConfig(device=hl.device, adapter=path.split(":", 1)[0], state=reported.get(path, state))
                 if lun.datastore:
                     inv.datastore_hosts[lun.datastore] = len(mounts[lun.datastore])
-                    inv.datastores[lun.datastore] = DatastoreConfig(type="vmfs")
+                    inv.datastores[lun.datastore] = DatastoreConfig(type="vmfs", sioc=self._sioc_config(lun.sioc))
             settings = dict(h.vmfs)
             inv.vmfs_hardware_locking = settings.get("hardware_locking")
             inv.vmfs_ats_heartbeat = settings.get("ats_heartbeat")
@@ -137,6 +143,25 @@ class Simulation:
                     inv.vdisks[vm.name, disk] = self._vdisk_config(vm)
             out.append(inv)
         return out
+
+    def _sioc_config(self, sioc) -> SiocConfig | None:
+        """The datastore's iormConfiguration as vCenter would report it now (the phase may turn
+        SIOC on or off); None for a scenario that gives none."""
+        if sioc is None:
+            return None
+        _, phase = self._phase(max(0, self._steps - 1) * self.interval)
+        enabled = sioc.enabled
+        for dev, over in phase.luns.items() if phase else ():
+            if self.scenario.luns[dev].sioc is sioc and "sioc_enabled" in over:
+                enabled = over["sioc_enabled"]
+        return SiocConfig(
+            reported=True,
+            enabled=enabled,
+            stats_enabled=True,
+            mode="manual",
+            threshold_seconds=sioc.threshold,
+            peak_throughput_ratio=0.9,
+        )
 
     def disk_answers(self, host: str) -> dict[str, tuple[str, str | None, str, str | None]]:
         """What `host`'s esxcli answers about its local disks at the newest step's time: device ->
@@ -163,7 +188,7 @@ class Simulation:
             compatibility_mode="" if datastore else "physical",
             controller=vm.controller,
             provisioning=vm.provisioning if datastore else "",
-            shares=_DEFAULT_SHARES,
+            shares=float(vm.shares),
         )
 
     # --- internals ---------------------------------------------------------------------------
@@ -244,7 +269,12 @@ class Simulation:
         array = {}
         for dev, lun in self.scenario.luns.items():
             over = lun_over.get(dev, {})
-            array[dev] = queueing.ArrayLun(over.get("service_time", lun.service_time), over.get("absorbs", lun.absorbs))
+            sioc_on = lun.sioc is not None and over.get("sioc_enabled", lun.sioc.enabled)
+            array[dev] = queueing.ArrayLun(
+                over.get("service_time", lun.service_time),
+                over.get("absorbs", lun.absorbs),
+                lun.sioc.threshold if sioc_on else None,
+            )
         reservations = [queueing.Reservations(op.host, op.lun, op.reservations_per_second, op.hold, op.self_cost) for op in ops]
         vaai = [
             queueing.VaaiLoad(op.host, op.lun, dict(op.per_second), dict(op.failure_ratio), dict(op.block))
@@ -258,6 +288,7 @@ class Simulation:
             over.get("oio", vm.oio) if running else 0,
             over.get("block_size", vm.block_size),
             over.get("read_ratio", vm.read_ratio),
+            float(vm.shares),
         )
 
 

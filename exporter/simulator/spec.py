@@ -42,6 +42,19 @@ class LunSpec:
     vendor: str = ""
     model: str = ""
     datastore: str = ""
+    # Storage I/O Control on the LUN's datastore (manual mode): None reports no iormConfiguration.
+    sioc: SiocSpec | None = None
+
+
+# SIOC's congestion threshold as vCenter takes it (StorageIORMConfigSpec.congestionThreshold, ms).
+SIOC_THRESHOLD_RANGE = (0.005, 0.100)
+SIOC_DEFAULT_THRESHOLD = 0.030
+
+
+@dataclass(frozen=True, slots=True)
+class SiocSpec:
+    enabled: bool
+    threshold: float = SIOC_DEFAULT_THRESHOLD  # seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +93,7 @@ class VmSpec:
     disks: int = 1
     controller: str = "pvscsi"
     provisioning: str = "thick_lazy"
+    shares: int = 1000  # disk shares (storageIOAllocation: low 500, normal 1000, high 2000): SIOC's split
 
     @property
     def disk_names(self) -> tuple[str, ...]:

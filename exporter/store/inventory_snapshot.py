@@ -41,7 +41,7 @@ def read(capture: str | Path) -> dict[str, m.Inventory] | None:
             raw["luns"] = {k: m.LunConfig(**v) for k, v in raw.get("luns", {}).items()}
             raw["adapters"] = {k: m.AdapterConfig(**v) for k, v in raw.get("adapters", {}).items()}
             raw["paths"] = {k: m.PathConfig(**v) for k, v in raw.get("paths", {}).items()}
-            raw["datastores"] = {k: m.DatastoreConfig(**v) for k, v in raw.get("datastores", {}).items()}
+            raw["datastores"] = {k: _datastore(v) for k, v in raw.get("datastores", {}).items()}
             raw["vdisks"] = {(v.pop("vm"), v.pop("disk")): _vdisk(v) for v in map(dict, raw.get("vdisks", []))}
             out[host] = m.Inventory(**raw)
         return out
@@ -51,3 +51,8 @@ def read(capture: str | Path) -> dict[str, m.Inventory] | None:
 
 def _vdisk(fields: dict) -> m.VirtualDiskConfig:
     return m.VirtualDiskConfig(**{**fields, "devices": tuple(fields.get("devices", ()))})
+
+
+def _datastore(fields: dict) -> m.DatastoreConfig:
+    sioc = fields.get("sioc")
+    return m.DatastoreConfig(**{**fields, "sioc": None if sioc is None else m.SiocConfig(**sioc)})

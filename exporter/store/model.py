@@ -45,6 +45,21 @@ CPU_USAGE_HERTZ = "cpu_usage_hertz"  # host CPU in use (vSphere cpu.usagemhz), a
 OUTSTANDING_READS = "outstanding_reads"
 OUTSTANDING_WRITES = "outstanding_writes"
 
+# Storage I/O Control as one host sees one datastore (vSphere's host-level datastore.* SIOC
+# counters; they carry values only where SIOC statistics are on): the size-normalized latency SIOC
+# judges congestion by, the device queue depth SIOC allows this host, the share of the interval
+# SIOC was throttling, the latency the host's VMs observe, and the datastore's IOPS and outstanding
+# I/O as SIOC counts them.
+SIOC_NORMALIZED_LATENCY = "sioc_normalized_latency_seconds"
+SIOC_QUEUE_DEPTH = "sioc_queue_depth"
+SIOC_ACTIVE = "sioc_active_ratio"
+VM_OBSERVED_LATENCY = "vm_observed_latency_seconds"
+SIOC_IOPS = "sioc_iops"
+SIOC_READ_IOPS = "sioc_read_iops"
+SIOC_WRITE_IOPS = "sioc_write_iops"
+SIOC_OUTSTANDING_READS = "sioc_outstanding_reads"
+SIOC_OUTSTANDING_WRITES = "sioc_outstanding_writes"
+
 RATE_FIELDS = (COMMANDS, READS, WRITES, READ_BYTES, WRITTEN_BYTES, RESERVATIONS, CONFLICTS, ABORTS, RESETS, FAILED)
 LATENCY_FIELDS = (DAVG, KAVG, GAVG, QAVG)
 # Each per-direction latency is weighted by the rate of its own direction.
@@ -176,6 +191,25 @@ class DatastoreConfig:
     type: str = ""  # vmfs | nfs | nfs41 | vsan | vvol ...
     remote_host: str = ""  # NFS server, "" for block datastores
     adapter: str = ""  # the adapter carrying an NFS datastore's traffic (its vmknic), "" if none
+    sioc: SiocConfig | None = None  # Datastore.iormConfiguration; None: not asked (esxtop, a source without it)
+
+
+# Datastore.iormConfiguration's congestionThresholdMode (StorageIORMThresholdMode).
+SIOC_MODES = ("automatic", "manual")
+
+
+@dataclass(frozen=True, slots=True)
+class SiocConfig:
+    """A datastore's Storage I/O Control configuration (vSphere Datastore.iormConfiguration,
+    deprecated from 8.0 U3 with no replacement). reported False: the server was asked and sent
+    none (a fault, an empty answer): every other field is then None, never a guess."""
+
+    reported: bool
+    enabled: bool | None = None
+    stats_enabled: bool | None = None  # statsCollectionEnabled
+    mode: str = ""  # one of SIOC_MODES, or what the server said; "" not reported
+    threshold_seconds: float | None = None  # congestionThreshold (ms on the wire, 5-100)
+    peak_throughput_ratio: float | None = None  # percentOfPeakThroughput / 100 (50-100 %)
 
 
 @dataclass(slots=True)

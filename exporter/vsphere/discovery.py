@@ -3,7 +3,7 @@
 The answer is read with ElementTree (see soap.py: pyVmomi's own parser took most of the time)
 into a HostTopology: the host's Inventory, and the name maps the perf mapping needs: a
 storagePath instance (the long `fc.WWNN:WWPN-fc.WWNN:WWPN-naa.*` form) -> runtime name
-`vmhbaN:C0:T0:L0`, and a host-level datastore instance (VMFS uuid) -> datastore name. Which
+`vmhbaN:C0:T0:L0`, and a host-level datastore instance (VMFS uuid, or its url) -> datastore name. Which
 hosts, and when their configuration is read, is the mirror's and the follower's business
 (mirror.py, follow.py); a Topology is what collection reads, replaced whole on every change.
 """
@@ -238,6 +238,12 @@ def with_paths(base: HostTopology, props: dict[str, ET.Element]) -> HostTopology
         uuid = _text(volume, "uuid") or _text(mount, "mountInfo/path").rstrip("/").rsplit("/", 1)[-1]
         topo.datastores.append(uuid)
         topo.datastore_names[uuid] = volume_name
+        # ESXi names a datastore's perf instance by its uuid; govmomi's simulator by its url (the
+        # mount path, or vCenter's ds:///vmfs/volumes/<uuid>/ form of it): each reaches the name.
+        mount_path = _text(mount, "mountInfo/path").rstrip("/")
+        if mount_path:
+            topo.datastore_names.setdefault(mount_path, volume_name)
+            topo.datastore_names.setdefault(f"ds://{mount_path}/", volume_name)
         kind = _text(volume, "type").lower()
         inv.datastores[volume_name] = m.DatastoreConfig(type=kind)
         if volume.get(_XSI_TYPE, "").split(":")[-1] == "HostNasVolume":

@@ -89,6 +89,18 @@ COUNTERS: dict[str, Counter] = {
     **_io(VDISKS, "virtualDisk", {"totalReadLatency": m.GAVG_READ, "totalWriteLatency": m.GAVG_WRITE}),
     "virtualDisk.readOIO.latest": Counter(VDISKS, m.OUTSTANDING_READS),
     "virtualDisk.writeOIO.latest": Counter(VDISKS, m.OUTSTANDING_WRITES),
+    # Storage I/O Control, one instance per datastore (units as vSphere's counter catalogue gives
+    # them: latencies in microseconds, the active time in hundredths of a percent, the rest numbers;
+    # datastoreIops is an average rollup, the others latest).
+    "datastore.sizeNormalizedDatastoreLatency.average": Counter(DATASTORES, m.SIOC_NORMALIZED_LATENCY, units.MICROSECOND),
+    "datastore.datastoreMaxQueueDepth.latest": Counter(DATASTORES, m.SIOC_QUEUE_DEPTH),
+    "datastore.siocActiveTimePercentage.average": Counter(DATASTORES, m.SIOC_ACTIVE, units.VSPHERE_PERCENT),
+    "datastore.datastoreVMObservedLatency.latest": Counter(DATASTORES, m.VM_OBSERVED_LATENCY, units.MICROSECOND),
+    "datastore.datastoreIops.average": Counter(DATASTORES, m.SIOC_IOPS),
+    "datastore.datastoreReadIops.latest": Counter(DATASTORES, m.SIOC_READ_IOPS),
+    "datastore.datastoreWriteIops.latest": Counter(DATASTORES, m.SIOC_WRITE_IOPS),
+    "datastore.datastoreReadOIO.latest": Counter(DATASTORES, m.SIOC_OUTSTANDING_READS),
+    "datastore.datastoreWriteOIO.latest": Counter(DATASTORES, m.SIOC_OUTSTANDING_WRITES),
     "cpu.usage.average": Counter("cpus", m.CPU_UTIL, units.VSPHERE_PERCENT),
     "cpu.usagemhz.average": Counter(HOST, CPU_HERTZ, units.MEGAHERTZ),
 }

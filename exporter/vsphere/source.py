@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
 from exporter.store.faultlog import FaultLog
-from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
+from exporter.vsphere import discovery, esxcli, gcpause, iorm, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.follow import Follower
 from exporter.vsphere.hostfaults import HostFaults
@@ -86,6 +86,9 @@ class VsphereTarget:
         self._esxcli_due: set[str] = set()  # hosts whose esxcli is to be read again now (storage changed)
         self._esxcli_all = False  # every host's, now (after a walk)
         self._esxcli_wake = threading.Event()
+        self.iorm: dict[str, dict[str, m.SiocConfig]] = {}  # host -> datastore -> its SIOC configuration (iorm.py)
+        self.iorm_faults = FaultLog(log)  # iormConfiguration's failures: counted every time, logged once
+        self._iorm_due = 0.0  # monotonic time of the next iormConfiguration reading (0: at the next collection)
 
     # --- health --------------------------------------------------------------------------
     @property
@@ -168,6 +171,7 @@ class VsphereTarget:
         previous = {t.name for t in self.topology.hosts} if self.topology is not None else set()
         self._apply(topology, topology.hosts, (previous | set(self.published)) - {t.name for t in topology.hosts})
         self.discovered.set()  # the collection loop starts its first round now, not at its next poll
+        self._iorm_due = 0.0  # datastores are not followed: their SIOC settings are read after every walk
         if self.running and self.config.updates:
             self.follower = follower  # followed by the discovery loop
         else:
@@ -232,11 +236,11 @@ class VsphereTarget:
         if found is None:
             if not self.config.esxcli:
                 _settle_dsnro_source(topo.inventory)
-            return topo.inventory
+            return iorm.overlay(topo.inventory, self.iorm.get(topo.name))
         inventory = _copy(topo.inventory)
         esxcli.merge(found, inventory)
         _settle_dsnro_source(inventory)
-        return inventory
+        return iorm.overlay(inventory, self.iorm.get(topo.name))
 
     def _read_esxcli(self, hosts: list[discovery.HostTopology]) -> None:
         """Per-device DSNRO, adaptive queue depth and round robin limits from esxcli through each
@@ -300,6 +304,7 @@ class VsphereTarget:
                 self.last_timestamp.pop(host, None)
                 self.samples.pop(host, None)
                 self.esxcli_found.pop(host, None)
+                self.iorm.pop(host, None)
         for host in hosts:
             self.esxcli_health.forget(host)
         self.host_faults.forget(hosts)
@@ -322,6 +327,8 @@ class VsphereTarget:
         if topology is None or resolved is None:
             return False
         now = time.time() if now is None else now
+        if time.monotonic() >= self._iorm_due:
+            self._read_iorm(topology)
         start = time.perf_counter()
         specs = perf.query_specs(topology.hosts, resolved.host_keys, self.last_timestamp, now, resolved.families)
         try:
@@ -376,6 +383,42 @@ class VsphereTarget:
             )
         self._ok()
         return True
+
+    def _read_iorm(self, topology: discovery.Topology) -> None:
+        """Every datastore's SIOC configuration (iorm.py), laid over the inventories of the hosts
+        that mount it; a host's inventory is handed to the store again where it changed. A fault
+        of the server makes every datastore "not reported"; no answer at all keeps the last."""
+        self._iorm_due = time.monotonic() + iorm.REFRESH
+        names = {topo.ref._moId: topo.name for topo in topology.hosts}
+        try:
+            found, problems = iorm.by_host(self.client.call(lambda content: iorm.read(content, list(names))), names)
+        except VsphereError as err:
+            self._iorm_failed(f"iormConfiguration not read: {err}")
+            if not err.server_fault:
+                return  # the server is gone: the collection says so; the last reading stands
+            unreported = m.SiocConfig(reported=False)
+            found, problems = {t.name: dict.fromkeys(t.inventory.datastores, unreported) for t in topology.hosts}, []
+        else:
+            if not problems and self.iorm_faults.answered("iorm"):
+                log.info("vsphere target %s: iormConfiguration read again", self.name)
+        for problem in problems:
+            self._iorm_failed(problem)
+        with self.publishing:
+            for topo in self.topology.hosts if self.topology is not None else ():
+                configs = found.get(topo.name, {})
+                if configs == self.iorm.get(topo.name, {}):
+                    continue
+                self.iorm[topo.name] = configs
+                if topo.families == discovery.ALL_FAMILIES:
+                    found_esxcli = self.esxcli_found.get(topo.name) if self.config.esxcli else None
+                    self.store.set_inventory(self._with_esxcli(topo, found_esxcli), origin=self.name)
+
+    def _iorm_failed(self, message: str) -> None:
+        """Counted in esxi_vsphere's errors (phase iorm) every time, logged once per cause."""
+        with self.lock:
+            self.errors["iorm"] = self.errors.get("iorm", 0) + 1
+        self.iorm_faults.failed("iorm", message, f"vsphere target {self.name}: {message}")
+        self._publish()
 
     def _host_queries(self, topology: discovery.Topology, results: dict, failures: list[tuple[str, str]]) -> None:
         """Each host's QueryPerf: a fault of that host alone (not connected, no permission on it)

@@ -81,12 +81,26 @@ def test_units_are_converted_once_here(name, raw, interval, expected):
     assert mapping.convert(mapping.COUNTERS[name], raw, interval) == pytest.approx(expected)
 
 
+SIOC_FIELDS = {
+    m.SIOC_NORMALIZED_LATENCY,
+    m.SIOC_QUEUE_DEPTH,
+    m.SIOC_ACTIVE,
+    m.VM_OBSERVED_LATENCY,
+    m.SIOC_IOPS,
+    m.SIOC_READ_IOPS,
+    m.SIOC_WRITE_IOPS,
+    m.SIOC_OUTSTANDING_READS,
+    m.SIOC_OUTSTANDING_WRITES,
+}
+
+
 def test_every_counter_lands_on_a_model_field():
     fields = (
         set(m.RATE_FIELDS)
         | set(m.LATENCY_FIELDS)
         | set(m.DIRECTIONAL_LATENCY_WEIGHT)
         | {m.QUEUE_DEPTH, m.ACTIVE, m.QUEUED, m.CPU_UTIL, mapping.CPU_HERTZ, m.OUTSTANDING_READS, m.OUTSTANDING_WRITES}
+        | SIOC_FIELDS
     )
     assert {c.field for c in mapping.COUNTERS.values()} <= fields
     assert {c.family for c in mapping.COUNTERS.values()} == {

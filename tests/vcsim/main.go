@@ -788,6 +788,7 @@ func main() {
 	if err := datastoreObjects(reg, placed, dsRoot); err != nil {
 		log.Fatal(err)
 	}
+	installSioc(reg, perf, placed, *fixture, *esx) // sioc.go: iormConfiguration and the SIOC counters
 	if !*esx {
 		if err := vs.placeClusters(reg, placed); err != nil {
 			log.Fatal(err)
