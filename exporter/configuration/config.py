@@ -228,7 +228,9 @@ OPTIONS += [
         True,
         "Count the SSH hosts' storage events by following their vobd.log over the same SSH target.",
     ),
-    Option("esxtop.ssh_vobd_path", str, "/var/log/vobd.log", "The log of ESXi's VMkernel observations followed on the SSH hosts."),
+    Option(
+        "esxtop.ssh_vobd_path", str, "/var/log/vobd.log", "The log of ESXi's VMkernel observations followed on the SSH hosts."
+    ),
     Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]
 

@@ -64,6 +64,7 @@ def names(host: str, inventory: Inventory, texts, ds_name: str = "") -> Named:
                 found.datastore = uuids[match.group(1)]
             elif match:
                 found.unknown_datastore = True
+                labels.append(text[match.end() :].strip(" ()"))  # vobd.log: "<uuid> <label>"
         labels.append(text.strip())
     if ds_name:
         if ds_name in datastores:

@@ -1,0 +1,243 @@
+"""A host's storage events from its /var/log/vobd.log, followed over SSH.
+
+vobd, ESXi's VMkernel observation daemon, writes one line per observation. ESXi 6.x-7.0 write
+
+    2021-03-02T10:14:09.912Z: [APDCorrelator] 2682686563us: [vob.storage.apd.start] Device or filesystem with identifier [naa.6...] has entered the All Paths Down state.
+
+and ESXi 7.0 U2 on and 8.x put the syslog header in front of the same body:
+
+    2023-10-05T08:12:44.123Z In(14) vobd[2098835]:  [APDCorrelator] 2682686563us: [esx.problem.storage.apd.start] Device or filesystem ...
+
+A correlator writes most observations twice: the low-level `vob.*` id, then the event it posts
+to hostd (and so to vCenter) under its `esx.*` id, with the same arguments, microseconds later
+(KB 2004684's and KB 1009557's log excerpts show the pairs). Each event is counted once, under its
+esx id: an `esx.*` line is counted; a `vob.X` line is held until its twin (`esx.problem.X`, else
+`esx.clear.X`, of the known ids) comes, and counted under that id only if the twin has not come
+within PAIR_WINDOW seconds. A vob id without a known twin is no storage event here.
+
+The follower runs `tail -n 0 -F` on the host (counting starts at the exporter's start; -F follows a
+rotated file by name); after a dropped connection it asks again with the last RESUME_LINES lines
+and skips those up to the newest line it counted (by time, then by the line itself), so nothing
+between is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import selectors
+import shlex
+import threading
+import time
+from dataclasses import dataclass
+
+from pyVmomi.Iso8601 import ParseISO8601
+
+from exporter.events import catalog, extract
+from exporter.events.tally import Tally
+from exporter.ssh import process
+from exporter.store.faultlog import FaultLog
+
+log = logging.getLogger(__name__)
+
+LINE = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?):?"  # the time, with 6.x-7.0's colon
+    r"(?:\s+\w+\(\d+\)\s+vobd\[\d+\]:)?"  # 7.0 U2+ / 8.x syslog header
+    r"\s+\[(?P<correlator>[^\]]*)\]\s+(?P<uptime>\d+)us:\s+\[(?P<id>[A-Za-z0-9_.-]+)\]\s?(?P<text>.*)$"
+)
+PAIR_WINDOW = 2.0  # seconds between a vob line and its esx twin (microseconds apart in real logs)
+RESUME_LINES = 1000
+MAX_LINE = 64 * 1024  # a longer line is cut here (the rest is read and thrown away)
+
+
+@dataclass(slots=True)
+class Line:
+    time: float
+    id: str
+    text: str
+    raw: str
+
+
+def parse(raw: str) -> Line | None:
+    """One vobd.log line, or None if it is not in either format."""
+    match = LINE.match(raw)
+    if match is None:
+        return None
+    stamp = ParseISO8601(match.group("time"))
+    if stamp is None:
+        return None
+    return Line(stamp.timestamp(), match.group("id"), match.group("text"), raw)
+
+
+def twin(vob_id: str) -> str | None:
+    """The esx id a vob.* observation is posted as, if it is one of the known storage ids."""
+    rest = vob_id[len("vob.") :]
+    for family in ("esx.problem.", "esx.clear."):
+        if family + rest in catalog.KNOWN:
+            return family + rest
+    return None
+
+
+class Pairing:
+    """vob lines waiting for their esx twin; what is to be counted comes out of `lines` and `flush`."""
+
+    def __init__(self):
+        self.pending: list[tuple[float, str, Line]] = []  # (arrived, esx id, the vob line)
+
+    def line(self, line: Line, now: float) -> list[tuple[str, Line]]:
+        """(esx id, line) to count for this line, and any held vob line whose window passed."""
+        out = self.flush(now)
+        if line.id.startswith("vob."):
+            esx = twin(line.id)
+            if esx is not None:
+                self.pending.append((now, esx, line))
+            return out
+        for i, (_, esx, _vob) in enumerate(self.pending):
+            if esx == line.id:
+                del self.pending[i]  # its twin: the event is this line
+                break
+        out.append((line.id, line))
+        return out
+
+    def flush(self, now: float) -> list[tuple[str, Line]]:
+        late = [(esx, vob) for arrived, esx, vob in self.pending if now - arrived >= PAIR_WINDOW]
+        self.pending = [p for p in self.pending if now - p[0] < PAIR_WINDOW]
+        return late
+
+
+class VobdFollower:
+    """The counting of one host's vobd.log lines, whatever brings them (SSH, a test)."""
+
+    def __init__(self, origin: str, store, host_name, max_label: int = 128):
+        self.store, self.host_name = store, host_name
+        self.tally = Tally(origin, "vobd", max_label)
+        self.faults = FaultLog(log)
+        self.pairing = Pairing()
+        self.last: tuple[float, set[str]] = (time.time(), set())  # newest line time counted, its lines' digests
+        self.origin = origin
+
+    def replayed(self, line: Line) -> bool:
+        """A line counted already (read again after a reconnection), or older than the start."""
+        newest, digests = self.last
+        if line.time < newest:
+            return True
+        return line.time == newest and _digest(line.raw) in digests
+
+    def feed(self, raw: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        line = parse(raw)
+        if line is None:
+            if raw.strip():
+                self.tally.drop("unreadable")
+                self.faults.failed(
+                    "line", f"vobd.log on {self.origin}: a line in no known format (counted, logged once): {raw[:120]!r}"
+                )
+            return
+        if self.replayed(line):
+            return
+        newest, digests = self.last
+        self.last = (line.time, (digests if line.time == newest else set()) | {_digest(line.raw)})
+        if not (catalog.in_families(line.id) or line.id.startswith("vob.")):
+            return  # another family's observation (UserLevelCorrelator, vSAN, network ...)
+        self._count(self.pairing.line(line, now))
+
+    def flush(self, now: float | None = None) -> None:
+        self._count(self.pairing.flush(time.monotonic() if now is None else now))
+
+    def _count(self, found: list[tuple[str, Line]]) -> None:
+        if not found:
+            return
+        host = self.host_name() or ""
+        inventory = self.store.inventories.get(host) if host else None
+        names = extract.Inventory()
+        if inventory is not None:
+            names.devices[host] = set(inventory.luns)
+            names.datastores[host] = set(inventory.datastores) | {
+                lun.datastore for lun in inventory.luns.values() if lun.datastore
+            }
+        hosts = {host} if host else set()
+        for event_id, line in found:
+            named = extract.names(host, names, [line.text])
+            self.tally.count(host, event_id, named, line.time, catalog.KNOWN, hosts)
+
+    def publish(self, up: bool) -> None:
+        errors = {str(k): v for k, v in self.faults.snapshot().items()}
+        self.store.set_storage_events(self.tally.record(up, errors, len(catalog.KNOWN)))
+
+
+class VobdOverSsh:
+    """`tail -F` of the host's vobd.log over the host's SSH target, reconnected with backoff."""
+
+    def __init__(
+        self,
+        target,
+        store,
+        stop: threading.Event,
+        host_name,
+        ssh: str = "ssh",
+        path: str = "/var/log/vobd.log",
+        max_label: int = 128,
+    ):
+        self.target, self.stop, self.ssh, self.path = target, stop, ssh, path
+        self.follower = VobdFollower(target.label, store, host_name, max_label)
+        self.sessions = 0
+
+    def command(self) -> str:
+        lines = 0 if self.sessions == 0 else RESUME_LINES
+        return f"tail -n {lines} -F {shlex.quote(self.path)}"
+
+    def run(self) -> None:
+        backoff = process.Backoff(1.0, 60.0)
+        follower = self.follower
+        while not self.stop.is_set():
+            try:
+                proc = process.spawn(self.target, self.command(), self.ssh)
+            except OSError as err:
+                follower.faults.failed("session", f"vobd.log on {self.target.label}: cannot start ssh: {err}")
+                follower.publish(False)
+                self.stop.wait(backoff.next(False))
+                continue
+            self.sessions += 1
+            delivered = self._read(proc)
+            stderr = proc.stderr.read().decode("utf-8", "replace") if proc.poll() is not None else ""
+            code = process.release(proc)
+            if self.stop.is_set():
+                break
+            follower.flush()
+            reason, why = process.classify(code, stderr, delivered, "tail")
+            follower.faults.failed(
+                "session", f"vobd.log on {self.target.label}: the session ended ({reason}: {why}); following it again"
+            )
+            follower.publish(False)
+            self.stop.wait(backoff.next(delivered) * (0.8 if delivered else 1.0))
+
+    def _read(self, proc) -> bool:
+        """Lines until the session ends or the exporter stops; True if any came."""
+        follower, buffer, delivered = self.follower, bytearray(), False
+        follower.publish(True)
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while not self.stop.is_set():
+                if not selector.select(0.5):
+                    follower.flush()
+                    follower.publish(True)
+                    continue
+                data = os.read(proc.stdout.fileno(), 1 << 16)
+                if not data:
+                    return delivered
+                if not delivered:
+                    follower.faults.answered("session", f"vobd.log on {self.target.label}: followed again")
+                delivered = True
+                buffer += data
+                *lines, rest = buffer.split(b"\n")
+                for raw in lines:
+                    follower.feed(raw[:MAX_LINE].decode("utf-8", "replace"))
+                buffer = bytearray(rest[: MAX_LINE + 1])  # a line past the cap keeps only its start
+                follower.publish(True)
+        return delivered
+
+
+def _digest(raw: str) -> str:
+    return hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
