@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 DEVICE = re.compile(r"(?<![\w.])((?:naa|t10|eui)\.[0-9A-Za-z_.:-]+?)(?=[\],:;\"'\s)]|$|\.\s|\.$)")
 VMFS_UUID = re.compile(r"(?<![0-9a-f])([0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{12})(?![0-9a-f])")
+QUOTED = re.compile(r'"([^"]{1,255})"')
 # Only this much of an argument or a line is searched: a 1 MB argument is cut, not scanned.
 SCAN = 4096
 
@@ -66,6 +67,7 @@ def names(host: str, inventory: Inventory, texts, ds_name: str = "") -> Named:
                 found.unknown_datastore = True
                 labels.append(text[match.end() :].strip(" ()"))  # vobd.log: "<uuid> <label>"
         labels.append(text.strip())
+        labels.extend(QUOTED.findall(text))  # "Affected datastores: \"DS\"" 
     if ds_name:
         if ds_name in datastores:
             found.datastore, found.unknown_datastore = ds_name, False

@@ -17,8 +17,10 @@ within PAIR_WINDOW seconds. A vob id without a known twin is no storage event he
 
 The follower runs `tail -n 0 -F` on the host (counting starts at the exporter's start; -F follows a
 rotated file by name); after a dropped connection it asks again with the last RESUME_LINES lines
-and skips those up to the newest line it counted (by time, then by the line itself), so nothing
-between is lost or counted twice.
+and skips those up to the newest line it read (by the host's time, then by the line itself), so
+nothing between is lost or counted twice; until the first line came, a reconnection starts from
+the end again. More than RESUME_LINES lines written while the connection was down: the oldest of
+them are lost (ESXi writes a few a minute; a storm of thousands is rare).
 """
 
 from __future__ import annotations
@@ -115,11 +117,14 @@ class VobdFollower:
         self.tally = Tally(origin, "vobd", max_label)
         self.faults = FaultLog(log)
         self.pairing = Pairing()
-        self.last: tuple[float, set[str]] = (time.time(), set())  # newest line time counted, its lines' digests
+        # the newest line's time (host clock) and its lines' digests; None until a line came
+        self.last: tuple[float, set[str]] | None = None
         self.origin = origin
 
     def replayed(self, line: Line) -> bool:
-        """A line counted already (read again after a reconnection), or older than the start."""
+        """A line counted already (read again after a reconnection)."""
+        if self.last is None:
+            return False
         newest, digests = self.last
         if line.time < newest:
             return True
@@ -137,7 +142,7 @@ class VobdFollower:
             return
         if self.replayed(line):
             return
-        newest, digests = self.last
+        newest, digests = self.last or (None, set())
         self.last = (line.time, (digests if line.time == newest else set()) | {_digest(line.raw)})
         if not (catalog.in_families(line.id) or line.id.startswith("vob.")):
             return  # another family's observation (UserLevelCorrelator, vSAN, network ...)
@@ -185,7 +190,9 @@ class VobdOverSsh:
         self.sessions = 0
 
     def command(self) -> str:
-        lines = 0 if self.sessions == 0 else RESUME_LINES
+        # from the end at first (no replay); after a reconnection the last lines again, of which
+        # those counted are skipped (before any line came there is nothing to resume from)
+        lines = RESUME_LINES if self.follower.last is not None else 0
         return f"tail -n {lines} -F {shlex.quote(self.path)}"
 
     def run(self) -> None:
