@@ -67,7 +67,7 @@ def names(host: str, inventory: Inventory, texts, ds_name: str = "") -> Named:
                 found.unknown_datastore = True
                 labels.append(text[match.end() :].strip(" ()"))  # vobd.log: "<uuid> <label>"
         labels.append(text.strip())
-        labels.extend(QUOTED.findall(text))  # "Affected datastores: \"DS\"" 
+        labels.extend(QUOTED.findall(text))  # "Affected datastores: \"DS\""
     if ds_name:
         if ds_name in datastores:
             found.datastore, found.unknown_datastore = ds_name, False

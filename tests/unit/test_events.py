@@ -46,7 +46,7 @@ def inventory() -> extract.Inventory:
     "texts, ds, device, datastore, unknown",
     [
         ([f"[{LUN1}]"], "", LUN1, "", ()),
-        ([f"Device: {LUN2} has been removed. Affected datastores (if any): \"ds 02\"."], "", LUN2, "ds 02", ()),
+        ([f'Device: {LUN2} has been removed. Affected datastores (if any): "ds 02".'], "", LUN2, "ds 02", ()),
         ([f"Device :{LUN2} has been removed"], "", LUN2, "", ()),
         ([UUID, "ds-shared-01"], "", "", "ds-shared-01", ()),
         ([f"{UUID.replace('0001-0000', '0009-0000')} ds 02"], "", "", "ds 02", ()),  # a uuid not known, its label is
@@ -146,7 +146,10 @@ def test_lines_read_again_after_a_reconnection_are_not_counted_twice():
     before = {k: v[0] for k, v in f.tally.counts.items()}
     fed("esxi70.log", f)  # tail -n 1000 after a reconnection: the same lines again
     assert {k: v[0] for k, v in f.tally.counts.items()} == before
-    f.feed("2021-03-02T10:24:51.110Z: [scsiCorrelator] 2683328999us: [esx.problem.scsi.device.state.permanentloss] Device: naa.600a098038303053453f463045727a62 again.", now=0.0)
+    f.feed(
+        "2021-03-02T10:24:51.110Z: [scsiCorrelator] 2683328999us: [esx.problem.scsi.device.state.permanentloss] Device: naa.600a098038303053453f463045727a62 again.",
+        now=0.0,
+    )
     assert f.tally.counts[(HOST, "esx.problem.scsi.device.state.permanentloss", LUN2, "ds-shared-02")][0] == 1
     assert f.tally.counts[(HOST, "esx.problem.scsi.device.state.permanentloss", LUN2, "")][0] == 1  # same second, another line
 
@@ -186,8 +189,12 @@ def test_an_event_page_is_read_with_its_arguments_and_a_bad_event_counted():
 def test_a_host_both_sources_report_is_shown_once_and_the_exposition_is_valid():
     store = Store()
     key = (HOST, "esx.problem.storage.apd.start", LUN1, "")
-    store.set_storage_events(m.StorageEvents("vc", "vsphere", 1, {key: (2, 100.0), ("", "", "", ""): (1, 90.0)}, {"unknown_host": 1}, {"read": 0}, 80))
-    store.set_storage_events(m.StorageEvents("root@esx01", "vobd", 1, {key: (2, 100.0), ("", "", "", ""): (3, 95.0)}, {"unknown_host": 3}, {}, 80))
+    store.set_storage_events(
+        m.StorageEvents("vc", "vsphere", 1, {key: (2, 100.0), ("", "", "", ""): (1, 90.0)}, {"unknown_host": 1}, {"read": 0}, 80)
+    )
+    store.set_storage_events(
+        m.StorageEvents("root@esx01", "vobd", 1, {key: (2, 100.0), ("", "", "", ""): (3, 95.0)}, {"unknown_host": 3}, {}, 80)
+    )
     body = Exposition(store, ["events"]).body()
     text = body.decode() if isinstance(body, bytes) else body
     assert value(text, "esxi_storage_events_total", host=HOST, event="esx.problem.storage.apd.start", device=LUN1) == 2
