@@ -52,31 +52,59 @@ class Event:
         self.key, self.id, self.time, self.host, self.ds, self.texts = key, event_id, stamp, host, ds, texts
 
 
-def parse_page(root: ET.Element) -> tuple[list[Event], int]:
-    """The events of a ReadNextEvents answer, and how many could not be read (no key or time)."""
-    events, bad = [], 0
-    for ret in root.iter(_NS + "returnval"):
-        try:
-            key = int(ret.findtext(_NS + "key", ""))
-            stamp = ParseISO8601(ret.findtext(_NS + "createdTime", "").strip())
-            if stamp is None:
-                raise ValueError("createdTime")
-        except ValueError:
-            bad += 1
-            continue
-        event_id = (ret.findtext(_NS + "eventTypeId") or ret.get(_XSI_TYPE, "").split(":")[-1]).strip()
-        texts = [(arg.findtext(_NS + "value") or "") for arg in ret.iterfind(_NS + "arguments")]
-        events.append(
-            Event(
-                key,
-                event_id,
-                stamp.timestamp(),
-                (ret.findtext(_NS + "host/" + _NS + "name") or "").strip(),
-                (ret.findtext(_NS + "ds/" + _NS + "name") or "").strip(),
-                texts,
-            )
-        )
-    return events, bad
+def read_events(pieces, take) -> int:
+    """Each event of a ReadNextEvents answer handed to take(Event) as it is parsed, and dropped:
+    a page of 100,000 events is never held whole. Returns how many could not be read (no key or
+    time). pieces: the answer's bytes as they arrive (xmlguard.iter_answer)."""
+    parser = ET.XMLPullParser(events=("start", "end"))
+    depth, bad = 0, 0
+    for piece in pieces:
+        parser.feed(piece)
+        for kind, element in parser.read_events():
+            if kind == "start":
+                depth += 1
+                continue
+            depth -= 1
+            if element.tag == _NS + "returnval" and depth == 3:  # Envelope > Body > Response > returnval
+                event = _event(element)
+                element.clear()
+                if event is None:
+                    bad += 1
+                else:
+                    take(event)
+    parser.close()
+    return bad
+
+
+def _event(ret: ET.Element) -> Event | None:
+    try:
+        key = int(ret.findtext(_NS + "key", ""))
+        stamp = ParseISO8601(ret.findtext(_NS + "createdTime", "").strip())
+    except ValueError:
+        return None
+    if stamp is None:
+        return None
+    event_id = (ret.findtext(_NS + "eventTypeId") or ret.get(_XSI_TYPE, "").split(":")[-1]).strip()
+    return Event(
+        key,
+        event_id,
+        stamp.timestamp(),
+        (ret.findtext(_NS + "host/" + _NS + "name") or "").strip(),
+        (ret.findtext(_NS + "ds/" + _NS + "name") or "").strip(),
+        [(arg.findtext(_NS + "value") or "")[: extract.SCAN] for arg in ret.iterfind(_NS + "arguments")],
+    )
+
+
+def _counted(pieces, take) -> tuple[int, int]:
+    n = 0
+
+    def taken(event: Event) -> None:
+        nonlocal n
+        n += 1
+        take(event)
+
+    bad = read_events(pieces, taken)
+    return n, bad
 
 
 def catalog_of(content) -> list[str]:
@@ -148,16 +176,13 @@ class EventFollower:
         self.collector, self.followed = moid, followed
         self.collectors_made += 1
 
-    def _read_page(self):
+    def _read_page(self, take) -> tuple[int, int]:
+        """One ReadNextEvents call: (events read, events unreadable), each event handed to take."""
         moid = self.collector
 
         def read(content):
             mo = vim.event.EventHistoryCollector(moid, content.eventManager._stub)
-            body = (
-                f'<ReadNextEvents xmlns="urn:vim25"><_this type="EventHistoryCollector">{moid}</_this>'
-                f"<maxCount>{PAGE}</maxCount></ReadNextEvents>"
-            )
-            return soap.invoke(mo, _READ_NEXT, None, soap.envelope(body))
+            return soap.invoke_reading(mo, _READ_NEXT, [PAGE], lambda pieces: _counted(pieces, take))
 
         return self.client.call(read)
 
@@ -172,11 +197,15 @@ class EventFollower:
             if self.collector is None:
                 self._make_collector()
                 self.faults.answered("collector", f"vsphere target {self.name}: event collector made again")
+            count = self._counter()
             while True:
-                root = self._read_page()
-                events, bad = parse_page(root)
-                self._count(events, bad)
-                if len(events) + bad < PAGE:
+                read, bad = self._read_page(count)
+                if bad:
+                    self.tally.drop("unreadable", bad)
+                    self.faults.failed(
+                        "event", f"vsphere target {self.name}: {bad} event(s) without a key or time (counted, logged once)"
+                    )
+                if read + bad < PAGE:
                     break
         except VsphereError as err:
             gone = err.fault == "ManagedObjectNotFound"
@@ -198,24 +227,23 @@ class EventFollower:
         self._publish(True)
         return True
 
-    def _count(self, events: list[Event], bad: int) -> None:
-        if bad:
-            self.tally.drop("unreadable", bad)
-            self.faults.failed(
-                "event", f"vsphere target {self.name}: {bad} event(s) without a key or time (counted, logged once)"
-            )
+    def _counter(self):
+        """What counts one event: by key once, named after the target's current inventory."""
         topology = self.target.topology
         if self._inventory_of[0] is not topology:
             self._inventory_of = (topology, inventory_of(topology))
         inventory = self._inventory_of[1]
         hosts = inventory.hosts()
-        for event in events:
+
+        def count(event: Event) -> None:
             if self.tally.seen(event.key):
-                continue
+                return
             named = extract.names(event.host, inventory, event.texts, event.ds)
             self.tally.count(event.host, event.id, named, event.time, self.followed, hosts)
             if self.begin is None or event.time > self.begin:
                 self.begin = event.time
+
+        return count
 
     def _publish(self, up: bool) -> None:
         errors = {str(k): v for k, v in self.faults.snapshot().items()}
