@@ -29,9 +29,9 @@ import time
 import xml.etree.ElementTree as ET
 
 from pyVmomi import vim, vmodl
-from pyVmomi.Iso8601 import ParseISO8601
 
-from exporter.events import catalog, extract
+from exporter.events import catalog, extract, page
+from exporter.events.page import Event
 from exporter.events.tally import Tally
 from exporter.store.faultlog import FaultLog
 from exporter.vsphere import soap
@@ -39,72 +39,8 @@ from exporter.vsphere.client import VsphereError
 
 log = logging.getLogger(__name__)
 
-PAGE = 1000  # the largest page vCenter serves (maxCount over 1000 is refused)
+PAGE = 1000  # a collector's largest page (EventFilterSpec.maxCount, SetCollectorPageSize: 1 to 1000)
 _READ_NEXT = vim.event.EventHistoryCollector._GetMethodInfo("ReadNext")  # the Python name of ReadNextEvents
-_NS = "{urn:vim25}"
-_XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
-
-
-class Event:
-    __slots__ = ("key", "id", "time", "host", "ds", "texts")
-
-    def __init__(self, key: int, event_id: str, stamp: float, host: str, ds: str, texts: list[str]):
-        self.key, self.id, self.time, self.host, self.ds, self.texts = key, event_id, stamp, host, ds, texts
-
-
-def read_events(pieces, take) -> int:
-    """Each event of a ReadNextEvents answer handed to take(Event) as it is parsed, and dropped:
-    a page of 100,000 events is never held whole. Returns how many could not be read (no key or
-    time). pieces: the answer's bytes as they arrive (xmlguard.iter_answer)."""
-    parser = ET.XMLPullParser(events=("start", "end"))
-    depth, bad = 0, 0
-    for piece in pieces:
-        parser.feed(piece)
-        for kind, element in parser.read_events():
-            if kind == "start":
-                depth += 1
-                continue
-            depth -= 1
-            if element.tag == _NS + "returnval" and depth == 3:  # Envelope > Body > Response > returnval
-                event = _event(element)
-                element.clear()
-                if event is None:
-                    bad += 1
-                else:
-                    take(event)
-    parser.close()
-    return bad
-
-
-def _event(ret: ET.Element) -> Event | None:
-    try:
-        key = int(ret.findtext(_NS + "key", ""))
-        stamp = ParseISO8601(ret.findtext(_NS + "createdTime", "").strip())
-    except ValueError:
-        return None
-    if stamp is None:
-        return None
-    event_id = (ret.findtext(_NS + "eventTypeId") or ret.get(_XSI_TYPE, "").split(":")[-1]).strip()
-    return Event(
-        key,
-        event_id,
-        stamp.timestamp(),
-        (ret.findtext(_NS + "host/" + _NS + "name") or "").strip(),
-        (ret.findtext(_NS + "ds/" + _NS + "name") or "").strip(),
-        [(arg.findtext(_NS + "value") or "")[: extract.SCAN] for arg in ret.iterfind(_NS + "arguments")],
-    )
-
-
-def _counted(pieces, take) -> tuple[int, int]:
-    n = 0
-
-    def taken(event: Event) -> None:
-        nonlocal n
-        n += 1
-        take(event)
-
-    bad = read_events(pieces, taken)
-    return n, bad
 
 
 def catalog_of(content) -> list[str]:
@@ -182,7 +118,7 @@ class EventFollower:
 
         def read(content):
             mo = vim.event.EventHistoryCollector(moid, content.eventManager._stub)
-            return soap.invoke_reading(mo, _READ_NEXT, [PAGE], lambda pieces: _counted(pieces, take))
+            return soap.invoke_reading(mo, _READ_NEXT, [PAGE], lambda pieces: page.read_events(pieces, take))
 
         return self.client.call(read)
 

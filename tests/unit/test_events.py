@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from exporter.events import catalog, extract, tally, vobd
-from exporter.events.vsphere import read_events
+from exporter.events.page import read_events
 from exporter.serving.exposition import Exposition
 from exporter.store import model as m
 from exporter.store.store import Store
@@ -177,8 +177,8 @@ _PAGE = """<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/enve
 def test_an_event_page_is_read_with_its_arguments_and_a_bad_event_counted():
     page = _PAGE.format(uuid=UUID, big="y" * (1 << 20)).encode()
     events = []
-    bad = read_events((page[i : i + 1000] for i in range(0, len(page), 1000)), events.append)  # as it arrives
-    assert bad == 1
+    read, bad = read_events((page[i : i + 1000] for i in range(0, len(page), 1000)), events.append)  # as it arrives
+    assert (read, bad) == (2, 1)
     first, second = events
     assert (first.key, first.id, first.host, first.time) == (41, "esx.problem.vmfs.heartbeat.timedout", HOST, 1767323045.5)
     assert first.texts[0] == UUID and len(first.texts[1]) == extract.SCAN  # a 1 MB argument kept to what is searched
