@@ -196,4 +196,6 @@ class EventFollower:
 
 
 def _utc(stamp: float | None):
-    return None if stamp is None else dt.datetime.fromtimestamp(stamp, dt.timezone.utc)
+    # a millisecond early: the server's times have nanoseconds, a float and the request's
+    # microseconds round them, and an event at the very time must come again (refused by key)
+    return None if stamp is None else dt.datetime.fromtimestamp(stamp - 0.001, dt.timezone.utc)
