@@ -194,7 +194,7 @@ class App:
                     follower = EventFollower(t, self.store, t.config.events_interval, max_label)
                     threads.append(start_thread(f"events-vsphere:{t.name}", follower.run, self.stop))
         if self.ssh and self._setting("esxtop.ssh_vobd"):
-            from exporter.events.vobd import VobdOverSsh
+            from exporter.events.ssh import VobdOverSsh
 
             path = self._setting("esxtop.ssh_vobd_path")
             for stream in self.ssh.streams:

@@ -1,4 +1,5 @@
-"""A host's storage events from its /var/log/vobd.log, followed over SSH.
+"""A host's storage events from its /var/log/vobd.log: its lines read and counted, whatever brings
+them (exporter.events.ssh over SSH, the built-in simulator).
 
 vobd, ESXi's VMkernel observation daemon, writes one line per observation. ESXi 6.x-7.0 write
 
@@ -15,31 +16,21 @@ esx id: an `esx.*` line is counted; a `vob.X` line is held until its twin (`esx.
 `esx.clear.X`, of the known ids) comes, and counted under that id only if the twin has not come
 within PAIR_WINDOW seconds. A vob id without a known twin is no storage event here.
 
-The follower runs `tail -n 0 -F` on the host (counting starts at the exporter's start; -F follows a
-rotated file by name); after a dropped connection it asks again with the last RESUME_LINES lines
-and skips those up to the newest line it read (by the host's time, then by the line itself), so
-nothing between is lost or counted twice; until the first line came, a reconnection starts from
-the end again. More than RESUME_LINES lines written while the connection was down: the oldest of
-them are lost (ESXi writes a few a minute; a storm of thousands is rare).
+Lines read again after a reconnection (exporter.events.ssh asks for the last ones) are skipped
+up to the newest line read, by the host's time and then by the line itself.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
-import selectors
-import shlex
-import threading
 import time
 from dataclasses import dataclass
 
-from pyVmomi.Iso8601 import ParseISO8601
-
 from exporter.events import catalog, extract
+from exporter.events.page import timestamp
 from exporter.events.tally import Tally
-from exporter.ssh import process
 from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
@@ -50,8 +41,6 @@ LINE = re.compile(
     r"\s+\[(?P<correlator>[^\]]*)\]\s+(?P<uptime>\d+)us:\s+\[(?P<id>[A-Za-z0-9_.-]+)\]\s?(?P<text>.*)$"
 )
 PAIR_WINDOW = 2.0  # seconds between a vob line and its esx twin (microseconds apart in real logs)
-RESUME_LINES = 1000
-MAX_LINE = 64 * 1024  # a longer line is cut here (the rest is read and thrown away)
 
 
 @dataclass(slots=True)
@@ -67,10 +56,10 @@ def parse(raw: str) -> Line | None:
     match = LINE.match(raw)
     if match is None:
         return None
-    stamp = ParseISO8601(match.group("time"))
+    stamp = timestamp(match.group("time"))
     if stamp is None:
         return None
-    return Line(stamp.timestamp(), match.group("id"), match.group("text"), raw)
+    return Line(stamp, match.group("id"), match.group("text"), raw)
 
 
 def twin(vob_id: str) -> str | None:
@@ -170,80 +159,6 @@ class VobdFollower:
     def publish(self, up: bool) -> None:
         errors = {str(k): v for k, v in self.faults.snapshot().items()}
         self.store.set_storage_events(self.tally.record(up, errors, len(catalog.KNOWN)))
-
-
-class VobdOverSsh:
-    """`tail -F` of the host's vobd.log over the host's SSH target, reconnected with backoff."""
-
-    def __init__(
-        self,
-        target,
-        store,
-        stop: threading.Event,
-        host_name,
-        ssh: str = "ssh",
-        path: str = "/var/log/vobd.log",
-        max_label: int = 128,
-    ):
-        self.target, self.stop, self.ssh, self.path = target, stop, ssh, path
-        self.follower = VobdFollower(target.label, store, host_name, max_label)
-        self.sessions = 0
-
-    def command(self) -> str:
-        # from the end at first (no replay); after a reconnection the last lines again, of which
-        # those counted are skipped (before any line came there is nothing to resume from)
-        lines = RESUME_LINES if self.follower.last is not None else 0
-        return f"tail -n {lines} -F {shlex.quote(self.path)}"
-
-    def run(self) -> None:
-        backoff = process.Backoff(1.0, 60.0)
-        follower = self.follower
-        while not self.stop.is_set():
-            try:
-                proc = process.spawn(self.target, self.command(), self.ssh)
-            except OSError as err:
-                follower.faults.failed("session", f"vobd.log on {self.target.label}: cannot start ssh: {err}")
-                follower.publish(False)
-                self.stop.wait(backoff.next(False))
-                continue
-            self.sessions += 1
-            delivered = self._read(proc)
-            stderr = proc.stderr.read().decode("utf-8", "replace") if proc.poll() is not None else ""
-            code = process.release(proc)
-            if self.stop.is_set():
-                break
-            follower.flush()
-            reason, why = process.classify(code, stderr, delivered, "tail")
-            follower.faults.failed(
-                "session", f"vobd.log on {self.target.label}: the session ended ({reason}: {why}); following it again"
-            )
-            follower.publish(False)
-            self.stop.wait(backoff.next(delivered) * (0.8 if delivered else 1.0))
-
-    def _read(self, proc) -> bool:
-        """Lines until the session ends or the exporter stops; True if any came."""
-        follower, buffer, delivered = self.follower, bytearray(), False
-        follower.publish(True)
-        with selectors.DefaultSelector() as selector:
-            selector.register(proc.stdout, selectors.EVENT_READ)
-            while not self.stop.is_set():
-                if not selector.select(0.5):
-                    follower.flush()
-                    follower.publish(True)
-                    continue
-                data = os.read(proc.stdout.fileno(), 1 << 16)
-                if not data:
-                    return delivered
-                if not delivered:
-                    follower.faults.answered("session", f"vobd.log on {self.target.label}: followed again")
-                delivered = True
-                buffer += data
-                *lines, rest = buffer.split(b"\n")
-                for raw in lines:
-                    follower.feed(raw[:MAX_LINE].decode("utf-8", "replace"))
-                buffer = bytearray(rest[: MAX_LINE + 1])  # a line past the cap keeps only its start
-                follower.publish(True)
-        return delivered
 
 
 def _digest(raw: str) -> str:
