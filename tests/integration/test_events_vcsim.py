@@ -190,3 +190,39 @@ def test_a_session_ended_under_the_follower_loses_nothing_and_counts_nothing_twi
         )
         == 1
     )
+
+
+def test_a_collector_s_latest_page_changes_reach_wait_for_updates(stack, api):
+    """The simulator as vCenter: a collector's latestPage (newest first, at most its page size) is
+    reported to a property collector's WaitForUpdatesEx when a matching event is posted, and only then."""
+    from pyVmomi import vim, vmodl
+
+    sim = stack[0]
+    si = api[1]
+    pc = vmodl.query.PropertyCollector
+    collector = si.content.eventManager.CreateCollectorForEvents(
+        vim.event.EventFilterSpec(eventTypeId=["esx.problem.scsi.device.state.off"], maxCount=2)
+    )
+    mine = si.content.propertyCollector.CreatePropertyCollector()
+    try:
+        mine.CreateFilter(
+            pc.FilterSpec(
+                objectSet=[pc.ObjectSpec(obj=collector)],
+                propSet=[pc.PropertySpec(type=vim.event.EventHistoryCollector, pathSet=["latestPage"])],
+            ),
+            partialUpdates=False,
+        )
+        first = mine.WaitForUpdatesEx("", pc.WaitOptions(maxWaitSeconds=0))
+        storage_events.post(sim, [{"host": ESX1, "id": "esx.problem.storage.apd.start", "arguments": [LUN1]}])  # not its id
+        assert mine.WaitForUpdatesEx(first.version, pc.WaitOptions(maxWaitSeconds=1)) is None
+        off = {"host": ESX1, "id": "esx.problem.scsi.device.state.off", "arguments": [LUN1]}
+        storage_events.post(sim, [off, off, off])
+        update = mine.WaitForUpdatesEx(first.version, pc.WaitOptions(maxWaitSeconds=5))
+        pages = [
+            change.val for f in update.filterSet for o in f.objectSet for change in o.changeSet if change.name == "latestPage"
+        ]
+        assert pages and len(pages[-1]) == 2  # its page size
+        assert pages[-1][0].key > pages[-1][1].key  # newest first
+    finally:
+        mine.DestroyPropertyCollector()
+        collector.DestroyCollector()
