@@ -5,7 +5,8 @@ vobd, ESXi's VMkernel observation daemon, writes one line per observation. ESXi 
 
     2021-03-02T10:14:09.912Z: [APDCorrelator] 2682686563us: [vob.storage.apd.start] Device or filesystem with identifier [naa.6...] has entered the All Paths Down state.
 
-and ESXi 7.0 U2 on and 8.x put the syslog header in front of the same body:
+and ESXi 8.x puts the header of its standard log format (severity, its value, the thread name and
+id: Broadcom KB 421608, "Log file format" of the ESXi 8.0 documentation) in front of the same body:
 
     2023-10-05T08:12:44.123Z In(14) vobd[2098835]:  [APDCorrelator] 2682686563us: [esx.problem.storage.apd.start] Device or filesystem ...
 
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 LINE = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?):?"  # the time, with 6.x-7.0's colon
-    r"(?:\s+\w+\(\d+\)\s+vobd\[\d+\]:)?"  # 7.0 U2+ / 8.x syslog header
+    r"(?:\s+[A-Z][a-z](?:\(\d+\))?\+?\s+vobd\[\d+\]:)?"  # 8.x header: severity (value, line marker), thread
     r"\s+\[(?P<correlator>[^\]]*)\]\s+(?P<uptime>\d+)us:\s+\[(?P<id>[A-Za-z0-9_.-]+)\]\s?(?P<text>.*)$"
 )
 PAIR_WINDOW = 2.0  # seconds between a vob line and its esx twin (microseconds apart in real logs)

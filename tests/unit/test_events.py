@@ -205,3 +205,33 @@ def test_a_host_both_sources_report_is_shown_once_and_the_exposition_is_valid():
         pytest.fail("promtool is not installed: run .ci/install")
     done = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "raw, event_id",
+    [
+        # the two forms Broadcom KB 421608 shows (7.0, 8.0), and 8.0's severity without a value or with a line marker
+        (
+            "2025-01-02T03:04:05.483Z: [UserLevelCorrelator] 1019369886505us: [vob.user.ssh.session.opened] SSH session was opened.",
+            "vob.user.ssh.session.opened",
+        ),
+        (
+            "2025-01-02T03:04:05.737Z In(14) vobd[2097521]:  [UserLevelCorrelator] 1012726884193us: [vob.user.ssh.session.closed] SSH session was closed.",
+            "vob.user.ssh.session.closed",
+        ),
+        (
+            "2025-01-02T03:04:05.737Z Wa vobd[2097521]:  [APDCorrelator] 1us: [esx.problem.storage.apd.start] x",
+            "esx.problem.storage.apd.start",
+        ),
+        (
+            "2025-01-02T03:04:05.737Z Wa(12)+ vobd[2097521]:  [APDCorrelator] 1us: [esx.problem.storage.apd.start] x",
+            "esx.problem.storage.apd.start",
+        ),
+        ("2025-01-02T03:04:05Z: [APDCorrelator] 1us: [esx.problem.storage.apd.start]", "esx.problem.storage.apd.start"),
+        ("2025-01-02 03:04:05: [APDCorrelator] 1us: [esx.problem.storage.apd.start] no T", None),
+        ("[APDCorrelator] 1us: [esx.problem.storage.apd.start] no time", None),
+    ],
+)
+def test_vobd_line_forms(raw, event_id):
+    line = vobd.parse(raw)
+    assert (line.id if line else None) == event_id
