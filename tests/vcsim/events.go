@@ -35,9 +35,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"log"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +52,11 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
+
+// -events-state FILE keeps the storage events posted through the control in FILE, and reads them
+// back at start: vCenter keeps its events (and their keys) in its database across a restart, which
+// a test of the exporter's follower across a restart needs.
+var eventsState = flag.String("events-state", "", "file the storage events are kept in across a restart (vCenter's database)")
 
 const (
 	eventMaxPage       = 1000
@@ -131,6 +140,7 @@ func installEvents(service *simulator.Service, reg *simulator.Registry, hosts []
 		}
 		return nil, nil
 	}
+	ev.load()
 	service.HandleFunc("/storagesim/events", ev.serve)
 }
 
@@ -365,6 +375,62 @@ type postedEvent struct {
 	AgeSeconds float64  `json:"age_seconds"`
 }
 
+// keptEvent is one line of the -events-state file.
+type keptEvent struct {
+	postedEvent
+	Created time.Time `json:"created"`
+}
+
+// load reads the events a previous run kept, in their order, with their keys and times.
+func (ev *storageEvents) load() {
+	if *eventsState == "" {
+		return
+	}
+	f, err := os.Open(*eventsState)
+	if os.IsNotExist(err) {
+		return
+	} else if err != nil {
+		log.Fatalf("-events-state: %v", err)
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; scanner.Scan(); line++ {
+		var kept keptEvent
+		if err := json.Unmarshal(scanner.Bytes(), &kept); err != nil {
+			log.Fatalf("-events-state %s:%d: %v", *eventsState, line, err)
+		}
+		e, err := ev.eventEx(kept.postedEvent)
+		if err != nil {
+			log.Fatalf("-events-state %s:%d: %v", *eventsState, line, err)
+		}
+		e.Key, e.ChainId, e.CreatedTime = kept.Key, kept.Key, kept.Created
+		ev.log = append(ev.log, e)
+		if kept.Key > ev.key {
+			ev.key = kept.Key
+		}
+	}
+}
+
+// keep appends posted events to the -events-state file.
+func (ev *storageEvents) keep(posted []postedEvent, events []types.BaseEvent) {
+	if *eventsState == "" {
+		return
+	}
+	f, err := os.OpenFile(*eventsState, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		log.Printf("-events-state: %v", err)
+		return
+	}
+	defer f.Close()
+	for i, p := range posted {
+		e := events[i].GetEvent()
+		p.Key, p.AgeSeconds = e.Key, 0
+		line, _ := json.Marshal(keptEvent{postedEvent: p, Created: e.CreatedTime})
+		f.Write(append(line, '\n'))
+	}
+}
+
 type postRequest struct {
 	Events      []postedEvent `json:"events"`
 	DistinctIDs int           `json:"distinct_ids"`
@@ -430,6 +496,7 @@ func (ev *storageEvents) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(events) > 0 {
 		ev.post(events, true, 0, false)
+		ev.keep(req.Events, events)
 	}
 	if req.DistinctIDs > 0 {
 		if len(req.Events) == 0 {
