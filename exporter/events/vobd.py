@@ -15,7 +15,8 @@ to hostd (and so to vCenter) under its `esx.*` id, with the same arguments, micr
 (KB 2004684's and KB 1009557's log excerpts show the pairs). Each event is counted once, under its
 esx id: an `esx.*` line is counted; a `vob.X` line is held until its twin (`esx.problem.X`, else
 `esx.clear.X`, of the known ids) comes, and counted under that id only if the twin has not come
-within PAIR_WINDOW seconds. A vob id without a known twin is no storage event here.
+within PAIR_WINDOW seconds (nor just before it: the order is not always vob first). A vob id
+without a known twin is no storage event here.
 
 Lines read again after a reconnection (exporter.events.ssh asks for the last ones) are skipped
 up to the newest line read, by the host's time and then by the line itself.
@@ -73,29 +74,39 @@ def twin(vob_id: str) -> str | None:
 
 
 class Pairing:
-    """vob lines waiting for their esx twin; what is to be counted comes out of `lines` and `flush`."""
+    """vob lines waiting for their esx twin (or whose twin came just before: the order is not
+    always vob first); what is to be counted comes out of `line` and `flush`."""
 
     def __init__(self):
         self.pending: list[tuple[float, str, Line]] = []  # (arrived, esx id, the vob line)
+        self.recent: list[tuple[float, str]] = []  # (arrived, esx id) of esx lines counted without a vob yet
 
     def line(self, line: Line, now: float) -> list[tuple[str, Line]]:
         """(esx id, line) to count for this line, and any held vob line whose window passed."""
         out = self.flush(now)
         if line.id.startswith("vob."):
             esx = twin(line.id)
-            if esx is not None:
-                self.pending.append((now, esx, line))
+            if esx is None:
+                return out
+            for i, (_, counted) in enumerate(self.recent):
+                if counted == esx:
+                    del self.recent[i]  # its twin came first and was counted: this is the same event
+                    return out
+            self.pending.append((now, esx, line))
             return out
         for i, (_, esx, _vob) in enumerate(self.pending):
             if esx == line.id:
                 del self.pending[i]  # its twin: the event is this line
                 break
+        else:
+            self.recent.append((now, line.id))
         out.append((line.id, line))
         return out
 
     def flush(self, now: float) -> list[tuple[str, Line]]:
         late = [(esx, vob) for arrived, esx, vob in self.pending if now - arrived >= PAIR_WINDOW]
         self.pending = [p for p in self.pending if now - p[0] < PAIR_WINDOW]
+        self.recent = [r for r in self.recent if now - r[0] < PAIR_WINDOW]
         return late
 
 

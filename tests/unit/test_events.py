@@ -235,3 +235,20 @@ def test_a_host_both_sources_report_is_shown_once_and_the_exposition_is_valid():
 def test_vobd_line_forms(raw, event_id):
     line = vobd.parse(raw)
     assert (line.id if line else None) == event_id
+
+
+def test_an_esx_line_before_its_vob_twin_is_one_event_and_a_vob_alone_later_another():
+    """vobd does not always write the vob line first (a KB excerpt of a corrupt volume shows the esx
+    line first, and the vob line alone five minutes later: a second observation, counted as one)."""
+    f = follower()
+    esx = f"2021-02-02T19:26:34.577Z: [vmfsCorrelator] 2938471510366us: [esx.problem.vmfs.resource.corruptondisk] {UUID} ds-shared-01"
+    vob = f'2021-02-02T19:26:34.578Z: [vmfsCorrelator] 2938471510500us: [vob.vmfs.resource.corruptondisk] Volume {UUID} ("ds-shared-01") might be damaged on the disk.'
+    late = vob.replace("19:26:34.578", "19:31:38.981")
+    f.feed(esx, now=0.0)
+    f.feed(vob, now=0.1)
+    f.flush(now=5.0)
+    key = (HOST, "esx.problem.vmfs.resource.corruptondisk", "", "ds-shared-01")
+    assert f.tally.counts[key][0] == 1
+    f.feed(late, now=300.0)
+    f.flush(now=303.0)
+    assert f.tally.counts[key][0] == 2
