@@ -252,5 +252,17 @@ def prometheus_annotation(name: str, colour: str, expr: str, title: str) -> _Bui
     return _Built(_PrometheusAnnotation(name, colour, expr, title))
 
 
+def storage_events_annotation(*matchers: str) -> _Built:
+    """ESXi's storage events (esxi_storage_events_total) as marks: where a count rose, or a series
+    first appeared (the first event of its labels, counted from the exporter's start)."""
+    events = f"esxi_storage_events_total{{{','.join(matchers)}}}"
+    return prometheus_annotation(
+        "ESXi storage events",
+        "dark-red",
+        f"(increase({events}[$__interval]) > 0) or ({events} unless {events} offset $__interval)",
+        "{{event}} on {{host}} {{device}} {{datastore}}",
+    )
+
+
 def row(title: str) -> db.Row:
     return db.Row(title)

@@ -178,6 +178,28 @@ class App:
             threads += self.ssh.start()
             threads += self._start_esxcli_over_ssh(self.ssh.streams)
         threads += self._start_smart()
+        threads += self._start_events()
+        return threads
+
+    def _start_events(self) -> list[threading.Thread]:
+        """ESXi's storage events: each vSphere target's event stream (vsphere.events), and each
+        esxtop-over-SSH host's vobd.log over its SSH target (esxtop.ssh_vobd)."""
+        max_label = self._setting("limits.max_label_length")
+        threads = []
+        if any(t.config.events for t in self.vsphere):
+            from exporter.events.vsphere import EventFollower
+
+            for t in self.vsphere:
+                if t.config.events:
+                    follower = EventFollower(t, self.store, t.config.events_interval, max_label)
+                    threads.append(start_thread(f"events-vsphere:{t.name}", follower.run, self.stop))
+        if self.ssh and self._setting("esxtop.ssh_vobd"):
+            from exporter.events.ssh import VobdOverSsh
+
+            path = self._setting("esxtop.ssh_vobd_path")
+            for stream in self.ssh.streams:
+                follower = VobdOverSsh(stream.target, self.store, self.stop, stream.host_name, stream.ssh, path, max_label)
+                threads.append(start_thread(f"events-vobd:{stream.target.label}", follower.run))
         return threads
 
     def collect_vsphere_once(self) -> list:

@@ -4,7 +4,7 @@ VAAI (ATS and its failures, unmap), which VMs drive the queue (linking to the VM
 from __future__ import annotations
 
 from .. import variables as v
-from ..panels import LATENCY_LINE, LIMITS, MS, Column, Q, row, table_panel, timeseries_panel
+from ..panels import LATENCY_LINE, LIMITS, MS, Column, Q, row, storage_events_annotation, table_panel, timeseries_panel
 from ..promql import (
     HOST,
     LATENCIES,
@@ -41,6 +41,7 @@ def build():
         "(KAVG), which VMs drive the queue, and which paths carry it.",
         [v.datasource(), v.host(), v.lun()],
     )
+    d = d.annotation(storage_events_annotation(HOST, LUN))
     d = d.with_row(row("Queue"))
     d = d.with_panel(
         timeseries_panel(

@@ -15,6 +15,7 @@ from ..panels import (
     Q,
     row,
     stat_panel,
+    storage_events_annotation,
     table_panel,
     timeseries_panel,
 )
@@ -101,6 +102,7 @@ def build():
         "Every host and LUN at a glance: latency, queues, conflicts, links and firing alerts.",
         [v.datasource(), v.host()],
     )
+    d = d.annotation(storage_events_annotation(HOST))
     d = d.with_row(row("At a glance (worst over the selected hosts)"))
     for panel in (
         stat_panel(

@@ -13,6 +13,7 @@ from exporter.collectors import (
     device_config,
     esxcli,
     esxtop,
+    events,
     host_state,
     inventory,
     lun,
@@ -42,9 +43,7 @@ COLLECTORS = {
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
     "host_state": (host_state.collect, True),  # hosts' connection state and maintenance mode (vSphere)
     "smart": (smart.collect, True),  # local disks' SMART pages and NVMe health logs (exporter.smart)
-    "vsan": (vsan.collect, True),
-    "sioc": (
-        sioc.collect,
-        True,
-    ),  # Storage I/O Control per datastore (vSphere: its counters and iormConfiguration)  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
+    "vsan": (vsan.collect, True),  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
+    "sioc": (sioc.collect, True),  # Storage I/O Control per datastore (vSphere: its counters and iormConfiguration)
+    "events": (events.collect, True),  # ESXi's storage events (vCenter's event stream, vobd.log over SSH)
 }

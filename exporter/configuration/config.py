@@ -180,6 +180,14 @@ OPTIONS: list[Option] = [
         3600.0,
         "How often to read every host's per-device settings with esxcli again, which no update reports (a host whose storage changed is read at once).",
     ),
+    # ESXi's storage events from vCenter's event stream (exporter/events/vsphere.py).
+    Option(
+        "vsphere.events",
+        boolean,
+        True,
+        "Count ESXi's storage events (APD, PDL, lost access to a volume, latency deteriorated, path redundancy) from the target's event stream.",
+    ),
+    Option("vsphere.events_interval", duration, 10.0, "How often to read the target's new storage events (ReadNextEvents)."),
     Option("log.level", lambda v: choice(v, ("debug", "info", "warning", "error")), "info", "Log level."),
 ]
 
@@ -213,6 +221,15 @@ OPTIONS += [
         lambda value: _interval(value, "to read no configuration over SSH: --no-esxtop.ssh-esxcli"),
         300.0,
         "How often to read the SSH hosts' storage configuration with esxcli, as --vsphere.discovery-interval does for vSphere.",
+    ),
+    Option(
+        "esxtop.ssh_vobd",
+        boolean,
+        True,
+        "Count the SSH hosts' storage events by following their vobd.log over the same SSH target.",
+    ),
+    Option(
+        "esxtop.ssh_vobd_path", str, "/var/log/vobd.log", "The log of ESXi's VMkernel observations followed on the SSH hosts."
     ),
     Option("web.config_file", str, None, "exporter-toolkit web config file: TLS and basic auth.", aliases=("--web.config.file",)),
 ]

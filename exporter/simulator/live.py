@@ -26,11 +26,15 @@ def open_simulation(settings):
 
 
 def run_simulation(settings, store, stop) -> None:
-    from exporter.simulator.scenario import load_vsan_scenario
+    from exporter.simulator.scenario import load_events_scenario, load_vsan_scenario
 
     vsan_scenario = load_vsan_scenario(settings["simulate.scenario"])
     if vsan_scenario is not None:
         run_vsan_simulation(vsan_scenario, settings["simulate.interval"], store, stop)
+        return
+    events_scenario = load_events_scenario(settings["simulate.scenario"])
+    if events_scenario is not None:
+        run_events_simulation(events_scenario, settings["simulate.interval"], store, stop)
         return
     sim = open_simulation(settings)
     interval = settings["simulate.interval"]
@@ -123,5 +127,28 @@ def run_vsan_simulation(scenario, interval: float, store, stop) -> None:
                 samples={scenario.cluster: samples},
             )
         )
+        deadline += interval
+        stop.wait(max(0.0, deadline - time.monotonic()))
+
+
+def run_events_simulation(scenario, interval: float, store, stop) -> None:
+    """A simulated storage incident: each step's vobd.log lines, per host, read by the real vobd.log
+    reader (exporter.events.vobd) into the store's storage event counts."""
+    from exporter.events.vobd import VobdFollower
+    from exporter.simulator.events import EventsSimulation
+
+    sim = EventsSimulation(scenario, start=time.time())
+    for inventory in sim.inventories():
+        store.set_inventory(inventory)
+    followers = {host: VobdFollower(f"simulator:{host}", store, lambda host=host: host) for host in sim.hosts}
+    log.info("simulating %s: %d host(s), one step every %gs", scenario.name, len(sim.hosts), interval)
+    deadline = time.monotonic()
+    while not stop.is_set():
+        for host, lines in sim.step(interval).items():
+            follower = followers[host]
+            for line in lines:
+                follower.feed(line)
+            follower.flush()
+            follower.publish(True)
         deadline += interval
         stop.wait(max(0.0, deadline - time.monotonic()))

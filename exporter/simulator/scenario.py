@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from . import vsan
+from . import events, vsan
 from .schema import parse
 from .spec import Scenario, ScenarioError
 
@@ -38,6 +38,10 @@ def load_scenario(name_or_path: str) -> Scenario:
         raise ScenarioError(
             f"{name_or_path} is a vSAN scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
         )
+    if events.is_events(text):
+        raise ScenarioError(
+            f"{name_or_path} is a storage-events scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
+        )
     return parse(text, name, file) if n is None else parse(text, name, file, n)
 
 
@@ -45,6 +49,12 @@ def load_vsan_scenario(name_or_path: str) -> vsan.VsanScenario | None:
     """The scenario if it is a vSAN one (`kind: vsan`), else None."""
     text, name, file, _ = _find(name_or_path)
     return vsan.parse(text, name, file) if vsan.is_vsan(text) else None
+
+
+def load_events_scenario(name_or_path: str) -> events.EventsScenario | None:
+    """The scenario if it is a storage-events one (`kind: storage-events`), else None."""
+    text, name, file, _ = _find(name_or_path)
+    return events.parse(text, name, file) if events.is_events(text) else None
 
 
 def _find(name_or_path: str) -> tuple[str, str, str, int | None]:

@@ -523,3 +523,18 @@ class VsanCluster:
     # link is down has none
     nic_speeds: dict[tuple[str, str], float] = field(default_factory=dict)
     unnamed_disks: int = 0  # vSAN disks the discovery's disk query gave no device for (counted, not dropped)
+
+
+# --- ESXi's storage events (exporter.events): vCenter's event stream, or a host's vobd.log ------
+@dataclass(slots=True)
+class StorageEvents:
+    """One origin's storage events counted since the exporter started, replaced whole on every
+    change: (host, event id, device, datastore) -> (count, newest event's time)."""
+
+    origin: str  # the vSphere target, or the SSH host as configured
+    source: str  # vsphere | vobd
+    up: int = 0  # 1 while the origin's events are followed
+    counts: dict[tuple[str, str, str, str], tuple[int, float]] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> events counted under empty labels, or not at all
+    errors: dict[str, int] = field(default_factory=dict)  # fault -> times it happened
+    followed_ids: int = 0  # event ids followed (the known ones and the server's catalog)

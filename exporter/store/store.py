@@ -171,6 +171,7 @@ class Store:
         self.source_health: dict[tuple[str, str, str], m.SourceHealth] = {}
         self.host_disk_health: dict[tuple[str, str], m.DiskHealthReport] = {}  # (origin, host) -> local disks
         self.vsan_clusters: dict[tuple[str, str], m.VsanCluster] = {}  # (origin, cluster) -> newest read
+        self.storage_events: dict[tuple[str, str], m.StorageEvents] = {}  # (source, origin) -> counted so far
         self.version = 0
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
@@ -308,6 +309,13 @@ class Store:
         with self.lock:
             self.version += 1
 
+    # --- ESXi's storage events (exporter.events) ----------------------------------------------
+    def set_storage_events(self, record: m.StorageEvents) -> None:
+        """An origin's storage event counts, replaced whole (never changed after)."""
+        with self.lock:
+            self.storage_events[(record.source, record.origin)] = record
+            self.version += 1
+
     # --- local disks' health (exporter.smart) ---------------------------------------------
     def set_disk_health(self, report: m.DiskHealthReport, origin: str = "") -> None:
         """A host's local disks after a SMART round, replaced whole; LUNs the filter leaves out
@@ -375,6 +383,10 @@ class StoreView:
     @property
     def vsan(self) -> dict[str, m.VsanCluster]:
         return {name: c for (origin, name), c in self.store.vsan_clusters.items() if origin == self.origin}
+
+    @property
+    def storage_events(self) -> dict[tuple[str, str], m.StorageEvents]:
+        return {key: r for key, r in self.store.storage_events.items() if key[1] == self.origin}
 
 
 def _first_per_host(by_origin: dict) -> dict:

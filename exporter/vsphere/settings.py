@@ -38,6 +38,8 @@ TARGET_KEYS = {
     "vsan_interval": parse.duration,
     "updates": parse.boolean,
     "esxcli_interval": parse.duration,
+    "events": parse.boolean,
+    "events_interval": parse.duration,
 }
 _SELECTION_KEYS = ("host_include", "host_exclude", "shard")
 _VM_SELECTION_KEYS = ("vm_include", "vm_exclude")
@@ -65,6 +67,8 @@ class TargetConfig:
     max_answer_size: int = default("vsphere.max_answer_size")  # one process-wide cap (xmlguard), not per target
     updates: bool = default("vsphere.updates")  # follow the inventory's changes between walks
     esxcli_interval: float = default("vsphere.esxcli_interval")  # every host's esxcli read again
+    events: bool = default("vsphere.events")  # count ESXi's storage events (exporter.events)
+    events_interval: float = default("vsphere.events_interval")
 
     @property
     def host(self) -> str:
@@ -163,6 +167,8 @@ def targets(settings) -> list[TargetConfig]:
         max_answer_size=_setting(settings, "vsphere.max_answer_size"),
         updates=_setting(settings, "vsphere.updates"),
         esxcli_interval=_setting(settings, "vsphere.esxcli_interval"),
+        events=_setting(settings, "vsphere.events"),
+        events_interval=_setting(settings, "vsphere.events_interval"),
     )
     found: list[TargetConfig] = []
     if settings.get("vsphere.url"):

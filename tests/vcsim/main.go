@@ -802,6 +802,7 @@ func main() {
 
 	installChanges(reg, *model.ServiceContent.ViewManager, perf, placed)
 	hostStates := installHostStates(model.Service, reg, placed, *fixture, *esx) // hoststate.go: not-connected hosts, boot volumes
+	installEvents(model.Service, reg, placed)                                   // events.go: storage events, collectors, POST /storagesim/events
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u
