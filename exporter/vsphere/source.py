@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from exporter.esxcli.health import EsxcliHealth
 from exporter.store import model as m
+from exporter.store.faultlog import FaultLog
 from exporter.vsphere import discovery, esxcli, gcpause, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
 from exporter.vsphere.follow import Follower
@@ -83,6 +84,7 @@ class VsphereTarget:
         self._esxcli_due: set[str] = set()  # hosts whose esxcli is to be read again now (storage changed)
         self._esxcli_all = False  # every host's, now (after a walk)
         self._esxcli_wake = threading.Event()
+        self.refused = FaultLog(log)  # datastore and snapshot values refused: (object) -> count
 
     # --- health --------------------------------------------------------------------------
     def _failed(self, phase: str, message: str) -> None:
@@ -116,7 +118,7 @@ class VsphereTarget:
                 up=self.up,
                 durations=dict(self.durations),
                 errors={**self.errors, **({"login": self.client.login_refusals} if self.client.login_refusals else {})},
-                dropped=dict(self.dropped),
+                dropped={**self.dropped, **self._refused()},
                 objects=topology.counts() if topology is not None else {},
                 samples=dict(self.samples),
                 last_timestamp=dict(self.last_timestamp),
@@ -126,6 +128,20 @@ class VsphereTarget:
                 host_status=self.host_status,  # replaced whole, never changed
             )
         self.store.set_health(record)
+
+    def _refused(self) -> dict[str, int]:
+        total = sum(self.refused.snapshot().values())
+        return {"value_refused": total} if total else {}
+
+    def _space(self, delta: Delta, mirror: Mirror) -> None:
+        """Datastore space and the chosen VMs' snapshots, replaced whole when they changed; each
+        refused value counted, and logged once per object and cause."""
+        for key, line in delta.problems:
+            self.refused.failed(key, f"vsphere target {self.name}: {line}")
+        if delta.space:
+            self.store.set_space(self.name, mirror.space_by_url(), origin=self.name)
+        if delta.snapshots:
+            self.store.set_snapshots(mirror.snapshot_records(), origin=self.name)
 
     # --- discovery: a full walk, then its changes as they come ------------------------------
     def discover(self, reason: str = "start") -> bool:
@@ -163,6 +179,8 @@ class VsphereTarget:
         self.host_status = follower.mirror.host_status()
         previous = {t.name for t in self.topology.hosts} if self.topology is not None else set()
         self._apply(topology, topology.hosts, (previous | set(self.published)) - {t.name for t in topology.hosts})
+        with follower.lock:  # a walk again publishes only its last settle: space and snapshots whole
+            self._space(Delta(space=True, snapshots=True), follower.mirror)
         self.discovered.set()  # the collection loop starts its first round now, not at its next poll
         if self.running and self.config.updates:
             self.follower = follower  # followed by the discovery loop
@@ -195,6 +213,7 @@ class VsphereTarget:
             self.host_status = mirror.host_status()
         if delta.changed or delta.removed:
             self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        self._space(delta, mirror)
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
                 for kind, count in delta.changes.items():
