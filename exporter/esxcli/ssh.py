@@ -11,7 +11,7 @@ import subprocess
 import threading
 
 from exporter.configuration.config import default
-from exporter.esxcli import parse
+from exporter.esxcli import filesystem, parse
 from exporter.esxcli.health import EsxcliHealth
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError, read
 from exporter.ssh import process
@@ -33,6 +33,7 @@ SHAPES = {
     "system module parameters list": parse.table,
     "nvme device list": parse.table,
     "storage core path list": parse.blocks,
+    "storage filesystem list": parse.table,
 }
 
 
@@ -75,10 +76,23 @@ class EsxcliOverSsh:
 
     def refresh(self, host: str) -> bool:
         inventory, problems = read(host, self.fetch)
+        problems += self.space(host)
         self.store.set_inventory(inventory)
         for command, _reason, message in problems:
             log.warning("esxcli on %s: %s: %s", self.target.label, command, message)
         return not self.health.report(host, problems)
+
+    def space(self, host: str) -> list[tuple[str, str, str]]:
+        """The host's datastores' space (one series per datastore: the store keeps one of the
+        hosts, or vCenter's, per url); the command's problems as read's."""
+        command = " ".join(filesystem.COMMAND)
+        try:
+            records, bad = self.fetch(filesystem.COMMAND)
+        except EsxcliError as err:
+            return [(command, "failed", str(err))]
+        lines: list[str] = []
+        self.store.set_space(host, filesystem.spaces(records, lines))
+        return [(command, "bad_line", str(b)) for b in bad] + [(command, "bad_value", line) for line in lines]
 
     def run(self) -> None:
         every_interval(self.stop, self.host_name, self.interval, self.refresh, f"esxcli on {self.target.label}")

@@ -21,6 +21,7 @@ ANSWERS = {
     ("storage", "nmp", "device", "list"): "nmp-device-list.txt",
     ("storage", "core", "adapter", "list"): "adapter-list.txt",
     ("system", "module", "parameters", "list", "-m", "qlnativefc"): "module-parameters-qlnativefc.txt",
+    ("storage", "filesystem", "list"): "filesystem-list.txt",  # an ESXi 7/8 host: OSDATA, boot banks, a nameless VMFS
 }
 
 
