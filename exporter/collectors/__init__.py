@@ -42,6 +42,6 @@ COLLECTORS = {
     "vsphere": (vsphere.collect, True),  # vSphere targets' health (nothing without --vsphere)
     "host_state": (host_state.collect, True),  # hosts' connection state and maintenance mode (vSphere)
     "smart": (smart.collect, True),  # local disks' SMART pages and NVMe health logs (exporter.smart)
-    "vsan": (vsan.collect, True),
-    "space": (space.collect, True),  # datastore space (vSphere, esxcli) and VM snapshots (vSphere)  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
+    "vsan": (vsan.collect, True),  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
+    "space": (space.collect, True),  # datastore space (vSphere, esxcli) and VM snapshots (vSphere)
 }

@@ -33,9 +33,15 @@ def collect(store):
     )
     prov = gauge("esxi_datastore_provisioned_bytes", "capacity - free + uncommitted: what its files take once all are full.")
     accessible = gauge("esxi_datastore_accessible", "1 if the datastore is accessible, 0 if not.")
-    maintenance = gauge("esxi_datastore_maintenance_mode", "The datastore's maintenance mode: 1 for the current one, 0 for the others.")
-    updated = gauge("esxi_datastore_space_updated_timestamp_seconds", "When vCenter last refreshed the datastore's figures (info.timestamp).")
-    snapshot_ds = gauge("esxi_datastore_snapshot_bytes", "Size on disk of the followed VMs' snapshot files and delta disks on the datastore.")
+    maintenance = gauge(
+        "esxi_datastore_maintenance_mode", "The datastore's maintenance mode: 1 for the current one, 0 for the others."
+    )
+    updated = gauge(
+        "esxi_datastore_space_updated_timestamp_seconds", "When vCenter last refreshed the datastore's figures (info.timestamp)."
+    )
+    snapshot_ds = gauge(
+        "esxi_datastore_snapshot_bytes", "Size on disk of the followed VMs' snapshot files and delta disks on the datastore."
+    )
     spaces = store.spaces
     by_name: dict[str, str] = {}
     for url, space in sorted(spaces.items(), key=lambda item: (item[1].name, item[0])):
@@ -54,7 +60,9 @@ def collect(store):
         mode = space.maintenance_mode
         if mode:
             for name in (*DATASTORE_MAINTENANCE_MODES, *((mode,) if mode not in DATASTORE_MAINTENANCE_MODES else ())):
-                maintenance.add(label_string((*LABELS, "mode"), (space.name, space.type, url, name)), 1.0 if name == mode else 0.0)
+                maintenance.add(
+                    label_string((*LABELS, "mode"), (space.name, space.type, url, name)), 1.0 if name == mode else 0.0
+                )
 
     count = gauge("esxi_vm_snapshots", "Snapshots the VM has (absent when none).")
     oldest = gauge("esxi_vm_snapshot_oldest_timestamp_seconds", "When the VM's oldest snapshot was taken.")

@@ -87,8 +87,21 @@ def test_datastore_space_from_esxcli_filesystem_list_over_ssh(sshd, exporter_for
     assert value(text, "esxi_datastore_uncommitted_bytes", **shared) is None  # esxcli has none
     nameless = "64b0a7f1-2e3c4d5a-7b8c-0050569f1a2b"
     assert value(text, "esxi_datastore_free_bytes", datastore=nameless, type="vmfs") == 268000935936
-    names = {line.split('datastore="', 1)[1].split('"', 1)[0] for line in text.splitlines() if line.startswith("esxi_datastore_accessible{")}
-    assert names == {"ds-shared-01", "ds-vmfs5-old", nameless, "nfs-iso", "nfs41-backup", "vsanDatastore", "vvol-01", "ds-unmounted"}
+    names = {
+        line.split('datastore="', 1)[1].split('"', 1)[0]
+        for line in text.splitlines()
+        if line.startswith("esxi_datastore_accessible{")
+    }
+    assert names == {
+        "ds-shared-01",
+        "ds-vmfs5-old",
+        nameless,
+        "nfs-iso",
+        "nfs41-backup",
+        "vsanDatastore",
+        "vvol-01",
+        "ds-unmounted",
+    }
     assert value(text, "esxi_datastore_accessible", datastore="ds-unmounted") == 0
     assert value(text, "esxi_datastore_capacity_bytes", datastore="ds-unmounted") is None
     assert value(text, "esxi_datastore_free_bytes", datastore="nfs41-backup", type="nfs41") == 1649267441664

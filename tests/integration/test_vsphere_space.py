@@ -99,7 +99,12 @@ def test_each_datastore_once_with_its_figures(stack):
     # ds-shared-01 is mounted by two hosts, ds-local-03 by one, vvol-01 by none: one series each
     assert {"ds-shared-01", "ds-local-03", "vvol-01", "nfs41-backup", "ds-thin-pool"} <= set(accessible)
     types = {labels["datastore"]: labels["type"] for labels, _ in samples(text, "esxi_datastore_accessible")}
-    assert (types["vvol-01"], types["nfs41-backup"], types["nfs-vm-01"], types["ds-shared-01"]) == ("vvol", "nfs41", "nfs", "vmfs")
+    assert (types["vvol-01"], types["nfs41-backup"], types["nfs-vm-01"], types["ds-shared-01"]) == (
+        "vvol",
+        "nfs41",
+        "nfs",
+        "vmfs",
+    )
     # a capacity of 0 and an inaccessible datastore: a clear state, no figures to divide by
     assert accessible["ds-lost-01"] == 0 and accessible["ds-thin-pool"] == 1
     for name in ("ds-lost-01", "ds-thin-pool"):
@@ -170,7 +175,9 @@ def test_every_space_alert_fires_where_the_fixture_says(stack):
 
     def firing() -> set[tuple]:
         found = set()
-        for s in prometheus.query('ALERTS{alertstate="firing",alertname=~"EsxiDatastore.*|EsxiVmSnapshot.*|EsxiVmConsolidation.*"}'):
+        for s in prometheus.query(
+            'ALERTS{alertstate="firing",alertname=~"EsxiDatastore.*|EsxiVmSnapshot.*|EsxiVmConsolidation.*"}'
+        ):
             labels = s["metric"]
             found.add((labels["alertname"], labels.get("datastore") or labels.get("vm")))
         return found

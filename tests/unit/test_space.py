@@ -6,10 +6,12 @@ collector's families (one series per datastore whichever source saw it)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from exporter.collectors import space as collector
+from exporter.esxcli import filesystem, parse
 from exporter.store import model as m
 from exporter.store.store import Store
 from exporter.vsphere import space
@@ -20,7 +22,9 @@ NS = 'xmlns="urn:vim25" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
 GIB = 1 << 30
 
 
-def summary(name="ds1", kind="VMFS", url="ds:///vmfs/volumes/5f1d-aa/", capacity=100 * GIB, free=40 * GIB, uncommitted=None, **extra):
+def summary(
+    name="ds1", kind="VMFS", url="ds:///vmfs/volumes/5f1d-aa/", capacity=100 * GIB, free=40 * GIB, uncommitted=None, **extra
+):
     fields = {"name": name, "url": url, "capacity": capacity, "freeSpace": free, "type": kind, **extra}
     if uncommitted is not None:
         fields["uncommitted"] = uncommitted
@@ -102,7 +106,10 @@ def tree_xml(depth: int, branches: int = 1) -> ET.Element:
         node = f"<childSnapshotList><name>s{i}</name><createTime>2026-11-{1 + i % 27:02d}T00:00:00Z</createTime>{node}</childSnapshotList>"
     roots = node.replace("childSnapshotList", "rootSnapshotList", 1)
     roots = roots[: roots.rfind("</childSnapshotList>")] + "</rootSnapshotList>" if depth else roots
-    extra = "".join(f"<rootSnapshotList><name>r{b}</name><createTime>2026-10-0{b}T00:00:00Z</createTime></rootSnapshotList>" for b in range(1, branches))
+    extra = "".join(
+        f"<rootSnapshotList><name>r{b}</name><createTime>2026-10-0{b}T00:00:00Z</createTime></rootSnapshotList>"
+        for b in range(1, branches)
+    )
     return ET.fromstring(f"<val {NS}><currentSnapshot>snapshot-1</currentSnapshot>{roots}{extra}</val>")
 
 
@@ -119,7 +126,9 @@ def test_a_tree_with_branches():
     assert space.snapshot_tree(None) == (0, None)
 
 
-def layout_xml(files: list[tuple[int, str, str, int]], disks: list[list[list[int]]], snapshots: list[list[list[int]]] = ()) -> ET.Element:
+def layout_xml(
+    files: list[tuple[int, str, str, int]], disks: list[list[list[int]]], snapshots: list[list[list[int]]] = ()
+) -> ET.Element:
     body = "".join(f"<file><key>{k}</key><name>{n}</name><type>{t}</type><size>{s}</size></file>" for k, n, t, s in files)
     for chain in disks:
         units = "".join("<chain>" + "".join(f"<fileKey>{k}</fileKey>" for k in unit) + "</chain>" for unit in chain)
@@ -229,10 +238,107 @@ def test_one_series_per_datastore_whichever_sources_see_it():
     store.set_space("esx02", {url: ssh})
     store.set_space("vc1", {url: api}, origin="vc1")
     families = {f.name: f.lines for f in collector.collect(store)}
-    assert families["esxi_datastore_free_bytes"] == [f'esxi_datastore_free_bytes{{datastore="ds1",type="vmfs",url="{url}"}} 40.0\n']
+    assert families["esxi_datastore_free_bytes"] == [
+        f'esxi_datastore_free_bytes{{datastore="ds1",type="vmfs",url="{url}"}} 40.0\n'
+    ]
     assert len(families["esxi_datastore_capacity_bytes"]) == 1
     assert families["esxi_datastore_maintenance_mode"][0].endswith('mode="normal"} 1.0\n')
     store.set_space("vc1", {}, origin="vc1")  # vCenter gone: a host's answer is shown
     families = {f.name: f.lines for f in collector.collect(store)}
     assert len(families["esxi_datastore_free_bytes"]) == 1 and families["esxi_datastore_free_bytes"][0].endswith(" 35.0\n")
     assert families["esxi_datastore_uncommitted_bytes"] == []
+
+
+# --- esxcli storage filesystem list ----------------------------------------------------------
+
+FILESYSTEMS = Path(__file__).resolve().parents[1] / "fixtures" / "esxcli" / "filesystem-list.txt"
+
+
+def test_esxcli_filesystem_table_of_an_esxi_8_host():
+    records, bad = parse.table(FILESYSTEMS.read_text())
+    problems: list[str] = []
+    found = filesystem.spaces(records, problems)
+    assert bad == [] and problems == []
+    by_name = {s.name: s for s in found.values()}
+    assert sorted(by_name) == sorted(
+        [
+            "ds-shared-01",
+            "ds-vmfs5-old",
+            "64b0a7f1-2e3c4d5a-7b8c-0050569f1a2b",
+            "nfs-iso",
+            "nfs41-backup",
+            "vsanDatastore",
+            "vvol-01",
+            "ds-unmounted",
+        ]
+    )
+    shared = by_name["ds-shared-01"]
+    assert shared == m.DatastoreSpace(
+        "ds-shared-01",
+        "ds:///vmfs/volumes/61a4c3e2-9b1f0d22-6a3c-0050569f1a2b/",
+        "vmfs",
+        1099243192320.0,
+        131941395456.0,
+        source="esxcli",
+    )
+    assert [by_name[n].type for n in ("ds-vmfs5-old", "nfs-iso", "nfs41-backup", "vsanDatastore", "vvol-01")] == [
+        "vmfs",
+        "nfs",
+        "nfs41",
+        "vsan",
+        "vvol",
+    ]
+    unmounted = by_name["ds-unmounted"]
+    assert not unmounted.accessible and unmounted.capacity_bytes is None
+
+
+def test_esxcli_filesystem_csv_reads_as_the_table():
+    csv_text = (
+        "Free,MountPoint,Mounted,Size,Type,UUID,VolumeName,\n"
+        "131941395456,/vmfs/volumes/61a4c3e2-9b1f0d22-6a3c-0050569f1a2b,true,1099243192320,VMFS-6,61a4c3e2-9b1f0d22-6a3c-0050569f1a2b,ds-shared-01,\n"
+        "268000935936,/vmfs/volumes/64b0a7f1-2e3c4d5a-7b8c-0050569f1a2b,true,268166709248,VMFS-6,64b0a7f1-2e3c4d5a-7b8c-0050569f1a2b,,\n"
+        "125068148736,/vmfs/volumes/61a4c3d0-7e2a4b18,true,128580583424,VMFSOS,61a4c3d0-7e2a4b18,OSDATA-61a4c3d0-7e2a4b18,\n"
+    )
+    records, bad = parse.csv_records(csv_text)
+    found = filesystem.spaces(records, [])
+    table = filesystem.spaces(parse.table(FILESYSTEMS.read_text())[0], [])
+    assert bad == [] and len(found) == 2
+    for url, space_ in found.items():
+        assert table[url] == space_
+
+
+@pytest.mark.parametrize(
+    ("size", "free", "refused"),
+    [
+        ("-1", "0", "Size -1 is out of range"),
+        ("1e30", "5", "Size 1e30 is out of range"),
+        ("100", "NaN", "Free NaN is out of range"),
+        ("100", "x", "Free 'x' is not a number"),
+        ("100", "200", "Free 200 is more than its Size 100"),
+    ],
+)
+def test_esxcli_absurd_figures_are_refused_alone(size, free, refused):
+    records = [
+        {
+            "mountpoint": "/vmfs/volumes/a",
+            "volumename": "a",
+            "uuid": "a",
+            "mounted": "true",
+            "type": "VMFS-6",
+            "size": size,
+            "free": free,
+        },
+        {
+            "mountpoint": "/vmfs/volumes/b",
+            "volumename": "b",
+            "uuid": "b",
+            "mounted": "true",
+            "type": "NFS",
+            "size": "10",
+            "free": "4",
+        },
+    ]
+    problems: list[str] = []
+    found = filesystem.spaces(records, problems)
+    assert len(problems) == 1 and refused in problems[0]
+    assert found["ds:///vmfs/volumes/b/"].free_bytes == 4.0 and "ds:///vmfs/volumes/a/" in found
