@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from . import vsan
+from . import space, vsan
 from .schema import parse
 from .spec import Scenario, ScenarioError
 
@@ -38,6 +38,10 @@ def load_scenario(name_or_path: str) -> Scenario:
         raise ScenarioError(
             f"{name_or_path} is a vSAN scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
         )
+    if space.is_space(text):
+        raise ScenarioError(
+            f"{name_or_path} is a datastore space scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
+        )
     return parse(text, name, file) if n is None else parse(text, name, file, n)
 
 
@@ -45,6 +49,12 @@ def load_vsan_scenario(name_or_path: str) -> vsan.VsanScenario | None:
     """The scenario if it is a vSAN one (`kind: vsan`), else None."""
     text, name, file, _ = _find(name_or_path)
     return vsan.parse(text, name, file) if vsan.is_vsan(text) else None
+
+
+def load_space_scenario(name_or_path: str) -> space.SpaceScenario | None:
+    """The scenario if it is a datastore space one (`kind: space`), else None."""
+    text, name, file, _ = _find(name_or_path)
+    return space.parse(text, name, file) if space.is_space(text) else None
 
 
 def _find(name_or_path: str) -> tuple[str, str, str, int | None]:
