@@ -16,6 +16,7 @@ from exporter.esxcli.health import EsxcliHealth
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError, read
 from exporter.ssh import process
 from exporter.ssh.target import SshTarget
+from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
 # The most one esxcli command may print over SSH by default, 16 MiB: a host's path list at ESXi's
@@ -53,6 +54,7 @@ class EsxcliOverSsh:
         self.target, self.store, self.stop, self.host_name = target, store, stop, host_name
         self.interval, self.ssh, self.max_output = interval, ssh, max_output
         self.health = EsxcliHealth(store)
+        self.space_log = FaultLog(log)  # (host, problem) of storage filesystem list
 
     def fetch(self, words: list[str]):
         command = " ".join(w for w in words if not w.startswith("-"))
@@ -76,11 +78,11 @@ class EsxcliOverSsh:
 
     def refresh(self, host: str) -> bool:
         inventory, problems = read(host, self.fetch)
-        problems += self.space(host)
+        space = self.space(host)
         self.store.set_inventory(inventory)
         for command, _reason, message in problems:
             log.warning("esxcli on %s: %s: %s", self.target.label, command, message)
-        return not self.health.report(host, problems)
+        return not self.health.report(host, problems + space)
 
     def space(self, host: str) -> list[tuple[str, str, str]]:
         """The host's datastores' space (one series per datastore: the store keeps one of the
@@ -89,10 +91,19 @@ class EsxcliOverSsh:
         try:
             records, bad = self.fetch(filesystem.COMMAND)
         except EsxcliError as err:
-            return [(command, "failed", str(err))]
-        lines: list[str] = []
-        self.store.set_space(host, filesystem.spaces(records, lines))
-        return [(command, "bad_line", str(b)) for b in bad] + [(command, "bad_value", line) for line in lines]
+            problems = [(command, "failed", str(err))]
+        else:
+            lines: list[str] = []
+            self.store.set_space(host, filesystem.spaces(records, lines))
+            problems = [(command, "bad_line", str(b)) for b in bad] + [(command, "bad_value", line) for line in lines]
+        # counted at every refresh (the health record), logged once per cause and its recovery once
+        causes = {message for _, _, message in problems}
+        for message in causes:
+            self.space_log.failed((host, message), f"esxcli on {self.target.label}: {command}: {message}")
+        for key in self.space_log.snapshot(lambda k: k[0] == host and k[1] not in causes):
+            if self.space_log.answered(key, f"esxcli on {self.target.label}: {command}: answered again"):
+                self.space_log.forget(lambda k, key=key: k == key)
+        return problems
 
     def run(self) -> None:
         every_interval(self.stop, self.host_name, self.interval, self.refresh, f"esxcli on {self.target.label}")

@@ -342,3 +342,30 @@ def test_esxcli_absurd_figures_are_refused_alone(size, free, refused):
     found = filesystem.spaces(records, problems)
     assert len(problems) == 1 and refused in problems[0]
     assert found["ds:///vmfs/volumes/b/"].free_bytes == 4.0 and "ds:///vmfs/volumes/a/" in found
+
+
+def test_esxcli_space_problems_are_counted_every_time_and_logged_once(caplog):
+    from exporter.esxcli.ssh import EsxcliOverSsh
+    from exporter.ssh.target import parse_target
+
+    rows = [
+        {
+            "mountpoint": "/vmfs/volumes/a",
+            "volumename": "a",
+            "uuid": "a",
+            "mounted": "true",
+            "type": "VMFS-6",
+            "size": "-1",
+            "free": "0",
+        }
+    ]
+    store = Store()
+    runner = EsxcliOverSsh(parse_target("root@esx01"), store, stop=None, host_name=lambda: "esx01")
+    runner.fetch = lambda words: (rows, [])
+    with caplog.at_level("WARNING", logger="exporter.esxcli.ssh"):
+        first, second = runner.space("esx01"), runner.space("esx01")
+    assert first == second == [("storage filesystem list", "bad_value", "datastore a: Size -1 is out of range: refused")]
+    assert [r.getMessage() for r in caplog.records].count(
+        "esxcli on esx01: storage filesystem list: datastore a: Size -1 is out of range: refused"
+    ) == 1
+    assert store.spaces["ds:///vmfs/volumes/a/"].capacity_bytes is None  # the datastore is kept, its figure refused
