@@ -3,10 +3,12 @@
 Two private property collectors on the target's session (updates.PropertySession):
 
 - hosts: a container view of the tree (folders, datacenters, clusters, hosts: names, parents,
-  connection state) and two list views of the chosen hosts, one for the properties the LUN,
-  adapter and CPU counters need, one for paths, mounts and the vmkernel network;
+  connection state), two list views of the chosen hosts, one for the properties the LUN,
+  adapter and CPU counters need, one for paths, mounts and the vmkernel network, and a container
+  view of every datastore for its space (summary, info.timestamp: once per datastore);
 - VMs (with --vsphere.vms): a container view of every VM and vApp (name, parent, host, power
-  state) and a list view of the chosen VMs for their device lists.
+  state) and a list view of the chosen VMs for their device lists and, through a second
+  filter, their snapshots (snapshot, layoutEx, runtime.consolidationNeeded).
 
 The walk is the collectors' first answers, in the order a cold start needs them: the tree, then
 each chosen host's LUNs (published: collection can start), then its paths and mounts, then the
