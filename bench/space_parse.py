@@ -26,7 +26,9 @@ def chain(depth: int) -> ET.Element:
     node = ""
     for i in range(depth, 0, -1):
         node = f"<childSnapshotList><name>s{i}</name><createTime>2026-11-01T00:00:00Z</createTime>{node}</childSnapshotList>"
-    return ET.fromstring(f"<val {NS}><rootSnapshotList><name>s0</name><createTime>2026-10-01T00:00:00Z</createTime>{node}</rootSnapshotList></val>")
+    return ET.fromstring(
+        f"<val {NS}><rootSnapshotList><name>s0</name><createTime>2026-10-01T00:00:00Z</createTime>{node}</rootSnapshotList></val>"
+    )
 
 
 def layout(files: int) -> ET.Element:
