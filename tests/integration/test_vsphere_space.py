@@ -36,6 +36,12 @@ def _fixture(path: Path) -> Path:
     space = json.loads(json.dumps(SPACE))
     space["snapshots"]["web01"]["grow_bytes_per_second"] = GROW
     space["datastores"]["nfs-vm-01"]["fill_bytes_per_second"] = FILL
+    # hostile answers beside them: figures vCenter never sends, a chain 1,000 deep, 100,000 files
+    space["extra_datastores"] += [
+        {"name": "ds-negative", "type": "VMFS", "capacity": -1, "free": 0},
+        {"name": "ds-absurd", "type": "VMFS", "capacity": 9223372036854775807, "free": 100},
+    ]
+    space["snapshots"]["batch01"] = {"chain": 1000, "extra_files": 100_000}
     doc["space"] = space
     path.write_text(json.dumps(doc))
     return path
@@ -112,7 +118,16 @@ def test_each_datastore_once_with_its_figures(stack):
     modes = {(labels["datastore"], labels["mode"]): value for labels, value in samples(text, "esxi_datastore_maintenance_mode")}
     assert modes[("ds-maint-01", "inMaintenance")] == 1 and modes[("ds-maint-01", "normal")] == 0
     assert modes[("ds-shared-01", "normal")] == 1
-    assert "esxi_vsphere_dropped_series_total" not in text or 'reason="value_refused"' not in text
+    # the hostile figures: refused alone, counted, logged once; their datastores kept (accessible, mode,
+    # timestamp), without figures (no capacity: nothing to judge free space by)
+    assert accessible["ds-negative"] == 1 and accessible["ds-absurd"] == 1
+    assert not {"ds-negative", "ds-absurd"} & (set(capacity) | set(free) | set(provisioned))
+    assert modes[("ds-absurd", "normal")] == 1
+    refused = [v for labels, v in samples(text, "esxi_vsphere_dropped_series_total") if labels["reason"] == "value_refused"]
+    assert refused == [2]
+    log = (stack[1].log_path).read_text()
+    assert log.count("datastore ds-negative: capacity -1 is out of range: refused") == 1
+    assert log.count("datastore ds-absurd: capacity 9223372036854775807 is out of range: refused") == 1
 
 
 def test_snapshots_per_vm_and_per_datastore(stack):
@@ -122,9 +137,10 @@ def test_snapshots_per_vm_and_per_datastore(stack):
     oldest = {labels["vm"]: value for labels, value in samples(text, "esxi_vm_snapshot_oldest_timestamp_seconds")}
     size = {labels["vm"]: value for labels, value in samples(text, "esxi_vm_snapshot_bytes")}
     needed = {labels["vm"]: value for labels, value in samples(text, "esxi_vm_consolidation_needed")}
-    # batch01 has none: no snapshot series at all
-    assert count == {"db01": 3, "web01": 1, "app01": 0}
-    assert set(oldest) == {"db01", "web01"}
+    # old01 is off and not followed; batch01 has a chain 1,000 deep and 100,000 log files
+    assert count == {"db01": 3, "web01": 1, "app01": 0, "batch01": 1000}
+    assert set(oldest) == {"db01", "web01", "batch01"}
+    assert size["batch01"] == 1000 * (2**20 + 512 + 32768)  # its deltas and .vmsn files; no log file
     assert abs(oldest["db01"] - (started - 432000)) < 120
     # db01: two disks on ds-shared-01; the deltas of s1 and s3 (the current branch) and their
     # descriptors, three .vmsn files and s2's memory; s2's own delta went with the revert
@@ -132,7 +148,7 @@ def test_snapshots_per_vm_and_per_datastore(stack):
     expected = 2 * (tree[0]["delta_bytes"] + tree[2]["delta_bytes"] + 2 * 512) + 3 * 32768 + tree[1]["memory_bytes"]
     assert size["db01"] == expected
     assert size["app01"] == 2 * (512 + 2**20)  # the orphan delta of each of its two disks
-    assert needed == {"app01": 1}
+    assert needed == {"app01": 1}  # the others have no flag set (unset: no series)
     per_ds = {labels["datastore"]: value for labels, value in samples(text, "esxi_datastore_snapshot_bytes")}
     assert per_ds["ds-shared-01"] == expected + 512 + 2**20
     assert per_ds["nfs-vm-01"] == 512 + 2**20
