@@ -100,6 +100,22 @@ def one_round(sim, secret, with_space: bool, changes: int, collections: int = 5)
         updates.PropertySession.watch = _WATCH
 
 
+def alternate(hosts: int, vms: int, rounds: int, run) -> dict[bool, list]:
+    """One simulator of hosts x vms; run(sim, secret, with_space) rounds times each way, alternated
+    so that drift hits both alike: {False: [...], True: [...]}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sim = StorageSim(Path(tmp) / "sim", "-hosts", str(hosts), "-vms", str(vms), fixture=None)
+        try:
+            secret = password_file(Path(tmp))
+            results: dict[bool, list] = {False: [], True: []}
+            for _ in range(rounds):
+                for with_space in (False, True):
+                    results[with_space].append(run(sim, secret, with_space))
+            return results
+        finally:
+            sim.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hosts", type=int, default=64)
@@ -107,16 +123,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--changes", type=int, default=2)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        sim = StorageSim(Path(tmp) / "sim", "-hosts", str(args.hosts), "-vms", str(args.vms), fixture=None)
-        try:
-            secret = password_file(Path(tmp))
-            results = {True: [], False: []}
-            for _ in range(args.rounds):
-                for with_space in (False, True):  # alternated, so drift hits both alike
-                    results[with_space].append(one_round(sim, secret, with_space, args.changes))
-        finally:
-            sim.stop()
+    results = alternate(args.hosts, args.vms, args.rounds, lambda sim, secret, on: one_round(sim, secret, on, args.changes))
     print(f"{args.hosts} hosts x {args.vms} VMs, {args.rounds} rounds, medians (CPU seconds of this process)")
     print(f"{'':32s} {'without':>10s} {'with':>10s} {'ratio':>7s}")
     for key in ("walk_cpu", "collection_cpu_idle", "collection_cpu_changing", "window_cpu"):

@@ -12,11 +12,11 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # runnable as a script or with -m
-from vsphere_common import ROOT, StorageSim, password_file  # noqa: E402
+from space_follow import alternate  # noqa: E402
+from vsphere_common import ROOT  # noqa: E402
 
 CHILD = """
 import json, sys, threading
@@ -57,16 +57,7 @@ def main() -> int:
     ap.add_argument("--vms", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        sim = StorageSim(Path(tmp) / "sim", "-hosts", str(args.hosts), "-vms", str(args.vms), fixture=None)
-        try:
-            secret = password_file(Path(tmp))
-            results = {False: [], True: []}
-            for _ in range(args.rounds):
-                for with_space in (False, True):
-                    results[with_space].append(child(sim, secret, with_space))
-        finally:
-            sim.stop()
+    results = alternate(args.hosts, args.vms, args.rounds, child)
     print(f"{args.hosts} hosts x {args.vms} VMs, {args.rounds} rounds, medians (MiB, each child's own VmHWM)")
     a = statistics.median(r["peak_mib"] for r in results[False])
     b = statistics.median(r["peak_mib"] for r in results[True])
