@@ -223,6 +223,7 @@ class Follower:
             total.space |= delta.space
             total.snapshots |= delta.snapshots
             total.problems += delta.problems
+            total.fine += delta.fine
             for kind, count in delta.changes.items():
                 total.count(kind, count)
             if not wants:
@@ -233,7 +234,7 @@ class Follower:
         if total and (self.staged or self.mirror.following):
             self.publish(total, self.mirror)
         else:  # values refused during a walk again: counted and logged with its last settle
-            self.mirror.requeue(total.problems)
+            self.mirror.requeue(total.problems, total.fine)
 
     def _serve(self, wants: Wants) -> None:
         mirror = self.mirror

@@ -93,6 +93,7 @@ class Delta:
     space: bool = False  # a datastore's space changed, came or went (Mirror.space_by_url)
     snapshots: bool = False  # a chosen VM's snapshots changed, or it came or went (Mirror.snapshot_records)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (object, line): values refused
+    fine: list[str] = field(default_factory=list)  # objects whose values were all read this time
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.removed or self.statuses or self.space or self.snapshots)
@@ -137,6 +138,7 @@ class Mirror:
         self.snapshots: dict[str, m.VmSnapshots] = {}  # placed VMs' snapshots, by moid
         self._dirty_snapshots: set[str] = set()
         self._problems: list[tuple[str, str]] = []
+        self._fine: list[str] = []
 
     # --- updates in ------------------------------------------------------------------------
     def apply(self, updates: list[ObjectUpdate]) -> None:
@@ -168,6 +170,8 @@ class Mirror:
         problems: list[str] = []
         found = space.datastore_space(moid, summary, updated, problems)
         self._problems += [(f"datastore {moid}", line) for line in problems]
+        if not problems:
+            self._fine.append(f"datastore {moid}")
         if found is None:
             self.spaces.pop(moid, None)
         else:
@@ -189,6 +193,8 @@ class Mirror:
             value = changes["runtime.consolidationNeeded"]
             needed = None if value is None else _text(value) == "true"
         self._problems += [(f"VM {moid}", line) for line in problems]
+        if not problems and "layoutEx" in changes:
+            self._fine.append(f"VM {moid}")
         self._snapshot_parts[moid] = (tree, files, needed)
         self._dirty_snapshots.add(moid)
 
@@ -334,6 +340,7 @@ class Mirror:
         if self._space_dirty:
             self._space_dirty, delta.space = False, True
         delta.problems, self._problems = self._problems, []
+        delta.fine, self._fine = self._fine, []
         wants.reread = sorted(self._reread)
         wants.settings = sorted(self._settings)
         self._settings.clear()
@@ -557,9 +564,10 @@ class Mirror:
                 delta.snapshots = True
         self._dirty_snapshots.clear()
 
-    def requeue(self, problems: list[tuple[str, str]]) -> None:
-        """Problems a settle found that nobody was told of: handed out with the next."""
+    def requeue(self, problems: list[tuple[str, str]], fine: list[str]) -> None:
+        """Problems (and objects read fine) a settle found that nobody was told of: handed out with the next."""
         self._problems[:0] = problems
+        self._fine[:0] = fine
 
     def space_by_url(self) -> dict[str, m.DatastoreSpace]:
         """Every datastore's space, by url (one per datastore, whatever number of hosts mount it)."""

@@ -138,6 +138,9 @@ class VsphereTarget:
         refused value counted, and logged once per object and cause."""
         for key, line in delta.problems:
             self.refused.failed(key, f"vsphere target {self.name}: {line}")
+        for key in delta.fine:  # a value refused before read again: its recovery logged once
+            if self.refused.is_failing(key):
+                self.refused.answered(key, f"vsphere target {self.name}: {key}: its values read again")
         if delta.space:
             self.store.set_space(self.name, mirror.space_by_url(), origin=self.name)
         if delta.snapshots:

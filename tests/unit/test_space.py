@@ -369,3 +369,15 @@ def test_esxcli_space_problems_are_counted_every_time_and_logged_once(caplog):
         "esxcli on esx01: storage filesystem list: datastore a: Size -1 is out of range: refused"
     ) == 1
     assert store.spaces["ds:///vmfs/volumes/a/"].capacity_bytes is None  # the datastore is kept, its figure refused
+
+
+def test_a_datastore_read_fine_again_is_told_apart():
+    """The mirror names the objects read without a refusal, so the source logs a recovery once."""
+    mirror = Mirror(stub=None)
+    mirror.apply([update("datastore-2", summary=summary(name="bad", url="ds:///vmfs/volumes/bad/", capacity=-4))])
+    delta, _ = mirror.settle()
+    assert [k for k, _ in delta.problems] == ["datastore datastore-2"] and delta.fine == []
+    mirror.apply([update("datastore-2", kind="modify", summary=summary(name="bad", url="ds:///vmfs/volumes/bad/"))])
+    delta, _ = mirror.settle()
+    assert delta.problems == [] and delta.fine == ["datastore datastore-2"]
+    assert mirror.space_by_url()["ds:///vmfs/volumes/bad/"].capacity_bytes == 100 * GIB
