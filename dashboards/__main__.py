@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .boards import adapters, before_after, capacity, cpu_efficiency, disks, lun_detail, overview, sioc, vms, vsan
+from .boards import adapters, before_after, capacity, cpu_efficiency, disks, lun_detail, overview, sioc, space, vms, vsan
 from .render import dumps, import_flavour, to_json
 
-BOARDS = (overview, lun_detail, adapters, capacity, cpu_efficiency, before_after, vms, disks, vsan, sioc)
+BOARDS = (overview, lun_detail, adapters, capacity, cpu_efficiency, before_after, vms, disks, vsan, sioc, space)
 HERE = Path(__file__).resolve().parent
 FLAVOURS = {"provisioned": lambda model: model, "import": import_flavour}
 

@@ -20,6 +20,7 @@ from exporter.collectors import (
     path,
     sioc,
     smart,
+    space,
     ssh,
     vm,
     vsan,
@@ -46,4 +47,5 @@ COLLECTORS = {
     "vsan": (vsan.collect, True),  # vSAN clusters: performance, health, space (nothing without a vSAN cluster)
     "sioc": (sioc.collect, True),  # Storage I/O Control per datastore (vSphere: its counters and iormConfiguration)
     "events": (events.collect, True),  # ESXi's storage events (vCenter's event stream, vobd.log over SSH)
+    "space": (space.collect, True),  # datastore space (vSphere, esxcli) and VM snapshots (vSphere)
 }

@@ -72,6 +72,10 @@ class Thresholds:
     vsan_tcp_retransmit_ratio: float  # share of vSAN's TCP segments sent again worth a look
     vsan_resync_over_vm_ratio: float  # resync bytes over the VMs' own at which resync competes
     vsan_resync_min_bytes_per_second: float
+    datastore_space_used_warning_ratio: float = 0.75  # defaults: a thresholds file from before #43
+    datastore_space_used_critical_ratio: float = 0.85
+    datastore_overcommit_ratio: float = 1.5
+    snapshot_max_age_seconds: float = 259200.0
 
     @property
     def link_saturated_share_of_speed(self) -> float:
@@ -109,4 +113,8 @@ def read(source: str | Path | None = None) -> Thresholds:
         vsan_tcp_retransmit_ratio=number("values", "vsan_tcp_retransmit_ratio"),
         vsan_resync_over_vm_ratio=number("values", "vsan_resync_over_vm_ratio"),
         vsan_resync_min_bytes_per_second=number("values", "vsan_resync_min_bytes_per_second"),
+        datastore_space_used_warning_ratio=number("values", "datastore_space_used_warning_ratio"),
+        datastore_space_used_critical_ratio=number("values", "datastore_space_used_critical_ratio"),
+        datastore_overcommit_ratio=number("values", "datastore_overcommit_ratio"),
+        snapshot_max_age_seconds=number("values", "snapshot_max_age_seconds"),
     )

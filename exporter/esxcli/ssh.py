@@ -11,7 +11,7 @@ import subprocess
 import threading
 
 from exporter.configuration.config import default
-from exporter.esxcli import parse
+from exporter.esxcli import filesystem, parse
 from exporter.esxcli.health import EsxcliHealth
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError, read
 from exporter.ssh import process
@@ -36,6 +36,7 @@ SHAPES = {
     "storage core device vaai status get": parse.blocks,
     "system settings advanced list": parse.settings,
     "storage vmfs lockmode list": parse.table,
+    "storage filesystem list": parse.table,
 }
 
 
@@ -78,8 +79,22 @@ class EsxcliOverSsh:
 
     def refresh(self, host: str) -> bool:
         inventory, problems = read(host, self.fetch)
+        space = self.space(host)
         self.store.set_inventory(inventory)
-        return not self.health.report(host, problems, f"esxcli on {self.target.label}")  # logged once per cause
+        return not self.health.report(host, problems + space, f"esxcli on {self.target.label}")  # logged once per cause
+
+    def space(self, host: str) -> list[tuple[str, str, str]]:
+        """The host's datastores' space (one series per datastore: the store keeps one of the
+        hosts, or vCenter's, per url); the command's problems as read's, counted and logged once
+        per cause with the others."""
+        command = " ".join(filesystem.COMMAND)
+        try:
+            records, bad = self.fetch(filesystem.COMMAND)
+        except EsxcliError as err:
+            return [(command, "failed", str(err))]
+        lines: list[str] = []
+        self.store.set_space(host, filesystem.spaces(records, lines))
+        return [(command, "bad_line", str(b)) for b in bad] + [(command, "bad_value", line) for line in lines]
 
     def run(self) -> None:
         every_interval(self.stop, self.host_name, self.interval, self.refresh, f"esxcli on {self.target.label}")

@@ -26,8 +26,12 @@ def open_simulation(settings):
 
 
 def run_simulation(settings, store, stop) -> None:
-    from exporter.simulator.scenario import load_events_scenario, load_vsan_scenario
+    from exporter.simulator.scenario import load_events_scenario, load_space_scenario, load_vsan_scenario
 
+    space_scenario = load_space_scenario(settings["simulate.scenario"])
+    if space_scenario is not None:
+        run_space_simulation(space_scenario, settings["simulate.interval"], store, stop)
+        return
     vsan_scenario = load_vsan_scenario(settings["simulate.scenario"])
     if vsan_scenario is not None:
         run_vsan_simulation(vsan_scenario, settings["simulate.interval"], store, stop)
@@ -150,5 +154,21 @@ def run_events_simulation(scenario, interval: float, store, stop) -> None:
                 follower.feed(line)
             follower.flush()
             follower.publish(True)
+        deadline += interval
+        stop.wait(max(0.0, deadline - time.monotonic()))
+
+
+def run_space_simulation(scenario, interval: float, store, stop) -> None:
+    """Datastores filling: each step is `step_minutes` of their life, published as the vSphere
+    source publishes space and snapshots (replaced whole)."""
+    from exporter.simulator.space import SpaceSimulation
+
+    sim = SpaceSimulation(scenario, start=time.time())
+    log.info("simulating %s: %d datastore(s), one step every %gs", scenario.name, len(scenario.datastores), interval)
+    deadline = time.monotonic()
+    while not stop.is_set():
+        store.set_space("simulator", sim.spaces())
+        store.set_snapshots(sim.snapshots())
+        sim.step()
         deadline += interval
         stop.wait(max(0.0, deadline - time.monotonic()))

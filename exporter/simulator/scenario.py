@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from . import events, vsan
+from . import events, space, vsan
 from .schema import parse
 from .spec import Scenario, ScenarioError
 
@@ -42,6 +42,10 @@ def load_scenario(name_or_path: str) -> Scenario:
         raise ScenarioError(
             f"{name_or_path} is a storage-events scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
         )
+    if space.is_space(text):
+        raise ScenarioError(
+            f"{name_or_path} is a datastore space scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
+        )
     return parse(text, name, file) if n is None else parse(text, name, file, n)
 
 
@@ -55,6 +59,12 @@ def load_events_scenario(name_or_path: str) -> events.EventsScenario | None:
     """The scenario if it is a storage-events one (`kind: storage-events`), else None."""
     text, name, file, _ = _find(name_or_path)
     return events.parse(text, name, file) if events.is_events(text) else None
+
+
+def load_space_scenario(name_or_path: str) -> space.SpaceScenario | None:
+    """The scenario if it is a datastore space one (`kind: space`), else None."""
+    text, name, file, _ = _find(name_or_path)
+    return space.parse(text, name, file) if space.is_space(text) else None
 
 
 def _find(name_or_path: str) -> tuple[str, str, str, int | None]:

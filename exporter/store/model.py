@@ -212,6 +212,42 @@ class SiocConfig:
     peak_throughput_ratio: float | None = None  # percentOfPeakThroughput / 100 (50-100 %)
 
 
+# A datastore's maintenance mode as vSphere reports it (DatastoreSummary.maintenanceMode).
+DATASTORE_MAINTENANCE_MODES = ("normal", "enteringMaintenance", "inMaintenance")
+
+
+@dataclass(frozen=True, slots=True)
+class DatastoreSpace:
+    """One datastore's space, once per datastore whatever number of hosts mount it (vSphere's
+    Datastore.summary, or a host's `esxcli storage filesystem list`). url identifies it across
+    hosts and sources: ds:///vmfs/volumes/<uuid or NFS id>/."""
+
+    name: str
+    url: str
+    type: str  # vmfs | nfs | nfs41 | vsan | vvol ... (lower case)
+    capacity_bytes: float | None = None  # None: not shown (capacity 0, or inaccessible)
+    free_bytes: float | None = None
+    uncommitted_bytes: float | None = None  # None: not reported (esxcli has none)
+    accessible: bool = True
+    maintenance_mode: str = ""  # one of DATASTORE_MAINTENANCE_MODES, "" not reported
+    updated: float | None = None  # unix seconds: when vCenter last refreshed the figures (info.timestamp)
+    source: str = "vsphere"  # vsphere | esxcli: where both see a datastore, vSphere's is shown
+
+
+@dataclass(frozen=True, slots=True)
+class VmSnapshots:
+    """A VM's snapshots (vSphere: its snapshot tree and layoutEx). bytes: size on disk of its
+    snapshot files and delta-disk extents; by_datastore splits them by the datastore they are on."""
+
+    host: str
+    vm: str
+    count: int = 0
+    oldest: float | None = None  # unix seconds: the oldest snapshot's createTime
+    bytes: float = 0.0
+    by_datastore: tuple[tuple[str, float], ...] = ()  # (datastore name, bytes)
+    consolidation_needed: bool | None = None  # runtime.consolidationNeeded; None: not reported
+
+
 @dataclass(slots=True)
 class VirtualDiskConfig:
     """What backs one virtual disk (vSphere only: esxtop has no backing)."""

@@ -172,6 +172,9 @@ class Store:
         self.host_disk_health: dict[tuple[str, str], m.DiskHealthReport] = {}  # (origin, host) -> local disks
         self.vsan_clusters: dict[tuple[str, str], m.VsanCluster] = {}  # (origin, cluster) -> newest read
         self.storage_events: dict[tuple[str, str], m.StorageEvents] = {}  # (source, origin) -> counted so far
+        # (origin, source name) -> url -> space: a vSphere target's datastores, or one host's esxcli answer
+        self.datastore_spaces: dict[tuple[str, str], dict[str, m.DatastoreSpace]] = {}
+        self.vm_snapshots: dict[str, dict[str, m.VmSnapshots]] = {}  # origin -> VM name -> its snapshots
         self.version = 0
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
@@ -257,6 +260,35 @@ class Store:
     @property
     def vsan(self) -> dict[str, m.VsanCluster]:
         return _first_per_host(self.vsan_clusters)
+
+    # --- datastore space and VM snapshots --------------------------------------------------
+    def set_space(self, name: str, spaces: dict[str, m.DatastoreSpace], origin: str = "") -> None:
+        """The datastores one source sees (a vSphere target, name = origin; a host's esxcli, name =
+        the host), by url, replaced whole; an empty dict drops them."""
+        with self.lock:
+            if spaces:
+                self.datastore_spaces[(origin, name)] = spaces
+            else:
+                self.datastore_spaces.pop((origin, name), None)
+            self.version += 1
+
+    def set_snapshots(self, snapshots: dict[str, m.VmSnapshots], origin: str = "") -> None:
+        """A vSphere target's followed VMs' snapshots, by VM name, replaced whole."""
+        with self.lock:
+            self.vm_snapshots[origin] = snapshots
+            self.version += 1
+
+    @property
+    def spaces(self) -> dict[str, m.DatastoreSpace]:
+        return _one_per_datastore(self.datastore_spaces)
+
+    @property
+    def snapshots(self) -> dict[str, m.VmSnapshots]:
+        out: dict = {}
+        for by_vm in self.vm_snapshots.values():
+            for vm, snap in by_vm.items():
+                out.setdefault(vm, snap)
+        return out
 
     def drop_inventories(self, hosts, origin: str = "") -> None:
         """Hosts that left a source's inventory lose their configuration series."""
@@ -388,10 +420,30 @@ class StoreView:
     def storage_events(self) -> dict[tuple[str, str], m.StorageEvents]:
         return {key: r for key, r in self.store.storage_events.items() if key[1] == self.origin}
 
+    def spaces(self) -> dict[str, m.DatastoreSpace]:
+        return _one_per_datastore({k: v for k, v in self.store.datastore_spaces.items() if k[0] == self.origin})
+
+    @property
+    def snapshots(self) -> dict[str, m.VmSnapshots]:
+        return dict(self.store.vm_snapshots.get(self.origin, {}))
+
 
 def _first_per_host(by_origin: dict) -> dict:
     """(origin, host) -> x as host -> x, the first-inserted origin winning (dicts keep insertion order)."""
     out: dict = {}
     for (_, name), value in by_origin.items():
         out.setdefault(name, value)
+    return out
+
+
+def _one_per_datastore(by_source: dict) -> dict[str, m.DatastoreSpace]:
+    """url -> space, one per datastore however many sources see it: vCenter's view wins over any
+    host's esxcli answer (it is one figure, refreshed by vCenter, with uncommitted space beside it);
+    of several hosts' answers, the first."""
+    out: dict[str, m.DatastoreSpace] = {}
+    for spaces in by_source.values():
+        for url, space in spaces.items():
+            held = out.get(url)
+            if held is None or (held.source != "vsphere" and space.source == "vsphere"):
+                out[url] = space
     return out

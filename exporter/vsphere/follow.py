@@ -3,10 +3,12 @@
 Two private property collectors on the target's session (updates.PropertySession):
 
 - hosts: a container view of the tree (folders, datacenters, clusters, hosts: names, parents,
-  connection state) and two list views of the chosen hosts, one for the properties the LUN,
-  adapter and CPU counters need, one for paths, mounts and the vmkernel network;
+  connection state), two list views of the chosen hosts, one for the properties the LUN,
+  adapter and CPU counters need, one for paths, mounts and the vmkernel network, and a container
+  view of every datastore for its space (summary, info.timestamp: once per datastore);
 - VMs (with --vsphere.vms): a container view of every VM and vApp (name, parent, host, power
-  state) and a list view of the chosen VMs for their device lists.
+  state) and a list view of the chosen VMs for their device lists and, through a second
+  filter, their snapshots (snapshot, layoutEx, runtime.consolidationNeeded).
 
 The walk is the collectors' first answers, in the order a cold start needs them: the tree, then
 each chosen host's LUNs (published: collection can start), then its paths and mounts, then the
@@ -30,7 +32,22 @@ from pyVmomi import vim
 from exporter.vsphere import discovery, vms
 from exporter.vsphere.client import VsphereError, describe
 from exporter.vsphere.hostfaults import HostFaults, is_host_fault
-from exporter.vsphere.mirror import DEVICES, LUNS, PATHS, TREE, TREE_PROPERTIES, TREE_TYPES, VMS, Delta, Mirror, Wants
+from exporter.vsphere.mirror import (
+    DATASTORE_PROPERTIES,
+    DATASTORES,
+    DEVICES,
+    LUNS,
+    PATHS,
+    SNAPSHOT_PROPERTIES,
+    SNAPSHOTS,
+    TREE,
+    TREE_PROPERTIES,
+    TREE_TYPES,
+    VMS,
+    Delta,
+    Mirror,
+    Wants,
+)
 from exporter.vsphere.updates import Interrupted, PropertySession
 
 log = logging.getLogger(__name__)
@@ -78,6 +95,8 @@ class Follower:
             self.hosts = session = self.client.call(lambda c: PropertySession(c))
             tree = session.container_view(TREE_TYPES)
             session.watch(tree, TREE, TREE_PROPERTIES)
+            # every datastore's space, once per datastore (not per host), followed as it changes
+            session.watch(session.container_view([vim.Datastore]), DATASTORES, {vim.Datastore: DATASTORE_PROPERTIES})
             for role, properties in ((LUNS, discovery.LUN_PROPERTIES), (PATHS, discovery.PATH_PROPERTIES)):
                 self._views[role] = session.list_view()
                 session.watch(self._views[role], role, {vim.HostSystem: properties})
@@ -92,6 +111,7 @@ class Follower:
                 session.watch(session.container_view(list(vms.TREE_TYPES)), VMS, vms.TREE_PROPERTIES)
                 self._views[DEVICES] = session.list_view()
                 session.watch(self._views[DEVICES], DEVICES, {vim.VirtualMachine: vms.VM_PROPERTIES})
+                session.watch(self._views[DEVICES], SNAPSHOTS, {vim.VirtualMachine: SNAPSHOT_PROPERTIES})
                 self._drain(session)
                 self._stage(session, DEVICES, lambda: None)  # the VMs chosen by the settle after the tree
                 between(DEVICES)
@@ -200,6 +220,10 @@ class Follower:
             total.changed.update(delta.changed)
             total.removed += delta.removed
             total.statuses |= delta.statuses
+            total.space |= delta.space
+            total.snapshots |= delta.snapshots
+            total.problems += delta.problems
+            total.fine += delta.fine
             for kind, count in delta.changes.items():
                 total.count(kind, count)
             if not wants:
@@ -209,6 +233,8 @@ class Follower:
         total.removed = [name for name in total.removed if name not in {t.name for t in total.changed.values()}]
         if total and (self.staged or self.mirror.following):
             self.publish(total, self.mirror)
+        else:  # values refused during a walk again: counted and logged with its last settle
+            self.mirror.requeue(total.problems, total.fine)
 
     def _serve(self, wants: Wants) -> None:
         mirror = self.mirror

@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from pyVmomi import vim
 
 from exporter.store import model as m
-from exporter.vsphere import discovery, vms
+from exporter.vsphere import discovery, space, vms
 from exporter.vsphere.selection import HostSelection
 from exporter.vsphere.updates import ObjectUpdate
 
 TREE, LUNS, PATHS, VMS, DEVICES = "tree", "luns", "paths", "vms", "devices"  # filter roles
+DATASTORES, SNAPSHOTS = "datastores", "snapshots"  # every Datastore's space; the chosen VMs' snapshots
+DATASTORE_PROPERTIES = ["summary", "info.timestamp"]
+SNAPSHOT_PROPERTIES = ["snapshot", "layoutEx", "runtime.consolidationNeeded"]
 
 TREE_TYPES = [vim.Folder, vim.Datacenter, vim.ComputeResource, vim.ClusterComputeResource, vim.HostSystem]
 TREE_PROPERTIES = {
@@ -87,9 +90,13 @@ class Delta:
     changes: dict[str, int] = field(default_factory=dict)  # kind -> count (esxi_vsphere_inventory_changes_total)
     built: set[str] = field(default_factory=set)  # hosts whose storage was read whole (added or changed)
     statuses: bool = False  # a shown host's connection state or maintenance mode changed (Mirror.host_status)
+    space: bool = False  # a datastore's space changed, came or went (Mirror.space_by_url)
+    snapshots: bool = False  # a chosen VM's snapshots changed, or it came or went (Mirror.snapshot_records)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (object, line): values refused
+    fine: list[str] = field(default_factory=list)  # objects whose values were all read this time
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.removed or self.statuses)
+        return bool(self.changed or self.removed or self.statuses or self.space or self.snapshots)
 
     def count(self, kind: str, n: int = 1) -> None:
         self.changes[kind] = self.changes.get(kind, 0) + n
@@ -122,6 +129,16 @@ class Mirror:
         self._placed: dict[str, str] = {}  # VM moid -> host moid it was last published on
         # every host the selection keeps, whatever its connection state: moid -> (name, status)
         self._statuses: dict[str, tuple[str, m.HostStatus]] = {}
+        # datastores: moid -> (summary element, info.timestamp text) as last sent, and the space read from them
+        self._datastores: dict[str, tuple[object, str]] = {}
+        self.spaces: dict[str, m.DatastoreSpace] = {}
+        self._space_dirty = False
+        # chosen VMs' snapshots: moid -> (tree (count, oldest), files by datastore, consolidation needed)
+        self._snapshot_parts: dict[str, tuple] = {}
+        self.snapshots: dict[str, m.VmSnapshots] = {}  # placed VMs' snapshots, by moid
+        self._dirty_snapshots: set[str] = set()
+        self._problems: list[tuple[str, str]] = []
+        self._fine: list[str] = []
 
     # --- updates in ------------------------------------------------------------------------
     def apply(self, updates: list[ObjectUpdate]) -> None:
@@ -132,6 +149,54 @@ class Mirror:
                 self._storage(update)
             elif update.role == DEVICES:
                 self._devices(update)
+            elif update.role == DATASTORES:
+                self._datastore(update)
+            elif update.role == SNAPSHOTS:
+                self._snapshot(update)
+
+    def _datastore(self, update: ObjectUpdate) -> None:
+        moid = update.moid
+        self._space_dirty = True
+        if update.kind == "leave":
+            self._datastores.pop(moid, None)
+            self.spaces.pop(moid, None)
+            return
+        summary, updated = self._datastores.get(moid, (None, ""))
+        if "summary" in update.changes:
+            summary = update.changes["summary"]
+        if "info.timestamp" in update.changes:
+            updated = _text(update.changes["info.timestamp"])
+        self._datastores[moid] = (summary, updated)
+        problems: list[str] = []
+        found = space.datastore_space(moid, summary, updated, problems)
+        self._problems += [(f"datastore {moid}", line) for line in problems]
+        if not problems:
+            self._fine.append(f"datastore {moid}")
+        if found is None:
+            self.spaces.pop(moid, None)
+        else:
+            self.spaces[moid] = found
+
+    def _snapshot(self, update: ObjectUpdate) -> None:
+        moid = update.moid
+        if update.kind == "leave" or moid not in self.listed_vms:
+            return
+        tree, files, needed = self._snapshot_parts.get(moid, ((0, None), (), None))
+        changes = update.changes
+        name = self.entities[moid].name if moid in self.entities else moid
+        problems: list[str] = []
+        if "snapshot" in changes:
+            tree = space.snapshot_tree(changes["snapshot"])
+        if "layoutEx" in changes:
+            files = tuple(sorted(space.snapshot_files(changes["layoutEx"], f"VM {name}", problems).items()))
+        if "runtime.consolidationNeeded" in changes:
+            value = changes["runtime.consolidationNeeded"]
+            needed = None if value is None else _text(value) == "true"
+        self._problems += [(f"VM {moid}", line) for line in problems]
+        if not problems and "layoutEx" in changes:
+            self._fine.append(f"VM {moid}")
+        self._snapshot_parts[moid] = (tree, files, needed)
+        self._dirty_snapshots.add(moid)
 
     def _tree(self, update: ObjectUpdate) -> None:
         moid = update.moid
@@ -271,6 +336,11 @@ class Mirror:
         self._share_datastores(mounts_before, delta)
         if self.with_vms:
             self._settle_vms(delta, wants, hosts)
+            self._settle_snapshots(delta)
+        if self._space_dirty:
+            self._space_dirty, delta.space = False, True
+        delta.problems, self._problems = self._problems, []
+        delta.fine, self._fine = self._fine, []
         wants.reread = sorted(self._reread)
         wants.settings = sorted(self._settings)
         self._settings.clear()
@@ -413,6 +483,7 @@ class Mirror:
         if not touched:
             return
         by_host: dict[str, dict[str, vms.VmTopology | None]] = {}  # host -> VM moid -> its placement (None: gone)
+        self._dirty_snapshots |= touched
         for moid in sorted(touched):
             target = self._vm_host(moid)
             before = self._placed.get(moid)
@@ -472,6 +543,39 @@ class Mirror:
             vdisks = {(vm.name, disk): config for vm in kept for disk, config in vm.disks.items()}
             topo = dataclasses.replace(topo, vms=kept, inventory=dataclasses.replace(topo.inventory, vdisks=vdisks))
             self.hosts[host] = delta.changed[host] = topo
+
+    def _settle_snapshots(self, delta: Delta) -> None:
+        """The snapshots of the VMs placed now, for those whose snapshots or placement changed."""
+        if not self._dirty_snapshots:
+            return
+        for moid in self._dirty_snapshots:
+            placed = self.vms.get(moid)
+            if moid not in self.listed_vms:
+                self._snapshot_parts.pop(moid, None)
+            parts = self._snapshot_parts.get(moid)
+            if placed is None or parts is None:
+                delta.snapshots |= self.snapshots.pop(moid, None) is not None
+                continue
+            (count, oldest), files, needed = parts
+            host = self.hosts[placed.host].name if placed.host in self.hosts else ""
+            found = m.VmSnapshots(host, placed.name, count, oldest, sum(b for _, b in files), files, needed)
+            if self.snapshots.get(moid) != found:
+                self.snapshots[moid] = found
+                delta.snapshots = True
+        self._dirty_snapshots.clear()
+
+    def requeue(self, problems: list[tuple[str, str]], fine: list[str]) -> None:
+        """Problems (and objects read fine) a settle found that nobody was told of: handed out with the next."""
+        self._problems[:0] = problems
+        self._fine[:0] = fine
+
+    def space_by_url(self) -> dict[str, m.DatastoreSpace]:
+        """Every datastore's space, by url (one per datastore, whatever number of hosts mount it)."""
+        return {s.url: s for s in sorted(self.spaces.values(), key=lambda s: s.name)}
+
+    def snapshot_records(self) -> dict[str, m.VmSnapshots]:
+        """The placed VMs' snapshots, by VM name."""
+        return {s.vm: s for s in sorted(self.snapshots.values(), key=lambda s: s.vm)}
 
     # --- the topology --------------------------------------------------------------------------
     def topology(self, duration: float = 0.0) -> discovery.Topology:

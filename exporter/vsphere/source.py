@@ -89,6 +89,7 @@ class VsphereTarget:
         self.iorm: dict[str, dict[str, m.SiocConfig]] = {}  # host -> datastore -> its SIOC configuration (iorm.py)
         self.iorm_faults = FaultLog(log)  # iormConfiguration's failures: counted every time, logged once
         self._iorm_due = 0.0  # monotonic time of the next iormConfiguration reading (0: at the next collection)
+        self.refused = FaultLog(log)  # datastore and snapshot values refused: (object) -> count
 
     # --- health --------------------------------------------------------------------------
     @property
@@ -123,7 +124,7 @@ class VsphereTarget:
                 up=self.up,
                 durations=dict(self.durations),
                 errors={**self.errors, **({"login": self.client.login_refusals} if self.client.login_refusals else {})},
-                dropped=dict(self.dropped),
+                dropped={**self.dropped, **self._refused()},
                 objects=topology.counts() if topology is not None else {},
                 samples=dict(self.samples),
                 last_timestamp=dict(self.last_timestamp),
@@ -133,6 +134,23 @@ class VsphereTarget:
                 host_status=self.host_status,  # replaced whole, never changed
             )
         self.store.set_health(record)
+
+    def _refused(self) -> dict[str, int]:
+        total = sum(self.refused.snapshot().values())
+        return {"value_refused": total} if total else {}
+
+    def _space(self, delta: Delta, mirror: Mirror) -> None:
+        """Datastore space and the chosen VMs' snapshots, replaced whole when they changed; each
+        refused value counted, and logged once per object and cause."""
+        for key, line in delta.problems:
+            self.refused.failed(key, f"vsphere target {self.name}: {line}")
+        for key in delta.fine:  # a value refused before read again: its recovery logged once
+            if self.refused.is_failing(key):
+                self.refused.answered(key, f"vsphere target {self.name}: {key}: its values read again")
+        if delta.space:
+            self.store.set_space(self.name, mirror.space_by_url(), origin=self.name)
+        if delta.snapshots:
+            self.store.set_snapshots(mirror.snapshot_records(), origin=self.name)
 
     # --- discovery: a full walk, then its changes as they come ------------------------------
     def discover(self, reason: str = "start") -> bool:
@@ -170,6 +188,8 @@ class VsphereTarget:
         self.host_status = follower.mirror.host_status()
         previous = {t.name for t in self.topology.hosts} if self.topology is not None else set()
         self._apply(topology, topology.hosts, (previous | set(self.published)) - {t.name for t in topology.hosts})
+        with follower.lock:  # a walk again publishes only its last settle: space and snapshots whole
+            self._space(Delta(space=True, snapshots=True), follower.mirror)
         self.discovered.set()  # the collection loop starts its first round now, not at its next poll
         self._iorm_due = 0.0  # datastores are not followed: their SIOC settings are read after every walk
         if self.running and self.config.updates:
@@ -203,6 +223,7 @@ class VsphereTarget:
             self.host_status = mirror.host_status()
         if delta.changed or delta.removed:
             self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        self._space(delta, mirror)
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
                 for kind, count in delta.changes.items():

@@ -27,6 +27,8 @@ STATE_ALERTS = {
     "EsxiDiskHealthNotOk",
     "EsxiDiskNvmeCriticalWarning",
     "EsxiVsanHealthRed",
+    "EsxiDatastoreInaccessible",
+    "EsxiVmConsolidationNeeded",
 }  # value is a 0/1 state; labels say it all
 IDENTITY_LABELS = (
     "host",

@@ -34,7 +34,7 @@ from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 # with what backs them (VMFS LUNs, an RDM, NFS; pvscsi, lsilogic, ahci and nvme controllers, an IOPS
 # limit), which only the vSphere API reports. Its hosts are renamed (esx01.vc.lab.local): the
 # scenarios' hosts have its hosts' names, and one host is not two.
-SCENARIOS = ("demo", "queue-overrun", "disk-reallocating", "vsan-congestion", "vsan-lossy-nic")
+SCENARIOS = ("demo", "queue-overrun", "disk-reallocating", "vsan-congestion", "vsan-lossy-nic", "datastore-filling")
 OVERRUN_LUN = "naa.600601601e3021001a2b3c4d5e6f0001"
 SCRAPE = 1.0
 RANGE = 20.0

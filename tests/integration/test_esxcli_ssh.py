@@ -91,3 +91,41 @@ def test_vaai_and_vmfs_locking_over_ssh(sshd, exporter_for):
     assert value(text, "esxi_esxcli_up", host=HOST) == 1 and "esxi_esxcli_errors_total{" not in text
     runs = [json.loads(line)["argv"] for line in (sshd.control.with_name("esxcli-runs.jsonl")).read_text().splitlines()]
     assert ["system", "settings", "advanced", "list", "-o", "/VMFS3/UseATSForHBOnVMFS5"] in runs
+
+
+def test_datastore_space_from_esxcli_filesystem_list_over_ssh(sshd, exporter_for):
+    """`esxcli storage filesystem list` (an ESXi 7/8 host's table, tests/fixtures/esxcli/filesystem-list.txt):
+    each datastore's Size and Free under the names vSphere's give, keyed by its url; the nameless
+    VMFS volume named by its uuid; OSDATA, boot banks and vFlash left out; an unmounted one with no
+    figures."""
+    sshd.set_control(devices=[SAN])
+    exporter = exporter_for()
+    text = eventually(
+        lambda: (lambda t: t if "esxi_datastore_capacity_bytes{" in t else None)(exporter.metrics()), timeout=30, what="space"
+    )
+    shared = dict(datastore="ds-shared-01", type="vmfs", url="ds:///vmfs/volumes/61a4c3e2-9b1f0d22-6a3c-0050569f1a2b/")
+    assert value(text, "esxi_datastore_capacity_bytes", **shared) == 1099243192320
+    assert value(text, "esxi_datastore_free_bytes", **shared) == 131941395456
+    assert value(text, "esxi_datastore_provisioned_bytes", **shared) == 1099243192320 - 131941395456
+    assert value(text, "esxi_datastore_uncommitted_bytes", **shared) is None  # esxcli has none
+    nameless = "64b0a7f1-2e3c4d5a-7b8c-0050569f1a2b"
+    assert value(text, "esxi_datastore_free_bytes", datastore=nameless, type="vmfs") == 268000935936
+    names = {
+        line.split('datastore="', 1)[1].split('"', 1)[0]
+        for line in text.splitlines()
+        if line.startswith("esxi_datastore_accessible{")
+    }
+    assert names == {
+        "ds-shared-01",
+        "ds-vmfs5-old",
+        nameless,
+        "nfs-iso",
+        "nfs41-backup",
+        "vsanDatastore",
+        "vvol-01",
+        "ds-unmounted",
+    }
+    assert value(text, "esxi_datastore_accessible", datastore="ds-unmounted") == 0
+    assert value(text, "esxi_datastore_capacity_bytes", datastore="ds-unmounted") is None
+    assert value(text, "esxi_datastore_free_bytes", datastore="nfs41-backup", type="nfs41") == 1649267441664
+    assert "esxi_esxcli_errors_total{" not in text

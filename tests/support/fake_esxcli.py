@@ -32,6 +32,7 @@ ANSWERS = {
         "/VMFS3/HardwareAcceleratedLocking",
     ): "advanced-HardwareAcceleratedLocking.txt",
     ("storage", "vmfs", "lockmode", "list"): "vmfs-lockmode-list.txt",
+    ("storage", "filesystem", "list"): "filesystem-list.txt",  # an ESXi 7/8 host: OSDATA, boot banks, a nameless VMFS
 }
 
 

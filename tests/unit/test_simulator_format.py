@@ -13,7 +13,7 @@ import pytest
 from exporter import cli
 from exporter.esxtop import read_file
 from exporter.simulator import Simulation, list_scenarios, load_scenario
-from exporter.simulator.scenario import load_events_scenario, load_vsan_scenario
+from exporter.simulator.scenario import load_events_scenario, load_space_scenario, load_vsan_scenario
 from exporter.store import model as m
 from tests.support.servers import CAPTURES
 
@@ -323,8 +323,13 @@ def test_generating_uses_no_wall_clock(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "name", [n for n, _ in list_scenarios() if load_vsan_scenario(n) is None and load_events_scenario(n) is None]
-)  # vSAN and storage-events ones write no esxtop
+    "name",
+    [
+        n
+        for n, _ in list_scenarios()
+        if load_vsan_scenario(n) is None and load_events_scenario(n) is None and load_space_scenario(n) is None
+    ],
+)  # vSAN, storage-events and datastore space ones write no esxtop
 def test_every_scenario_reads_back_without_errors(tmp_path, name):
     out = tmp_path / name
     assert cli.main(["simulate", name, "--duration", "1m", "--out", str(out)]) == 0

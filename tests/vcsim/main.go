@@ -800,6 +800,7 @@ func main() {
 			&types.OptionValue{Key: "config.vpxd.stats.maxQueryMetrics", Value: fmt.Sprint(*maxQueryMetrics)})
 	}
 
+	spaceStart := installDatastores(model.Service, reg, *fixture) // datastores.go: space, snapshots
 	installChanges(reg, *model.ServiceContent.ViewManager, perf, placed)
 	hostStates := installHostStates(model.Service, reg, placed, *fixture, *esx) // hoststate.go: not-connected hosts, boot volumes
 	installEvents(model.Service, reg, placed)                                   // events.go: storage events, collectors, POST /storagesim/events
@@ -813,6 +814,7 @@ func main() {
 	}
 	vs.indexVMs(reg, placed, fx)
 	hostStates() // the fixture's connection states and maintenance modes, its VMs running
+	spaceStart() // the fixture's datastore figures and VM snapshots, then their ticks
 	if *certOut != "" {
 		block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
 		if err := os.WriteFile(*certOut, block, 0o644); err != nil {
