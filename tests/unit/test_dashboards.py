@@ -153,7 +153,7 @@ def test_schema_rejects_what_grafana_would_reject(breakage):
 def test_uids_are_stable_and_unique():
     uids = [load(f"provisioned/{b.FILE}")["uid"] for b in BOARDS]
     assert uids == [b.UID for b in BOARDS]
-    assert len(set(uids)) == len(uids) == 10
+    assert len(set(uids)) == len(uids) == 11
     assert all(re.fullmatch(r"[a-z0-9-]{1,40}", u) for u in uids)
 
 
