@@ -362,8 +362,11 @@ def test_esxcli_space_problems_are_counted_every_time_and_logged_once(caplog):
     store = Store()
     runner = EsxcliOverSsh(parse_target("root@esx01"), store, stop=None, host_name=lambda: "esx01")
     runner.fetch = lambda words: (rows, [])
-    with caplog.at_level("WARNING", logger="exporter.esxcli.ssh"):
+    with caplog.at_level("WARNING", logger="exporter.esxcli"):
         first, second = runner.space("esx01"), runner.space("esx01")
+        for problems in (first, second):  # as refresh reports them, beside the other commands' problems
+            runner.health.report("esx01", problems, "esxcli on esx01")
+    assert runner.health.errors("esx01") == {"storage filesystem list/bad_value": 2}
     assert first == second == [("storage filesystem list", "bad_value", "datastore a: Size -1 is out of range: refused")]
     assert [r.getMessage() for r in caplog.records].count(
         "esxcli on esx01: storage filesystem list: datastore a: Size -1 is out of range: refused"
