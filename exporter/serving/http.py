@@ -91,7 +91,8 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
             self._send(200, CONTENT_TYPE_LATEST, parts, {"Content-Encoding": "gzip"} if gzipped else {})
 
         def _send(self, code, content_type, body, headers=None):
-            """body: bytes, or a tuple of them written in turn (never joined into a copy)."""
+            """body: bytes, or a tuple of pieces written in turn (never joined into a copy): bytes,
+            or an iterable of bytes with a len() (exposition.Inflated)."""
             parts = body if isinstance(body, tuple) else (body,)
             self.send_response(code)
             self.send_header("Content-Type", content_type)
@@ -101,7 +102,11 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
             self.end_headers()
             if not self.head:
                 for part in parts:
-                    self.wfile.write(part)
+                    if isinstance(part, bytes):
+                        self.wfile.write(part)
+                    else:
+                        for chunk in part:
+                            self.wfile.write(chunk)
 
         def log_message(self, fmt, *args):  # access logs only at debug level
             log.debug("%s %s", self.address_string(), fmt % args)
