@@ -86,7 +86,7 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
                 self._send(404, "text/plain; charset=utf-8", b"Not found\n")
 
         def _metrics(self, source):
-            gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+            gzipped = accepts_gzip(self.headers.get("Accept-Encoding", ""))
             parts = source.parts(gzipped=gzipped)
             self._send(200, CONTENT_TYPE_LATEST, parts, {"Content-Encoding": "gzip"} if gzipped else {})
 
@@ -112,6 +112,24 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
             log.debug("%s %s", self.address_string(), fmt % args)
 
     return Handler
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding header (RFC 9110 12.5.3) takes gzip: named (or x-gzip) with a
+    q-value above 0. `gzip;q=0` refuses it, and so does a header that does not name it."""
+    for coding in header.split(","):
+        name, *params = (part.strip() for part in coding.split(";"))
+        if name.lower() not in ("gzip", "x-gzip"):
+            continue
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
 
 
 def parse_listen_address(address: str) -> tuple[str, int]:

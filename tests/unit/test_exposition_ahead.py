@@ -213,3 +213,32 @@ def test_a_source_waiting_to_store_a_sample_gets_the_lock_between_two_collectors
     Exposition(store, [], extra=[("first", first)] + [(f"later{i}", later) for i in range(50)]).body()
     writer.join(10)
     assert stored.is_set() and any(seen), seen
+
+
+@pytest.mark.parametrize(
+    ("header", "gzipped"),
+    [
+        ("gzip", True),
+        ("deflate, gzip;q=1.0, *;q=0.5", True),
+        ("x-gzip", True),
+        ("GZIP", True),
+        ("gzip;q=0", False),
+        ("gzip;q=0.0, identity", False),
+        ("identity", False),
+        ("", False),
+        ("br, deflate", False),
+        ("gzipped", False),
+    ],
+)
+def test_gzip_is_served_only_to_a_request_that_takes_it(header, gzipped):
+    from exporter.serving.http import accepts_gzip
+
+    assert accepts_gzip(header) is gzipped
+
+
+def test_a_request_that_refuses_gzip_gets_the_plain_text(served):
+    _, _, _, port = served
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Accept-Encoding": "gzip;q=0, identity"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers.get("Content-Encoding") is None
+        assert response.read().startswith(b"# HELP")
