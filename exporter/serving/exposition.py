@@ -27,6 +27,7 @@ from typing import NamedTuple
 from exporter import __version__
 from exporter.collectors import COLLECTORS, process
 from exporter.collectors.textformat import gauge, label_string, render
+from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ class Exposition:
         self._ahead = False  # start() was called: rendered ahead, served from _served
         self._served: Rendered | None = None  # the newest complete render (rendered ahead)
         self._asked = 0.0  # monotonic time of the last scrape (rendered ahead)
+        self.faults = FaultLog(log)  # a render ahead that fails: logged once per cause
 
     def start(self, stop: threading.Event) -> threading.Thread:
         """Render ahead from now on, in a thread of its own, until stop is set (see the module's
@@ -222,7 +224,10 @@ class Exposition:
                 continue
             try:
                 self._render_served(self._renders)
-            except Exception:  # the next change tries again; scrapes meanwhile get the last render
-                log.exception("rendering the exposition ahead failed")
+            except Exception as err:  # tried again after MAX_DELAY; scrapes meanwhile get the last render
+                self.faults.failed("render", f"rendering the exposition ahead failed: {err!r}")
+                rest_until, first = time.monotonic() + MAX_DELAY, None
+                continue
+            self.faults.answered("render", "rendering the exposition ahead works again")
             spent = time.monotonic() - now
             rest_until, first = time.monotonic() + REST * spent, None

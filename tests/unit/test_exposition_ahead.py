@@ -242,3 +242,28 @@ def test_a_request_that_refuses_gzip_gets_the_plain_text(served):
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.headers.get("Content-Encoding") is None
         assert response.read().startswith(b"# HELP")
+
+
+def test_a_render_ahead_that_fails_is_logged_once_and_the_last_render_is_served_meanwhile(served, monkeypatch, caplog):
+    import logging
+
+    store, metrics, _, port = served
+    get(port)
+    wait_for(metrics.current, "rendered")
+    before = get(port)[1]
+    real, failures = exposition_module.render, []
+
+    def broken(families, **kw):
+        failures.append(1)
+        raise MemoryError("no room for the body")
+
+    monkeypatch.setattr(exposition_module, "MAX_DELAY", 0.05)
+    with caplog.at_level(logging.WARNING, logger="exporter.serving.exposition"):
+        monkeypatch.setattr(exposition_module, "render", broken)
+        store.touch()
+        wait_for(lambda: len(failures) >= 3, "three failed renders")
+        assert rendered_version(get(port)[1].decode()) == rendered_version(before.decode())
+        monkeypatch.setattr(exposition_module, "render", real)
+        wait_for(metrics.current, "rendered again")
+    lines = [r.getMessage() for r in caplog.records if "rendering the exposition ahead failed" in r.getMessage()]
+    assert len(lines) == 1, lines
