@@ -96,7 +96,8 @@ class Exposition:
 
     def start(self, stop: threading.Event) -> threading.Thread:
         """Render ahead from now on, in a thread of its own, until stop is set (see the module's
-        docstring). The first scrape, before any render, renders itself."""
+        docstring). The first scrape, before any render, renders itself, and so does the first
+        after IDLE seconds without one if the data changed meanwhile (it was not rendered ahead)."""
         self._ahead = True
         thread = threading.Thread(target=self._render_ahead, args=(stop,), name="render", daemon=True)
         thread.start()
@@ -186,9 +187,12 @@ class Exposition:
 
     # --- rendering ahead (serve) ------------------------------------------------------------
     def _ahead_form(self, gzipped: bool):
-        self._asked = time.monotonic()
+        now = time.monotonic()
+        idle, self._asked = now - self._asked > IDLE, now
         served = self._served
-        if served is None:  # nothing rendered yet: this scrape renders (others wait for it)
+        # Nothing rendered yet, or not rendered ahead while idle and the data changed since: this
+        # scrape renders (others wait for it), as every scrape did before rendering ahead.
+        if served is None or (idle and served.version != self.store.version):
             served = self._render_served(self._renders)
         return served.packed if gzipped else Inflated(served.packed)
 

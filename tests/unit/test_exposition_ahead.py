@@ -267,3 +267,17 @@ def test_a_render_ahead_that_fails_is_logged_once_and_the_last_render_is_served_
         wait_for(metrics.current, "rendered again")
     lines = [r.getMessage() for r in caplog.records if "rendering the exposition ahead failed" in r.getMessage()]
     assert len(lines) == 1, lines
+
+
+def test_the_first_scrape_after_a_long_idle_gets_the_present_data_not_the_body_before_it(served, monkeypatch):
+    """An exposition nobody asked for in IDLE seconds is not rendered ahead (a probe target scraped
+    rarely): its next scrape renders the present data rather than get the body of long ago."""
+    store, _, probes, port = served
+    probe = probes["vc-a"]
+    monkeypatch.setattr(exposition_module, "IDLE", 0.2)
+    get(port, "/probe?target=vc-a")
+    wait_for(probe.current, "rendered")
+    wait_for(lambda: time.monotonic() - probe._asked > 0.5, "idle")
+    store.touch()
+    text = get(port, "/probe?target=vc-a")[1].decode()
+    assert rendered_version(text) == store.version
