@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 # a render the next waits REST times as long as it took, so rendering takes at most a third of
 # the process's time, whatever the size. An exposition not asked for in IDLE seconds (a probe
 # target nobody scrapes) is not rendered ahead until it is asked for again.
-SETTLE = 0.5
-MAX_DELAY = 5.0
+SETTLE = 0.2
+MAX_DELAY = 1.0
 REST = 2.0
 IDLE = 300.0
 POLL = 0.1
