@@ -36,19 +36,16 @@ def run(args) -> int:
         app.load_files()
     except EsxtopError as err:
         return fail(err)
+    metrics, probes = app.exposition(process=True), app.probes()
     try:
         web = webconfig.load(settings["web.config_file"]) if settings["web.config_file"] else None
-        server = MetricsServer(
-            app.exposition(process=True),
-            settings["web.listen_address"],
-            settings["web.telemetry_path"],
-            probes=app.probes(),
-            web=web,
-        )
+        server = MetricsServer(metrics, settings["web.listen_address"], settings["web.telemetry_path"], probes=probes, web=web)
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")
     log.debug("malloc settings: %s", allocator.tune() or "left as they are")
     app.start_live()
+    for exposition in (metrics, *probes.values()):  # each rendered ahead once it is scraped
+        exposition.start(app.stop)
     host, port = server.address[:2]
     scheme = "https" if web and web.tls else "http"
     log.info("serving metrics on %s://%s:%d%s", scheme, host, port, settings["web.telemetry_path"])

@@ -86,12 +86,13 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
                 self._send(404, "text/plain; charset=utf-8", b"Not found\n")
 
         def _metrics(self, source):
-            gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+            gzipped = accepts_gzip(self.headers.get("Accept-Encoding", ""))
             parts = source.parts(gzipped=gzipped)
             self._send(200, CONTENT_TYPE_LATEST, parts, {"Content-Encoding": "gzip"} if gzipped else {})
 
         def _send(self, code, content_type, body, headers=None):
-            """body: bytes, or a tuple of them written in turn (never joined into a copy)."""
+            """body: bytes, or a tuple of pieces written in turn (never joined into a copy): bytes,
+            or an iterable of bytes with a len() (exposition.Inflated)."""
             parts = body if isinstance(body, tuple) else (body,)
             self.send_response(code)
             self.send_header("Content-Type", content_type)
@@ -101,12 +102,34 @@ def make_handler(exposition, telemetry_path: str, probes=None, web=None):
             self.end_headers()
             if not self.head:
                 for part in parts:
-                    self.wfile.write(part)
+                    if isinstance(part, bytes):
+                        self.wfile.write(part)
+                    else:
+                        for chunk in part:
+                            self.wfile.write(chunk)
 
         def log_message(self, fmt, *args):  # access logs only at debug level
             log.debug("%s %s", self.address_string(), fmt % args)
 
     return Handler
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding header (RFC 9110 12.5.3) takes gzip: named (or x-gzip) with a
+    q-value above 0. `gzip;q=0` refuses it, and so does a header that does not name it."""
+    for coding in header.split(","):
+        name, *params = (part.strip() for part in coding.split(";"))
+        if name.lower() not in ("gzip", "x-gzip"):
+            continue
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
 
 
 def parse_listen_address(address: str) -> tuple[str, int]:

@@ -18,7 +18,11 @@ to plain specs too.
 
 An answer is read as it arrives (read_answer): each entity is taken when its element ends and let
 go, and one the cluster's discovery does not name is counted and dropped there, so memory follows
-what is kept, not what is sent. Its size is capped by what the call can hold (answer_cap).
+what is kept, not what is sent. The cap (answer_cap, sized to what the call asked for, and never
+over --vsphere.max-answer-size) is on what is kept: the entities asked for, and the one entity in
+progress. An answer past it keeps the entities read before, is not read further, and the entities
+asked for and not read are counted (answer_too_large): something not asked for, sent beside what
+was, never costs what was asked for. The round's deadline bounds how long an answer is read.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pyVmomi import vim
 from exporter.vsan import metrics as vm
 from exporter.vsan import refused
 from exporter.vsan.perfcsv import EntityRow, Names, named, parse_entity
+from exporter.vsphere import xmlguard
 
 WILDCARD, MULTI, PLAIN = "wildcard", "multi", "plain"
 FORMS = (WILDCARD, MULTI, PLAIN)
@@ -131,22 +136,50 @@ def answer_cap(entities: int, labels: int) -> int:
     return (2 * entities + ENTITY_SLACK) * (ENTITY_BYTES + labels * LABEL_BYTES)
 
 
-def read_answer(pieces, names: Names | None, dropped: dict[str, int], max_label: int = refused.MAX_LABEL) -> list[EntityRow]:
+def read_answer(
+    pieces,
+    names: Names | None,
+    dropped: dict[str, int],
+    max_label: int = refused.MAX_LABEL,
+    cap: int | None = None,
+    asked: tuple[str, list[str]] | None = None,
+) -> list[EntityRow]:
     """VsanPerfQueryPerf's answer (the pieces of xmlguard.iter_answer, as they arrive) as entity
     rows: each VsanPerfEntityMetricCSV is read when its element ends, then cleared; one whose uuid
     `names` does not name is counted (unknown_entity) and dropped unread. Bad cells are counted, an
-    entity id over max_label characters refused."""
+    entity id over max_label characters refused.
+
+    cap: the most bytes the entities kept may take, and the entity in progress (never over
+    --vsphere.max-answer-size). Past it the rows read are returned and the rest of the answer is
+    not read (the caller's connection is closed); asked, (type, uuids): the entities asked for,
+    those of them not read then counted as answer_too_large (one at least), noted for one log line."""
+    cap = min(xmlguard.answer_limit(), cap if cap is not None else xmlguard.answer_limit())
     parser = ET.XMLPullParser(events=("end",))
     out: list[EntityRow] = []
+    kept = [0]  # bytes of the entities kept (their text: labels, values, times)
+    pending = 0  # bytes fed since the last piece in which an entity ended: the one in progress
     for piece in pieces:
         parser.feed(piece)
-        _take(parser, names, dropped, out, max_label)
+        ended = _take(parser, names, dropped, out, max_label, kept)
+        pending = 0 if ended else pending + len(piece)
+        if kept[0] > cap or pending > cap:
+            _cut(out, dropped, cap, asked)
+            return out
     parser.close()
-    _take(parser, names, dropped, out, max_label)
+    _take(parser, names, dropped, out, max_label, kept)
     return out
 
 
-def _take(parser, names: Names | None, dropped: dict[str, int], out: list[EntityRow], max_label: int) -> None:
+def _cut(rows: list[EntityRow], dropped: dict[str, int], cap: int, asked: tuple[str, list[str]] | None) -> None:
+    kind, uuids = asked if asked is not None else ("", [])
+    read = {row.uuid for row in rows}
+    lost = sum(1 for uuid in uuids if uuid not in read)
+    refused.refuse(dropped, refused.ANSWER_TOO_LARGE, f"{kind or 'a'} answer", "size", f"over {cap} bytes", max(1, lost))
+
+
+def _take(parser, names: Names | None, dropped: dict[str, int], out: list[EntityRow], max_label: int, kept: list[int]) -> int:
+    """Reads the entities that ended; returns how many (kept or not); adds the kept ones' bytes to kept[0]."""
+    ended = 0
     for _event, element in parser.read_events():
         tag = element.tag
         if not tag.endswith("returnval") or tag.rsplit("}", 1)[-1] != "returnval":
@@ -154,13 +187,17 @@ def _take(parser, names: Names | None, dropped: dict[str, int], out: list[Entity
         ns = tag[: tag.index("}") + 1] if tag.startswith("{") else ""  # children share it: C-level finds, no "{*}"
         ref = _text(element, ns + "entityRefId")
         kind, _, uuid = ref.partition(":")
+        ended += 1
         if names is not None and uuid and len(ref) <= max_label and not named(kind, uuid, names):
             refused.count(dropped, "unknown_entity")
         else:
-            row = parse_entity(ref, _text(element, ns + "sampleInfo"), _values(element, ns), dropped, max_label)
+            times, values = _text(element, ns + "sampleInfo"), _values(element, ns)
+            kept[0] += len(ref) + len(times) + sum(len(a) + len(b) + len(c or "") for a, b, c in values)
+            row = parse_entity(ref, times, values, dropped, max_label)
             if row is not None:
                 out.append(row)
         element.clear()  # what stays of it in the tree is an empty element
+    return ended
 
 
 def _values(entity, ns: str) -> list[tuple[str, str, str | None]]:

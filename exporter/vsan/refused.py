@@ -8,7 +8,9 @@ The bounds, checked where each value is converted:
 - a sample interval (metricsCollectInterval) is 1 s to one day (`bad_interval`): a count over
   1e-320 s would be +Inf per second;
 - a text that becomes a label (a health state) or names an entity is at most 128 characters
-  (`label_too_long`, --limits.max-label-length): longer, it is refused, never exported whole.
+  (`label_too_long`, --limits.max-label-length): longer, it is refused, never exported whole;
+- a performance answer keeps at most its cap of the entities asked for (`answer_too_large`: one
+  per entity asked for and not read when the cap stopped the answer; exporter.vsan.perf).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ INTERVAL_MIN, INTERVAL_MAX = 1.0, 86400.0  # seconds a sample may average over
 
 BAD_VALUE, NEGATIVE, TOO_LARGE, OUT_OF_RANGE = "bad_value", "negative", "too_large", "out_of_range"
 BAD_INTERVAL, LABEL_TOO_LONG = "bad_interval", "label_too_long"
+ANSWER_TOO_LARGE = "answer_too_large"  # entities asked for, not read: their answer passed its cap before them
 WHY = {
     BAD_VALUE: "not a number",
     NEGATIVE: "negative",
@@ -30,6 +33,7 @@ WHY = {
     OUT_OF_RANGE: "a ratio over 1",
     BAD_INTERVAL: f"not within {INTERVAL_MIN:g} s to {INTERVAL_MAX:g} s",
     LABEL_TOO_LONG: f"over {MAX_LABEL} characters",
+    ANSWER_TOO_LARGE: "the entities asked for passed the answer's cap: those read are kept, the rest not read",
 }
 
 
@@ -55,9 +59,9 @@ def count(dropped: dict[str, int], reason: str, n: int = 1) -> None:
         dropped[reason] = dropped.get(reason, 0) + n
 
 
-def refuse(dropped: dict[str, int], reason: str, entity: str, field: str, value) -> None:
-    """Count one refused value, and note where it came from (a plain dict only counts)."""
-    count(dropped, reason)
+def refuse(dropped: dict[str, int], reason: str, entity: str, field: str, value, n: int = 1) -> None:
+    """Count n refused values (one by default), and note where they came from (a plain dict only counts)."""
+    count(dropped, reason, n)
     notes = getattr(dropped, "refusals", None)
     if notes is not None and (field, reason) not in notes:
         text = value if isinstance(value, str) else repr(value)

@@ -151,17 +151,22 @@ class VsanService:
             out[name] = {label for label in labels if label}
         return out
 
-    def query_perf(self, cluster_moid: str, specs: list, read, limit: int | None = None, deadline: float | None = None):
+    def query_perf(
+        self, cluster_moid: str, specs: list, read, limit: int | None = None, deadline: float | None = None, capped: bool = True
+    ):
         """One VsanPerfQueryPerf for a cluster; its answer handed to read() as it arrives (the
-        pieces of xmlguard.iter_answer: perf.read_answer), capped at `limit` bytes and cut at
-        `deadline` (time.monotonic()); what read() returns is returned. A fault is raised as a
+        pieces of xmlguard.iter_answer: perf.read_answer), capped at `limit` bytes (capped=False:
+        not at all, read() caps what it keeps) and cut at `deadline` (time.monotonic()); what
+        read() returns is returned. A fault is raised as a
         PerfFault naming it (the session's own NotAuthenticated excepted: the client logs in again)."""
 
         def ask(stub):
             manager = vim.cluster.VsanPerformanceManager(PERFORMANCE_MANAGER, stub)
             cluster = vim.ClusterComputeResource(cluster_moid)
             try:
-                return soap.invoke_reading(manager, _QUERY_PERF, [specs, cluster], read, limit=limit, deadline=deadline)
+                return soap.invoke_reading(
+                    manager, _QUERY_PERF, [specs, cluster], read, limit=limit, deadline=deadline, capped=capped
+                )
             except vim.fault.NotAuthenticated:
                 raise
             except vmodl.MethodFault as fault:  # returned, not raised: the client would make it a plain error

@@ -295,9 +295,6 @@ class VsanSource:
         key = (topo.name, kind)
         form = self.forms.get(key, self.first_form)
 
-        def read(pieces):
-            return perf.read_answer(pieces, topo.names, dropped, self.max_label)
-
         while True:
             uuids = [] if form == perf.WILDCARD else topo.uuids(kind)
             try:
@@ -308,9 +305,16 @@ class VsanSource:
                         raise VsphereError(f"not sent: {refusal}")
                     if time.monotonic() >= deadline:
                         raise VsphereError(_LATE)
-                    asked = len(topo.uuids(kind)) if form == perf.WILDCARD else sum(len(s.entityRefId.split(",")) for s in specs)
-                    limit = perf.answer_cap(asked, len(labels) if labels is not None else perf.unlisted_labels(kind))
-                    rows += self.service.query_perf(topo.moid, specs, read, limit=limit, deadline=deadline)
+                    if form == perf.WILDCARD:
+                        asked = list(topo.uuids(kind))
+                    else:
+                        asked = [uuid for s in specs for uuid in s.entityRefId.partition(":")[2].split(",")]
+                    limit = perf.answer_cap(len(asked), len(labels) if labels is not None else perf.unlisted_labels(kind))
+
+                    def read(pieces, limit=limit, asked=asked):  # the cap is on what is kept: see perf
+                        return perf.read_answer(pieces, topo.names, dropped, self.max_label, cap=limit, asked=(kind, asked))
+
+                    rows += self.service.query_perf(topo.moid, specs, read, deadline=deadline, capped=False)
                 return rows
             except PerfFault as err:
                 following = perf.next_form(form, self.service.multi_entity) if err.fault == "InvalidArgument" else None

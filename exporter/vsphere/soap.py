@@ -73,13 +73,18 @@ def invoke(mo, info, args, request: bytes | None = None, conn=None) -> ET.Elemen
     raise http.client.HTTPException(f"{info.wsdlName} answered HTTP {status}")
 
 
-def post(stub, request: bytes, conn=None, read=None, limit=None, deadline=None) -> tuple[int, list[bytes]]:
+class _LeftUnread(Exception):
+    """A reader returned before the end of the answer."""
+
+
+def post(stub, request: bytes, conn=None, read=None, limit=None, deadline=None, capped=True) -> tuple[int, list[bytes]]:
     """POST a SOAP request over the stub's session and connection pool: (HTTP status, the body's
     pieces as xmlguard.read_answer returns them). conn: a connection of the pool the caller keeps
     for itself (a long poll that another thread may have to cut short); it is neither returned to
     the pool nor closed here. read: a reader of a success answer as it arrives (it gets the
     pieces of xmlguard.iter_answer, and what it returns is returned in place of the pieces), with
-    its own cap (limit) and deadline."""
+    its own cap (limit; capped=False: none, the reader caps what it keeps) and deadline. A reader
+    that stops before the end of the answer leaves the connection unusable: it is closed."""
     headers = {
         "Cookie": stub.cookie,
         "SOAPAction": stub.versionId,
@@ -95,14 +100,18 @@ def post(stub, request: bytes, conn=None, read=None, limit=None, deadline=None) 
         # cap is refused before ElementTree sees it (xmlguard).
         gzipped = response.getheader("Content-Encoding", "").lower() == "gzip"
         if read is not None and response.status == 200:
-            body = read(xmlguard.iter_answer(response, gzipped, limit=limit, deadline=deadline))
+            body = read(xmlguard.iter_answer(response, gzipped, limit=limit, deadline=deadline, capped=capped))
+            if not response.isclosed():  # the reader stopped early (perf.read_answer at its cap)
+                raise _LeftUnread
         else:
             body = xmlguard.read_answer(response, gzipped, limit=limit)
-    except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError):
+    except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError, _LeftUnread) as err:
         conn.close()  # an answer left unread: the connection cannot serve another call
         if not own:
             stub.DropConnections()
-        raise
+        if not isinstance(err, _LeftUnread):
+            raise
+        return response.status, body
     if not own:
         stub.ReturnConnection(conn)
     cookie = response.getheader("Set-Cookie")
@@ -111,12 +120,13 @@ def post(stub, request: bytes, conn=None, read=None, limit=None, deadline=None) 
     return response.status, body
 
 
-def invoke_reading(mo, info, args, read, limit: int | None = None, deadline: float | None = None):
+def invoke_reading(mo, info, args, read, limit: int | None = None, deadline: float | None = None, capped: bool = True):
     """As invoke, with the success answer handed to read() as it arrives (xmlguard.iter_answer's
-    pieces, capped at `limit`, cut at `deadline`) instead of parsed whole: what read() returns is
-    returned. Faults are raised as invoke raises them."""
+    pieces, capped at `limit` unless not capped, cut at `deadline`) instead of parsed whole: what
+    read() returns is returned. Faults are raised as invoke raises them."""
     stub = mo._stub
-    status, body = post(stub, stub.SerializeRequest(mo, info, args), read=read, limit=limit, deadline=deadline)
+    request = stub.SerializeRequest(mo, info, args)
+    status, body = post(stub, request, read=read, limit=limit, deadline=deadline, capped=capped)
     if status == 200:
         return body
     return _fault_or_answer(stub, info, status, b"".join(body))

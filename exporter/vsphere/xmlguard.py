@@ -152,12 +152,26 @@ def read_answer(stream, gzipped: bool = False, xml: bool = True, limit: int | No
     return list(iter_answer(stream, gzipped, xml, limit=limit))
 
 
-def iter_answer(stream, gzipped: bool = False, xml: bool = True, limit: int | None = None, deadline: float | None = None):
+def answer_limit() -> int:
+    """The process-wide cap on one answer (--vsphere.max-answer-size), in bytes."""
+    return _limit
+
+
+def iter_answer(
+    stream,
+    gzipped: bool = False,
+    xml: bool = True,
+    limit: int | None = None,
+    deadline: float | None = None,
+    capped: bool = True,
+):
     """read_answer's pieces one by one, as they arrive, for a reader that keeps less than the
     whole answer (a piece is yielded only after its prolog check passed). limit: a smaller cap for
     this answer (AnswerTooLarge past it); deadline: a time.monotonic() past which an answer
-    still arriving is cut (AnswerRefused)."""
-    cap = _limit if limit is None else min(int(limit), _limit)
+    still arriving is cut (AnswerRefused). capped=False: no cap on the answer at all, for a reader
+    that caps what it keeps itself and drops the rest as it comes (exporter.vsan.perf.read_answer:
+    what was not asked for must not push out what was); the deadline still bounds it."""
+    cap = float("inf") if not capped else _limit if limit is None else min(int(limit), _limit)
     prolog, size = _Prolog() if xml else None, 0
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
     while True:

@@ -172,8 +172,49 @@ def test_an_answer_is_read_as_it_arrives_and_unknown_entities_are_dropped_as_the
         rows = perf.read_answer(xmlguard.iter_answer(stream), names, dropped)
     assert [row.uuid for row in rows] == vsan_memory.known_uuids(3)
     assert dropped == {"unknown_entity": 500}
-    with open(path, "rb") as stream, pytest.raises(xmlguard.AnswerRefused, match="the cap sized to what was asked"):
-        perf.read_answer(xmlguard.iter_answer(stream, limit=perf.answer_cap(3, 6)), names, refused.Dropped())
+    # 500 entities not asked for are past the cap sized to the 3 asked for: they cost nothing kept
+    assert path.stat().st_size > perf.answer_cap(3, 6)
+    dropped = refused.Dropped()
+    with open(path, "rb") as stream:
+        pieces = xmlguard.iter_answer(stream, capped=False)
+        rows = perf.read_answer(pieces, names, dropped, cap=perf.answer_cap(3, 6), asked=("virtual-machine", known_uuids(3)))
+    assert [row.uuid for row in rows] == vsan_memory.known_uuids(3) and dropped == {"unknown_entity": 500}
+
+
+def known_uuids(n: int) -> list[str]:
+    return vsan_memory.known_uuids(n)
+
+
+def test_entities_asked_for_past_the_cap_keep_those_read_and_the_rest_is_counted_not_read(tmp_path):
+    """Today an answer past its cap was refused whole: every entity of that type lost for the round.
+    Now the entities read before the cap are kept, the answer is not read further, and each entity
+    asked for and not read is counted (answer_too_large), noted for one log line."""
+    path = tmp_path / "answer.xml"
+    size = vsan_memory.write_answer(path, known=4000, unknown=0)
+    cap = perf.answer_cap(3, 6)  # sized for 3 entities: 4,000 of them pass it
+    names = perfcsv.Names(vms={u: f"vm{i}" for i, u in enumerate(known_uuids(4000))})
+    dropped = refused.Dropped()
+    with open(path, "rb") as stream:
+        rows = perf.read_answer(
+            xmlguard.iter_answer(stream, capped=False), names, dropped, cap=cap, asked=("virtual-machine", known_uuids(4000))
+        )
+        read_to = stream.tell()
+    assert 0 < len(rows) < 4000
+    assert [row.uuid for row in rows] == known_uuids(len(rows))  # the first ones, whole
+    assert all(row.series["iopsRead"] for row in rows)
+    assert dropped == {"answer_too_large": 4000 - len(rows)}
+    assert set(dropped.refusals) == {("size", "answer_too_large")}
+    assert read_to < size  # the rest was never read
+    # one entity in progress past the cap (a single endless element) stops the read too
+    endless = tmp_path / "endless.xml"
+    opening = vsan_memory.entity(known_uuids(1)[0], 0).split("<values>")[0] + "<values>"
+    endless.write_text(vsan_memory._OPEN + opening + "9," * cap)
+    dropped = refused.Dropped()
+    with open(endless, "rb") as stream:
+        rows = perf.read_answer(
+            xmlguard.iter_answer(stream, capped=False), names, dropped, cap=cap, asked=("virtual-machine", known_uuids(1))
+        )
+    assert rows == [] and dropped == {"answer_too_large": 1}
 
 
 def test_100000_unknown_entities_peak_under_300_mib(tmp_path):
@@ -332,30 +373,80 @@ def test_hostile_values_in_real_answers_are_refused_counted_logged_once_and_the_
     }  # counted every time
 
 
+def _entities(body: bytes) -> tuple[bytes, bytes, bytes]:
+    """An answer as (what comes before its first entity, its entities, what follows the last)."""
+    first, last = body.find(b"<returnval"), body.rfind(b"</returnval>") + len(b"</returnval>")
+    return body[:first], body[first:last], body[last:]
+
+
+def _vsan_series(store) -> dict:
+    return {(name, tuple(sorted(labels.items()))): value for name, labels, value in _exposition(store) if "cluster" in labels}
+
+
 @pytest_integration
-def test_an_answer_past_the_cap_sized_to_the_cluster_is_refused_and_the_other_calls_are_read(proxy, tmp_path):
-    # a round of a dozen refused calls, well inside its deadline (the deadline has its own test)
-    source = _vsan_source(proxy, tmp_path, timeout=20.0)
-    path = tmp_path / "many.xml"
-    size = vsan_memory.write_answer(path, known=0, unknown=5_000)
-    proxy.attack("VsanPerfQueryPerf", path.read_bytes())
-    started = time.monotonic()
-    source.collect()
-    took = time.monotonic() - started
-    record = source.store.health[("vsan", "vsan-osa")]
-    assert proxy.served >= 6
-    # Every call whose cap (entities asked x labels) is below the answer is refused at it, the VMs'
-    # among them; a type with more entities or labels may take the answer, and drops its unknowns.
-    assert record.up == 0 and "perf:virtual-machine" in record.errors
-    assert set(record.errors) <= {f"perf:{kind}" for kind in perf.entity_types(False)}
-    for call in record.errors:
-        assert source.faults.failing[("vsan-osa", call)].endswith("(the cap sized to what was asked): refused"), call
-    assert source.faults.failing[("vsan-osa", "perf:virtual-machine")].endswith("(the cap sized to what was asked): refused")
-    cap = int(source.faults.failing[("vsan-osa", "perf:virtual-machine")].split("larger than ")[1].split()[0])
-    assert cap < size / 4
-    assert source.store.vsan["vsan-osa"].capacity_bytes and source.store.vsan["vsan-osa"].health  # health and space read
-    assert took < 20
-    source.client.close()
+def test_entities_not_asked_for_sent_beside_those_asked_cost_none_of_them(proxy, tmp_path):
+    """Every perf answer carries 1,200 entities nobody asked about (1.6 MB), before and after the
+    real ones: past the cap of the VMs' answer and others, which today refused each whole. Every
+    entity asked for is read: the round's vSAN series are those of a round without them."""
+    unknown = "".join(vsan_memory.entity(f"7e570000-dead-4bad-8000-{n:012d}", n) for n in range(600)).encode()
+    assert 2 * len(unknown) > perf.answer_cap(len(vsan_memory.known_uuids(8)), 6)
+
+    def crowded(body: bytes) -> bytes:
+        head, entities, tail = _entities(body)
+        return head + unknown + entities + unknown + tail if entities else body
+
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "crowd").mkdir()
+    clean, crowd = _vsan_source(proxy, tmp_path / "clean", timeout=60.0), None
+    try:
+        clean.collect()
+        expected = _vsan_series(clean.store)
+        proxy.rewrite("VsanPerfQueryPerf", crowded)
+        crowd = _vsan_source(proxy, tmp_path / "crowd", timeout=60.0)
+        crowd.collect()
+        record = crowd.store.health[("vsan", "vsan-osa")]
+        assert record.up == 1 and record.errors == {}, record.errors
+        assert record.dropped.get("unknown_entity", 0) >= 1200 and "answer_too_large" not in record.dropped
+        own = ("esxi_vsan_dropped", "esxi_vsan_coll", "esxi_vsan_health_timestamp")  # the source's own, and a clock
+        got = {key: value for key, value in _vsan_series(crowd.store).items() if not key[0].startswith(own)}
+        assert got == {key: value for key, value in expected.items() if not key[0].startswith(own)}
+        assert sum(1 for name, _ in got if name.startswith("esxi_vsan_vm_")) > 0
+    finally:
+        clean.client.close()
+        if crowd is not None:
+            crowd.client.close()
+
+
+@pytest_integration
+def test_an_answer_past_its_cap_keeps_what_it_read_counts_the_rest_and_the_next_calls_are_read(proxy, tmp_path, caplog):
+    """The VMs' answer repeats its entities past its cap (sized to the cluster's VMs): those read
+    are kept, the rest is counted (answer_too_large) and logged once a cluster; the connection the answer was
+    left unread on is closed, and every other call of the round is read."""
+
+    def swollen(body: bytes) -> bytes:
+        head, entities, tail = _entities(body)
+        return head + entities * 2000 + tail if b"virtual-machine:" in entities else body
+
+    proxy.rewrite("VsanPerfQueryPerf", swollen)
+    source = _vsan_source(proxy, tmp_path, timeout=60.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="exporter.vsan.source"):
+            source.collect()
+            source.collect()
+        record = source.store.health[("vsan", "vsan-osa")]
+        assert record.up == 1 and record.errors == {}, record.errors
+        assert record.dropped.get("answer_too_large", 0) >= 2  # each round: at least one per cut answer
+        vms = {
+            labels["vm"]
+            for name, labels, _ in _exposition(source.store)
+            if labels.get("cluster") == "vsan-osa" and "vm" in labels
+        }
+        assert vms  # the VMs read before the cap are there
+        assert source.store.vsan["vsan-osa"].capacity_bytes and source.store.vsan["vsan-osa"].health  # health and space read
+        lines = [r.getMessage() for r in caplog.records if "answer_too_large" in r.getMessage()]
+        assert len(lines) == 2 and {"vsan-osa", "vsan-esa"} == {line.split("cluster ")[1].split(":")[0] for line in lines}, lines
+    finally:
+        source.client.close()
 
 
 @pytest_integration
