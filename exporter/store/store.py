@@ -420,6 +420,7 @@ class StoreView:
     def storage_events(self) -> dict[tuple[str, str], m.StorageEvents]:
         return {key: r for key, r in self.store.storage_events.items() if key[1] == self.origin}
 
+    @property
     def spaces(self) -> dict[str, m.DatastoreSpace]:
         return _one_per_datastore({k: v for k, v in self.store.datastore_spaces.items() if k[0] == self.origin})
 
