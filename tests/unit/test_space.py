@@ -384,3 +384,17 @@ def test_a_datastore_read_fine_again_is_told_apart():
     delta, _ = mirror.settle()
     assert delta.problems == [] and delta.fine == ["datastore datastore-2"]
     assert mirror.space_by_url()["ds:///vmfs/volumes/bad/"].capacity_bytes == 100 * GIB
+
+
+def test_a_targets_view_shows_its_own_datastores_through_the_collector():
+    """/probe?target=NAME renders store.view(NAME): the space collector reads `spaces` and
+    `snapshots` from it as from the store (both properties), and only that target's."""
+    store = Store()
+    a = m.DatastoreSpace(name="ds-a", url="ds:///vmfs/volumes/a/", type="vmfs", capacity_bytes=100.0, free_bytes=40.0)
+    b = m.DatastoreSpace(name="ds-b", url="ds:///vmfs/volumes/b/", type="vmfs", capacity_bytes=100.0, free_bytes=90.0)
+    store.set_space("vc1", {a.url: a}, origin="vc1")
+    store.set_space("vc2", {b.url: b}, origin="vc2")
+    view = store.view("vc1")
+    assert set(view.spaces) == {a.url} and view.snapshots == {}
+    text = "".join(line for family in collector.collect(view) for line in family.lines)
+    assert "ds-a" in text and "ds-b" not in text
