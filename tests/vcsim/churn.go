@@ -1,0 +1,59 @@
+// Run-time changes of the inventory that the vSphere API cannot make but a vCenter sees happen,
+// for the churn soak (bench/soak_vsphere.py, issue 45).
+//
+// POST /storagesim/churn/grow with form fields datastore (its name) and bytes (> 0): the datastore
+// grows by that much, as when its LUN is grown and the VMFS expanded, or an NFS export grows, from
+// outside the API this simulator serves. summary.capacity and summary.freeSpace (and the VMFS
+// volume's capacity in info) grow by it, reported to the property collector as vCenter reports a
+// datastore's new size.
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// installChurn serves the soak's controls.
+func installChurn(service *simulator.Service, reg *simulator.Registry) {
+	service.HandleFunc("/storagesim/churn/grow", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST datastore=NAME&bytes=N", http.StatusMethodNotAllowed)
+			return
+		}
+		grow, err := strconv.ParseInt(r.FormValue("bytes"), 10, 64)
+		if err != nil || grow <= 0 {
+			http.Error(w, fmt.Sprintf("bytes %q is not a positive whole number", r.FormValue("bytes")), http.StatusBadRequest)
+			return
+		}
+		name := r.FormValue("datastore")
+		var ds *simulator.Datastore
+		for _, e := range reg.All("Datastore") {
+			if d, ok := e.(*simulator.Datastore); ok && d.Name == name {
+				ds = d
+			}
+		}
+		if ds == nil {
+			http.Error(w, fmt.Sprintf("no datastore %q", name), http.StatusNotFound)
+			return
+		}
+		ctx := simulator.NewContext()
+		ctx.Map = reg
+		changes := []types.PropertyChange{
+			{Name: "summary.capacity", Val: ds.Summary.Capacity + grow},
+			{Name: "summary.freeSpace", Val: ds.Summary.FreeSpace + grow},
+		}
+		if info, ok := ds.Info.(*types.VmfsDatastoreInfo); ok && info.Vmfs != nil {
+			volume := *info.Vmfs
+			volume.Capacity += grow
+			grown := *info
+			grown.Vmfs = &volume
+			changes = append(changes, types.PropertyChange{Name: "info", Val: &grown})
+		}
+		reg.WithLock(ctx, ds.Reference(), func() { reg.Update(ctx, ds, changes) })
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
