@@ -109,6 +109,18 @@ def _collect(content, kind, props):
         view.DestroyView()
 
 
+def _is_datastore(volume) -> bool:
+    """A mounted volume the exporter takes for a datastore (exporter/vsphere/discovery.py's rule:
+    named, and no boot bank, OSDATA or vFlash volume)."""
+    from pyVmomi import vim
+
+    from exporter.vsphere.discovery import NOT_DATASTORE_TYPES
+
+    if volume is None or isinstance(volume, (vim.host.VfatVolume, vim.host.VffsVolume)):
+        return False
+    return bool(volume.name) and (volume.type or "").lower() not in NOT_DATASTORE_TYPES
+
+
 class Driver:
     def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float):
         self.sim, self.proxy, self.inventory = sim, proxy, inventory
@@ -161,6 +173,8 @@ class Driver:
                 span = self.timeline.begin("restart", time.monotonic())
                 self.sim.start()
                 self.timeline.end(span, time.monotonic())
+                self._connect()
+                self.snapshot()
             try:
                 if plan and elapsed >= plan[0][0]:
                     _, kind = plan.pop(0)
@@ -186,6 +200,8 @@ class Driver:
         self.content = self.si.RetrieveContent()
 
     def snapshot(self) -> None:
+        """The simulator's inventory now, as the exporter should see it: the VMs, the hosts and the
+        datastores each host mounts (its config.fileSystemVolume, as the exporter reads them)."""
         from pyVmomi import vim
 
         c = self.content
@@ -193,22 +209,15 @@ class Driver:
             (p["name"], str(p.get("runtime.powerState")), p["runtime.host"].name if p.get("runtime.host") else "")
             for _, p in _collect(c, vim.VirtualMachine, ["name", "runtime.powerState", "runtime.host"])
         ]
-        hosts = [
-            (p["name"], str(p["runtime.connectionState"]))
-            for _, p in _collect(c, vim.HostSystem, ["name", "runtime.connectionState"])
-        ]
-        names = {h._moId: p["name"] for h, p in _collect(c, vim.HostSystem, ["name"])}
-        datastores = [
-            (
-                p["name"],
-                [
-                    (names.get(m.key._moId, ""), bool(m.mountInfo.mounted) and bool(m.mountInfo.accessible))
-                    for m in p.get("host", [])
-                ],
-            )
-            for _, p in _collect(c, vim.Datastore, ["name", "host"])
-        ]
-        self.inventory.record(time.monotonic(), inventory_keys(vms, hosts, datastores))
+        props = ["name", "runtime.connectionState", "config.fileSystemVolume.mountInfo"]
+        found = _collect(c, vim.HostSystem, props)
+        hosts = [(p["name"], str(p["runtime.connectionState"])) for _, p in found]
+        mounts: dict[str, list] = {}
+        for _, p in found:
+            for mount in p.get("config.fileSystemVolume.mountInfo") or []:
+                if _is_datastore(mount.volume):
+                    mounts.setdefault(mount.volume.name, []).append((p["name"], True))
+        self.inventory.record(time.monotonic(), inventory_keys(vms, hosts, list(mounts.items())))
 
     # --- disturbances ------------------------------------------------------------------------
     def restart(self, stop: threading.Event) -> None:
@@ -227,7 +236,11 @@ class Driver:
         """vCenter ends the exporter's sessions (an idle timeout, an administrator): the next call
         is NotAuthenticated. No restart: its collectors and change streams go with the sessions."""
         own = self.content.sessionManager.currentSession.key
-        others = [s.key for s in self.content.sessionManager.sessionList if s.key != own]
+        deadline = time.monotonic() + 2 * TIMEOUT  # the exporter may be logging in again after a disturbance
+        while True:
+            others = [s.key for s in self.content.sessionManager.sessionList if s.key != own]
+            if others or time.monotonic() > deadline or stop.wait(1.0):
+                break
         span = self.timeline.begin("expire", time.monotonic())
         if others:
             self.content.sessionManager.TerminateSession(sessionId=others)
@@ -305,15 +318,21 @@ class Driver:
         known = set(self.content.rootFolder.childEntity[0].datastore)
         return [d for d in host.datastore if d in known]
 
-    @staticmethod
-    def _movable(vm) -> bool:
-        """No raw device mapping among its disks: the simulator panics relocating one (vCenter moves it)."""
+    def _movable(self, vm) -> bool:
+        """Its disks all flat files on datastores its datacenter lists: the simulator panics
+        relocating a VM with a raw device mapping, or with a disk on a datastore of the storage
+        fixture (vCenter moves both)."""
         from pyVmomi import vim
 
-        return not any(
-            isinstance(getattr(d, "backing", None), vim.vm.device.VirtualDisk.RawDiskMappingVer1BackingInfo)
-            for d in vm.config.hardware.device
-        )
+        known = {d.name for d in self.content.rootFolder.childEntity[0].datastore}
+        for device in vm.config.hardware.device:
+            if isinstance(device, vim.vm.device.VirtualDisk):
+                backing = device.backing
+                if not isinstance(backing, vim.vm.device.VirtualDisk.FlatVer2BackingInfo):
+                    return False
+                if backing.datastore is None or backing.datastore.name not in known:
+                    return False
+        return True
 
     def _name(self, prefix: str) -> str:
         self.serial += 1

@@ -6,6 +6,9 @@
 // outside the API this simulator serves. summary.capacity and summary.freeSpace (and the VMFS
 // volume's capacity in info) grow by it, reported to the property collector as vCenter reports a
 // datastore's new size.
+//
+// A host removed from a cluster (Destroy_Task) is forgotten by the cluster's environment browser,
+// so that a host added later does not crash the simulator (forgetDestroyedHosts).
 package main
 
 import (
@@ -14,11 +17,13 @@ import (
 	"strconv"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
 // installChurn serves the soak's controls.
 func installChurn(service *simulator.Service, reg *simulator.Registry) {
+	forgetDestroyedHosts(reg)
 	service.HandleFunc("/storagesim/churn/grow", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST datastore=NAME&bytes=N", http.StatusMethodNotAllowed)
@@ -56,4 +61,46 @@ func installChurn(service *simulator.Service, reg *simulator.Registry) {
 		reg.WithLock(ctx, ds.Reference(), func() { reg.Update(ctx, ds, changes) })
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// forgetDestroyedHosts keeps a cluster's environment browser from listing a host being removed:
+// govmomi's simulator keeps the host there after its Destroy_Task, and the next host added to
+// the cluster (AddHost_Task) reads that host's version and panics (a nil HostSystem). vCenter
+// forgets a removed host; so does this, before the removal runs.
+func forgetDestroyedHosts(reg *simulator.Registry) {
+	previous := reg.Handler
+	reg.Handler = func(ctx *simulator.Context, method *simulator.Method) (mo.Reference, types.BaseMethodFault) {
+		if method.This.Type == "HostSystem" && method.Name == "Destroy_Task" {
+			forgetHost(reg, method.This)
+		}
+		if previous != nil {
+			return previous(ctx, method)
+		}
+		return nil, nil
+	}
+}
+
+func forgetHost(reg *simulator.Registry, ref types.ManagedObjectReference) {
+	host, ok := reg.Get(ref).(*simulator.HostSystem)
+	if !ok || host.Parent == nil {
+		return
+	}
+	cluster, ok := reg.Get(*host.Parent).(*simulator.ClusterComputeResource)
+	if !ok || cluster.EnvironmentBrowser == nil {
+		return
+	}
+	browser, ok := reg.Get(*cluster.EnvironmentBrowser).(*simulator.EnvironmentBrowser)
+	if !ok {
+		return
+	}
+	descriptors := browser.QueryConfigOptionDescriptorResponse.Returnval
+	for i := range descriptors {
+		kept := descriptors[i].Host[:0]
+		for _, h := range descriptors[i].Host {
+			if h != ref {
+				kept = append(kept, h)
+			}
+		}
+		descriptors[i].Host = kept
+	}
 }
