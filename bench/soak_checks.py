@@ -10,8 +10,8 @@
   cause (the same text, figures aside) more often than the simulator was disturbed, plus once.
 
 The inventory is what the driver read from the simulator just before and just after each change;
-a window of time that overlaps a disturbance (the simulator down or stalled, then RETURN after)
-judges no object: the exporter may not see the inventory then.
+objects are not judged while the simulator is down or stalled, nor until RETURN after (the
+exporter is back within a minute, and its series then cover the GRACE before).
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ class Checks:
         return failed, len(samples)
 
     def objects(self, at: float, samples) -> list[str]:
-        if self.timeline.disturbed_between(at - GRACE, at):
-            return []
+        if self.timeline.disturbed_between(at - GRACE, at, after=RETURN - GRACE):
+            return []  # judged from RETURN after the simulator's return: the exporter is back by then
         snapshots = self.inventory.between(at - GRACE, at)
         if not snapshots:
             return []

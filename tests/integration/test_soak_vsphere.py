@@ -24,5 +24,6 @@ def test_three_minutes_of_churn_fail_no_check(tmp_path):
     # the disturbances, each once, and the inventory really changed under the exporter
     assert {"restart", "expire", "stall"} <= set(done), done
     assert sum(done.values()) >= 20, done
-    assert summary["objects_judged"] > 100, summary  # the checks judged objects, not nothing
+    # objects judged at the scrapes of the last minute, after the restart, the stall and the expiry
+    assert summary["objects_judged"] >= 60, summary
     assert summary["failures"] == [], "\n".join(summary["failures"])
