@@ -28,15 +28,19 @@ from exporter.vsphere.settings import TargetConfig
 log = logging.getLogger(__name__)
 
 
-_UNROUTED, _WILDCARD = object(), object()
+_UNROUTED, _WILDCARD, _NOT_A_DATASTORE = object(), object(), object()
 
 
 def _object_key(family: str, instance: str, topo: discovery.HostTopology):
     """The model key a perf instance of this family goes to; None for one that is not ours (the
     host aggregate of a disk counter); _WILDCARD for a server that echoes "*" instead of real
-    instances (vcsim)."""
+    instances (vcsim); _NOT_A_DATASTORE for a datastore.* instance that is none of the host's
+    datastores as discovered (a boot bank or OSDATA volume, which discovery leaves out; or one
+    mounted since): it would be a series named by a bare UUID, renamed (a new series) once known."""
     if instance == "*":
         return _WILDCARD
+    if family == mapping.DATASTORES and instance and instance not in topo.datastore_names:
+        return _NOT_A_DATASTORE
     return mapping.instance_key(family, instance, topo.path_names, topo.datastore_names)
 
 
@@ -449,7 +453,7 @@ class VsphereTarget:
                 host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere", path_devices=topo.path_devices
             )
             host_level: dict[str, dict[str, float]] = {}  # "" -> host-wide values
-            wildcards = 0
+            wildcards = unknown = 0
             # Routes are kept per family and instance, not per series: a host's series are its
             # instances times its counters, and the cache of each (a million entries at 2,500
             # hosts) held more memory than every other part of the topology.
@@ -473,6 +477,9 @@ class VsphereTarget:
                 if object_key is _WILDCARD:
                     wildcards += 1
                     continue
+                if object_key is _NOT_A_DATASTORE:
+                    unknown += 1
+                    continue
                 family = host_level if counter.family == mapping.HOST else getattr(sample, counter.family)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
@@ -485,15 +492,17 @@ class VsphereTarget:
                     mapping.finish_vdisk(stats)
                 sample.vms = mapping.vm_totals(sample.vdisks)
             self.store.ingest(sample, origin=self.name)
-            self._count_sample(topo.name, wildcards)
+            self._count_sample(topo.name, wildcards, unknown)
             last = stamp
         with self.lock:
             self.last_timestamp[topo.name] = last
 
-    def _count_sample(self, host: str, wildcards: int) -> None:
+    def _count_sample(self, host: str, wildcards: int, unknown: int = 0) -> None:
         with self.lock:
             if wildcards:
                 self.dropped["wildcard_instance"] = self.dropped.get("wildcard_instance", 0) + wildcards
+            if unknown:
+                self.dropped["not_a_datastore"] = self.dropped.get("not_a_datastore", 0) + unknown
             self.samples[host] = self.samples.get(host, 0) + 1
 
     # --- running -----------------------------------------------------------------------

@@ -27,3 +27,42 @@ def test_three_minutes_of_churn_fail_no_check(tmp_path):
     # objects judged at the scrapes of the last minute, after the restart, the stall and the expiry
     assert summary["objects_judged"] >= 60, summary
     assert summary["failures"] == [], "\n".join(summary["failures"])
+
+
+# --- what the soak found, each reproduced in seconds -----------------------------------------------
+def test_a_host_added_with_boot_volumes_has_no_datastore_series_named_by_a_uuid(tmp_path):
+    """A host added to a cluster (a copy of esx02, whose ESXi 7.0 boot volumes, OSDATA and two boot
+    banks, are in its mounts) reports datastore.* counters for those volumes too. Discovery leaves
+    them out (no datastore), and the soak saw their counters exported all the same, each under its
+    bare UUID as the datastore's name. Now they are dropped and counted."""
+    from pyVmomi import vim
+
+    from bench.vsphere_common import password_file, render
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from tests.support.promtext import samples
+    from tests.support.vsphere_api import connect, named, wait
+    from tests.vcsim.sims import USER, StorageSim
+
+    sim = StorageSim(tmp_path / "sim")
+    try:
+        content = connect(sim).RetrieveContent()
+        cluster = named(content, vim.HostSystem, "esx02.lab.local").parent
+        spec = vim.host.ConnectSpec(hostName="soak-esx1.lab.local", userName="esx02.lab.local", force=True)
+        wait(cluster.AddHost_Task(spec=spec, asConnected=True))
+        config = TargetConfig(
+            name="vc", url=sim.url, user=USER, password_file=str(password_file(tmp_path)), ca_file=str(sim.cert)
+        )
+        target = VsphereTarget(config)
+        assert target.run_once(), target.error
+        found = list(samples(render(target).decode()))
+    finally:
+        sim.stop()
+    host = "soak-esx1.lab.local"
+    named_ones = {labels["datastore"] for name, labels, _ in found if name == "esxi_datastore_info" and labels["host"] == host}
+    counted = {
+        labels["datastore"] for name, labels, _ in found if name.startswith("esxi_datastore_") and labels.get("host") == host
+    }
+    assert named_ones == {"ds-shared-01", "ds-shared-02", "nfs-vm-01", "nfs-iso"}
+    assert counted == named_ones, counted - named_ones
+    dropped = {labels["reason"]: v for name, labels, v in found if name == "esxi_vsphere_dropped_series_total"}
+    assert dropped.get("not_a_datastore", 0) > 0, dropped
