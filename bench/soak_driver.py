@@ -175,7 +175,7 @@ class Driver:
                 return
             if self.sim.sim is not None and self.sim.sim.proc.poll() is not None:
                 self.errors.append(f"{elapsed:.0f}s the simulator died (its log: {self.sim.tmp}); started again")
-                span = self.timeline.begin("restart", time.monotonic())
+                span = self.timeline.begin("restart", self.alive_at)  # dead since after the last answer
                 self.sim.start()
                 self.timeline.end(span, time.monotonic())
                 self._connect()
@@ -222,7 +222,8 @@ class Driver:
             for mount in p.get("config.fileSystemVolume.mountInfo") or []:
                 if _is_datastore(mount.volume):
                     mounts.setdefault(mount.volume.name, []).append((p["name"], True))
-        self.inventory.record(time.monotonic(), inventory_keys(vms, hosts, list(mounts.items())))
+        self.alive_at = time.monotonic()
+        self.inventory.record(self.alive_at, inventory_keys(vms, hosts, list(mounts.items())))
 
     # --- disturbances ------------------------------------------------------------------------
     def restart(self, stop: threading.Event) -> None:
@@ -325,8 +326,8 @@ class Driver:
 
     def _movable(self, vm) -> bool:
         """Its disks all flat files on datastores its datacenter lists: the simulator panics
-        relocating a VM with a raw device mapping, or with a disk on a datastore of the storage
-        fixture (vCenter moves both)."""
+        relocating or destroying a VM with a raw device mapping, or with a disk on a datastore of
+        the storage fixture (vCenter moves and destroys both)."""
         from pyVmomi import vim
 
         known = {d.name for d in self.content.rootFolder.childEntity[0].datastore}
@@ -379,8 +380,8 @@ class Driver:
                 self._task("vm_power_on", vm.PowerOnVM_Task())
 
     def vm_destroy(self) -> None:
-        vms = self._vms()
-        if len(vms) <= 2:
+        vms = [v for v in self._vms() if self._movable(v)]  # the simulator panics destroying the others
+        if not vms:
             return self._refused("vm_destroy")
         vm = self.rng.choice(vms)
         if vm.runtime.powerState == "poweredOn" and not self._task("vm_power_off", vm.PowerOffVM_Task()):
