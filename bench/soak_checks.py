@@ -120,6 +120,7 @@ class Checks:
         self.logged: Counter = Counter()
         self.reported: set = set()  # failures already reported once (a lasting one is one failure)
         self.judged = 0  # objects judged present or absent, over the run: the checks are not vacuous
+        self.judged_scrapes = 0  # scrapes whose objects were judged
 
     def scrape(self, at: float, body: str) -> tuple[list[str], int]:
         """The failed checks of the scrape taken at `at` (monotonic), and its number of series."""
@@ -137,6 +138,7 @@ class Checks:
         required = frozenset.intersection(*snapshots)
         recent = frozenset.union(*snapshots)
         self.judged += len(required | present)
+        self.judged_scrapes += 1
         failed = [f"missing: {' '.join(k)} (in the inventory for {GRACE:.0f}s)" for k in sorted(required - present)]
         failed += [f"outlived: {' '.join(k)} (gone from the inventory for {GRACE:.0f}s)" for k in sorted(present - recent)]
         return failed

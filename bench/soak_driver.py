@@ -140,10 +140,10 @@ class Driver:
     def _plan(self) -> list[tuple[float, str]]:
         """The disturbances: at least one of each kind, spread over the run but its last 75 s (for
         the exporter's return to be judged), in a seeded order. A run under 10 minutes has them
-        back to back early (a restart, a stall as soon as it is back, an expiry at 100 s), for
-        the checks to judge the exporter's return in its last minute."""
+        back to back early (a restart at 10 s, a stall as soon as it is back, an expiry at 75 s),
+        for the checks to judge the exporter's return in its last minute."""
         if self.duration < 600:
-            return [(20.0, "restart"), (21.0, "stall"), (100.0, "expire")]
+            return [(10.0, "restart"), (11.0, "stall"), (75.0, "expire")]
         kinds = ["restart", "expire", "stall"]
         self.rng.shuffle(kinds)
         first, last = 30.0, self.duration - 75.0

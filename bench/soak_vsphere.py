@@ -136,6 +136,7 @@ def run(
         "every": every,
         "events": driver.counts(),
         "objects_judged": checks.judged,
+        "scrapes_judged": checks.judged_scrapes,
         "windows": [
             {
                 "minute": w.end_minute,
@@ -153,7 +154,7 @@ def run(
         "failures": failures,
     }
     out(f"events: {json.dumps(summary['events'])}")
-    out(f"objects judged present or absent: {checks.judged}; failed checks: {len(failures)}")
+    out(f"objects judged present or absent: {checks.judged} at {checks.judged_scrapes} scrapes; failed checks: {len(failures)}")
     for f in failures[:50]:
         out(f"  {f}")
     return summary
@@ -180,6 +181,20 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
         out(f"    {f}")
 
 
+def markdown(summary: dict) -> str:
+    """The summary's windows as a Markdown table (docs/benchmarks.md)."""
+    rows = [
+        "| minute | RSS MiB | CPU s | series | scrape s median / max | vCenter requests | vCenter MiB | failed checks |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for w in summary["windows"]:
+        rows.append(
+            f"| {w['minute']} | {w['rss_mib']} | {w['cpu_s']} | {w['series']} | {w['scrape_s_median']} / {w['scrape_s_max']} "
+            f"| {w['requests']} | {w['bytes'] / 2**20:.1f} | {w['failed']} |"
+        )
+    return "\n".join(rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
@@ -188,7 +203,13 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=None, help="seconds per row of the table")
     parser.add_argument("--dir", type=Path, default=None, help="where the logs go (default: a new temporary directory)")
     parser.add_argument("--json", type=Path, default=None, help="write the summary here")
+    parser.add_argument(
+        "--table", type=Path, default=None, help="print the Markdown table of a summary written by --json, and stop"
+    )
     args = parser.parse_args()
+    if args.table:
+        print(markdown(json.loads(args.table.read_text())))
+        return 0
     import tempfile
 
     tmp = args.dir or Path(tempfile.mkdtemp(prefix="soak-vsphere-"))

@@ -7,8 +7,9 @@
 // volume's capacity in info) grow by it, reported to the property collector as vCenter reports a
 // datastore's new size.
 //
-// A host removed from a cluster (Destroy_Task) is forgotten by the cluster's environment browser,
-// so that a host added later does not crash the simulator (forgetDestroyedHosts).
+// A host removed from a cluster (Destroy_Task) leaves the cluster's host list and its environment
+// browser, as vCenter forgets it: govmomi's simulator kept it in both, and then a container view
+// named a deleted object and the next host added crashed the simulator (forgetDestroyedHosts).
 package main
 
 import (
@@ -71,7 +72,7 @@ func forgetDestroyedHosts(reg *simulator.Registry) {
 	previous := reg.Handler
 	reg.Handler = func(ctx *simulator.Context, method *simulator.Method) (mo.Reference, types.BaseMethodFault) {
 		if method.This.Type == "HostSystem" && method.Name == "Destroy_Task" {
-			forgetHost(reg, method.This)
+			forgetHost(ctx, reg, method.This)
 		}
 		if previous != nil {
 			return previous(ctx, method)
@@ -80,15 +81,24 @@ func forgetDestroyedHosts(reg *simulator.Registry) {
 	}
 }
 
-func forgetHost(reg *simulator.Registry, ref types.ManagedObjectReference) {
+func forgetHost(ctx *simulator.Context, reg *simulator.Registry, ref types.ManagedObjectReference) {
 	host, ok := reg.Get(ref).(*simulator.HostSystem)
-	if !ok || host.Parent == nil {
+	if !ok || host.Parent == nil || len(host.Vm) > 0 { // with VMs the removal is refused (ResourceInUse)
 		return
 	}
 	cluster, ok := reg.Get(*host.Parent).(*simulator.ClusterComputeResource)
 	if !ok || cluster.EnvironmentBrowser == nil {
 		return
 	}
+	// govmomi's removal takes the host out of the registry, not out of the cluster's host list:
+	// a container view of the tree then names a deleted object (ManagedObjectNotFound).
+	var kept []types.ManagedObjectReference
+	for _, h := range cluster.Host {
+		if h != ref {
+			kept = append(kept, h)
+		}
+	}
+	reg.Update(ctx, cluster, []types.PropertyChange{{Name: "host", Val: kept}})
 	browser, ok := reg.Get(*cluster.EnvironmentBrowser).(*simulator.EnvironmentBrowser)
 	if !ok {
 		return
