@@ -187,7 +187,8 @@ class Driver:
                 else:
                     self.change()
             except Exception as err:  # noqa: BLE001 - a failure of the driver itself fails the run
-                self.errors.append(f"{elapsed:.0f}s driver: {type(err).__name__}: {err}"[:300])
+                said = getattr(err, "msg", None) or str(err)
+                self.errors.append(f"{elapsed:.0f}s driver: {type(err).__name__}: {' '.join(said.split())}"[:300])
                 try:
                     self._connect()
                 except Exception:  # noqa: BLE001
