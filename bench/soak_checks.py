@@ -78,6 +78,8 @@ def scrape_keys(samples) -> set:
             continue
         if name in STATE:
             keys.add(("host", host))
+        elif name.startswith("esxi_vsan_"):
+            keys.add(("vsan_host", host))
         elif name.startswith("esxi_vm") and "vm" in labels:
             keys.add(("vm", host, labels["vm"]))
         elif name.startswith("esxi_datastore") and "datastore" in labels:
@@ -111,8 +113,9 @@ def cause(line: str) -> tuple[str, str] | None:
 
 
 class Checks:
-    def __init__(self, inventory: Inventory, log: Path, timeline):
+    def __init__(self, inventory: Inventory, log: Path, timeline, vsan_interval: float = 300.0):
         self.inventory = inventory
+        self.vsan_grace = 2 * vsan_interval + 5.0
         self.log = log
         self.timeline = timeline
         self.previous: dict = {}  # (name, labels) -> value, counters of the last scrape
@@ -135,13 +138,32 @@ class Checks:
         if not snapshots:
             return []
         present = scrape_keys(samples)
+        vsan = {k for k in present if k[0] == "vsan_host"}
+        present -= vsan
         required = frozenset.intersection(*snapshots)
         recent = frozenset.union(*snapshots)
         self.judged += len(required | present)
         self.judged_scrapes += 1
         failed = [f"missing: {' '.join(k)} (in the inventory for {GRACE:.0f}s)" for k in sorted(required - present)]
         failed += [f"outlived: {' '.join(k)} (gone from the inventory for {GRACE:.0f}s)" for k in sorted(present - recent)]
-        return failed
+        return failed + self.vsan_hosts(at, vsan)
+
+    def vsan_hosts(self, at: float, vsan: set) -> list[str]:
+        """vSAN's series of a host (read every vSAN interval, from the cluster's services): none for a
+        host vCenter has not listed for two vSAN intervals. Not judged: whether a host has them (the
+        simulator's vSAN knows the fixture's hosts only)."""
+        if not vsan or self.timeline.disturbed_between(at - self.vsan_grace, at, after=RETURN - GRACE):
+            return []
+        snapshots = self.inventory.between(at - self.vsan_grace, at)
+        if not snapshots:
+            return []
+        listed = {k[1] for k in frozenset.union(*snapshots) if k[0] == "host"}
+        self.judged += len(vsan)
+        return [
+            f"outlived: vSAN series of {host} (gone from vCenter for {self.vsan_grace:.0f}s)"
+            for _, host in sorted(vsan)
+            if host not in listed
+        ]
 
     def counters(self, samples, counters) -> list[str]:
         now = {}

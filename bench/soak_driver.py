@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.soak_checks import RETURN, Inventory, inventory_keys
 from tests.support.vsphere_api import connect, wait
-from tests.vcsim.sims import StorageSim
+from tests.vcsim.sims import FIXTURE, StorageSim
 
 DOWN = (5.0, 30.0)  # seconds the simulator stays down on a restart
 STALL_BEYOND = (5.0, 15.0)  # seconds a stall lasts beyond the exporter's timeout
@@ -34,9 +34,9 @@ class Simulator:
     """The storage simulator, restartable on the same address (a new process: a vCenter restart,
     every session, change-stream version and collector gone)."""
 
-    def __init__(self, tmp: Path, *args: str):
-        self.tmp, self.args, self.starts = tmp, args, 0
-        self.sim = StorageSim(tmp / "run0", *args)
+    def __init__(self, tmp: Path, *args: str, fixture: Path = FIXTURE):
+        self.tmp, self.args, self.starts, self.fixture = tmp, args, 0, fixture
+        self.sim = StorageSim(tmp / "run0", *args, fixture=fixture)
         self.url, self.port = self.sim.url, self.sim.port
 
     @property
@@ -50,7 +50,7 @@ class Simulator:
 
     def start(self) -> None:
         self.starts += 1
-        self.sim = StorageSim(self.tmp / f"run{self.starts}", "-l", f"127.0.0.1:{self.port}", *self.args)
+        self.sim = StorageSim(self.tmp / f"run{self.starts}", "-l", f"127.0.0.1:{self.port}", *self.args, fixture=self.fixture)
 
 
 class Timeline:

@@ -36,6 +36,8 @@ from tests.support.servers import Exporter  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER  # noqa: E402
 
 SCRAPE_EVERY = 15.0  # as Prometheus scrapes
+VSAN_INTERVAL = 60.0  # --vsan: vSAN read every minute (accelerated: 300 s by default)
+VSAN_FIXTURE = ROOT / "tests" / "vcsim" / "vsan.json"
 
 
 @dataclass
@@ -75,13 +77,18 @@ def run(
     window: float | None = None,
     out=print,
     extra: tuple[str, ...] = (),
+    vsan: bool = False,
 ) -> dict:
     """The soak; returns its summary (windows, failures, events). `every`: seconds between two
     changes of the inventory."""
     tmp.mkdir(parents=True, exist_ok=True)
     duration = minutes * 60.0
     window = window or (300.0 if minutes >= 15 else 60.0)
-    sim = Simulator(tmp / "sim")
+    if vsan:  # vsan.json: two vSAN clusters (OSA and ESA) beside a plain host; vSAN read every minute
+        sim = Simulator(tmp / "sim", "-vsan-sample-seconds", str(int(VSAN_INTERVAL)), fixture=VSAN_FIXTURE)
+        extra = (*extra, f"--vsphere.vsan-interval={int(VSAN_INTERVAL)}s")
+    else:
+        sim = Simulator(tmp / "sim")
     proxy = SoakProxy(sim.url, tmp)
     secret = tmp / "password"
     secret.write_text(PASSWORD + "\n")
@@ -91,7 +98,7 @@ def run(
     exporter = Exporter(*args, "--vsphere.ca-file", str(proxy.cert), *extra, log_path=log)
     inventory = Inventory()
     driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration)
-    checks = Checks(inventory, log, driver.timeline)
+    checks = Checks(inventory, log, driver.timeline, vsan_interval=VSAN_INTERVAL)
     windows: list[Window] = []
     stop = threading.Event()
     started = time.monotonic()
@@ -132,6 +139,7 @@ def run(
     failures = [f for w in windows for f in w.failed] + driver.errors
     summary = {
         "seed": seed,
+        "vsan": vsan,
         "minutes": minutes,
         "every": every,
         "events": driver.counts(),
@@ -203,6 +211,7 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=None, help="seconds per row of the table")
     parser.add_argument("--dir", type=Path, default=None, help="where the logs go (default: a new temporary directory)")
     parser.add_argument("--json", type=Path, default=None, help="write the summary here")
+    parser.add_argument("--vsan", action="store_true", help="the vSAN fixture: its hosts come and go too, vSAN read every minute")
     parser.add_argument(
         "--table", type=Path, default=None, help="print the Markdown table of a summary written by --json, and stop"
     )
@@ -214,7 +223,7 @@ def main() -> int:
 
     tmp = args.dir or Path(tempfile.mkdtemp(prefix="soak-vsphere-"))
     print(f"logs in {tmp}; seed {args.seed}; {args.minutes} min; a change every {args.every} s", flush=True)
-    summary = run(tmp, args.minutes, args.seed, args.every, args.window, out=lambda s: print(s, flush=True))
+    summary = run(tmp, args.minutes, args.seed, args.every, args.window, out=lambda s: print(s, flush=True), vsan=args.vsan)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))
     return 1 if summary["failures"] else 0

@@ -119,3 +119,14 @@ def test_a_cause_keeps_object_names_and_drops_figures():
     line = "2026-11-28 02:33:51,112 ERROR x: host soak-esx12.lab.local took 12.5s, 3 tries"
     assert cause(line) == ("ERROR", "x: host soak-esx12.lab.local took #s, # tries")
     assert cause("2026-11-28 02:33:51,112 INFO x: fine") is None
+
+
+def test_vsan_series_of_a_host_gone_from_vcenter_fail_after_two_vsan_intervals(tmp_path):
+    c = checks(tmp_path)
+    c.vsan_grace = 125.0
+    c.inventory.record(T0 + 100, inventory_keys(VMS, HOSTS[:1], DATASTORES))  # esx02 removed at T0 + 100
+    vsan = 'esxi_vsan_host_info{cluster="c1",host="esx02"} 1'
+    text = body(vsan).replace('esxi_host_connection_state{host="esx02",state="disconnected"} 1\n', "")
+    assert c.scrape(T0 + 200, text)[0] == []  # gone 100 s: vSAN is read every minute
+    failed, _ = c.scrape(T0 + 100 + 126, text)
+    assert failed == ["outlived: vSAN series of esx02 (gone from vCenter for 125s)"]
