@@ -364,6 +364,7 @@ def test_an_http_status_is_described_by_its_status():
 
     assert describe(http.client.HTTPException("503 Service Unavailable")) == "HTTP 503 Service Unavailable"
     assert describe(http.client.HTTPException("502  Bad\nGateway")) == "HTTP 502 Bad Gateway"  # one line
+    assert describe(http.client.HTTPException("WaitForUpdatesEx answered HTTP 503")) == "WaitForUpdatesEx answered HTTP 503"
     assert describe(http.client.IncompleteRead(b"")) == "HTTP error: IncompleteRead"
 
 
