@@ -181,6 +181,7 @@ class Driver:
                 self._connect()
                 self.snapshot()
             try:
+                self.snapshot()  # the inventory as it is now, whatever comes next (a disturbance takes a while)
                 if plan and elapsed >= plan[0][0]:
                     _, kind = plan.pop(0)
                     getattr(self, kind)(stop)
@@ -248,6 +249,7 @@ class Driver:
             others = [s.key for s in self.content.sessionManager.sessionList if s.key != own]
             if others or time.monotonic() > deadline or stop.wait(1.0):
                 break
+            self.snapshot()
         span = self.timeline.begin("expire", time.monotonic())
         if others:
             self.content.sessionManager.TerminateSession(sessionId=others)
@@ -489,7 +491,7 @@ class Driver:
         """A host the soak added, out of maintenance mode or disconnected, its VMs gone first."""
         hosts = [h for h in self._hosts(usable=False) if h.name.startswith("soak-")]
         if not hosts:
-            return self.host_add()
+            return self._refused("host_remove")
         host = self.rng.choice(hosts)
         if not self._evacuate(host):
             return None
