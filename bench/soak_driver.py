@@ -212,12 +212,15 @@ class Driver:
         from pyVmomi import vim
 
         c = self.content
-        vms = [
-            (p["name"], str(p.get("runtime.powerState")), p["runtime.host"].name if p.get("runtime.host") else "")
-            for _, p in _collect(c, vim.VirtualMachine, ["name", "runtime.powerState", "runtime.host"])
-        ]
         props = ["name", "runtime.connectionState", "config.fileSystemVolume.mountInfo"]
         found = _collect(c, vim.HostSystem, props)
+        # a VM's host by the hosts' own names: the simulator can leave a VM on a removed host (its
+        # relocation does not keep the hosts' VM lists), whose name it no longer answers
+        names = {h._moId: p["name"] for h, p in found}
+        vms = [
+            (p["name"], str(p.get("runtime.powerState")), names.get(p["runtime.host"]._moId, "") if p.get("runtime.host") else "")
+            for _, p in _collect(c, vim.VirtualMachine, ["name", "runtime.powerState", "runtime.host"])
+        ]
         hosts = [(p["name"], str(p["runtime.connectionState"])) for _, p in found]
         mounts: dict[str, list] = {}
         for _, p in found:
