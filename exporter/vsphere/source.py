@@ -27,6 +27,10 @@ from exporter.vsphere.settings import TargetConfig
 
 log = logging.getLogger(__name__)
 
+# How long a host vCenter lists but cannot read keeps its counters (hidden) for its return: an hour,
+# longer than a host's reboot or a network cut; a host away longer starts its series again from 0.
+SUSPEND_FOR = 3600.0
+
 
 _UNROUTED, _WILDCARD, _NOT_A_DATASTORE = object(), object(), object()
 
@@ -71,6 +75,7 @@ class VsphereTarget:
         self.errors: dict[str, int] = {"discovery": 0, "collection": 0}
         self.dropped: dict[str, int] = {}  # reason -> series dropped
         self.samples: dict[str, int] = {}  # host -> samples ingested
+        self.suspended: dict[str, float] = {}  # host vCenter lists but cannot read -> since (monotonic)
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(store, origin=self.name)  # shown on this target's /probe too
         self.host_faults = HostFaults(store, self.name)  # one host's failing calls, its own (hostfaults.py)
@@ -122,7 +127,7 @@ class VsphereTarget:
                 errors={**self.errors, **({"login": self.client.login_refusals} if self.client.login_refusals else {})},
                 dropped=dict(self.dropped),
                 objects=topology.counts() if topology is not None else {},
-                samples=dict(self.samples),
+                samples={host: n for host, n in self.samples.items() if host not in self.suspended},
                 last_timestamp=dict(self.last_timestamp),
                 overruns=self.overruns.snapshot(),
                 changes=dict(self.changes),
@@ -199,6 +204,9 @@ class VsphereTarget:
             self.host_status = mirror.host_status()
         if delta.changed or delta.removed:
             self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        elif delta.statuses:  # a suspended host removed from vCenter: forgotten now
+            with self.publishing:
+                self._settle_suspended()
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
                 for kind, count in delta.changes.items():
@@ -225,6 +233,7 @@ class VsphereTarget:
                 if gone:
                     self.store.drop_objects(topo.name, gone, origin=self.name)
             self._forget(set(removed))
+            self._settle_suspended()
 
     def _with_esxcli(self, topo: discovery.HostTopology, found: m.Inventory | None) -> m.Inventory:
         """The host's inventory as published: the API's view with esxcli's answer laid over a copy.
@@ -295,26 +304,58 @@ class VsphereTarget:
         self.resolved = resolved
 
     def _forget(self, hosts: set[str]) -> None:
-        """Hosts that left the inventory (removed, disconnected) take every series keyed by them
-        with them: samples, counters and configuration, samples_total and the newest sample's
-        time, esxcli's health and errors (published with the next health record)."""
+        """Hosts gone from the topology. One vCenter still lists (disconnected, not responding) is
+        suspended: its series go, but the store keeps its counters, hidden, so that they go on from
+        where they were when it is read again (not from 0: a counter reset to Prometheus). One that
+        left the inventory or the selection, or stayed unreadable longer than SUSPEND_FOR, takes
+        every series keyed by it with it: samples, counters and configuration, samples_total and the
+        newest sample's time, esxcli's health and errors (published with the next health record)."""
         if not hosts:
             return
-        self.store.forget_hosts(hosts, origin=self.name)
-        for host in hosts:
-            self.published.pop(host, None)
+        listed = {host for host in hosts if host in self.host_status}
+        if listed:
+            self.store.suspend_hosts(listed, origin=self.name)
+            now = time.monotonic()
+            for host in listed:
+                self.suspended.setdefault(host, now)
+            log.info("vsphere target %s: %d host(s) vCenter cannot read: %s", self.name, len(listed), ", ".join(sorted(listed)))
+        gone = hosts - listed
         with self.lock:
             for host in hosts:
                 self.last_timestamp.pop(host, None)
-                self.samples.pop(host, None)
                 self.esxcli_found.pop(host, None)
         for host in hosts:
             self.esxcli_health.forget(host)
             self.esxcli_log.answered((host,))
         self.host_faults.forget(hosts)
+        if gone:
+            self._forget_for_good(gone)
+
+    def _forget_for_good(self, hosts: set[str]) -> None:
+        self.store.forget_hosts(hosts, origin=self.name)
+        for host in hosts:
+            self.published.pop(host, None)
+            self.suspended.pop(host, None)
+        with self.lock:
+            for host in hosts:
+                self.samples.pop(host, None)
         for listener in self.forget_listeners:
             listener(hosts)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
+
+    def _settle_suspended(self) -> None:
+        """Suspended hosts read again are no longer suspended; those that left vCenter's list, or
+        stayed unreadable longer than SUSPEND_FOR, are forgotten for good (memory stays bounded)."""
+        if not self.suspended:
+            return
+        topology = self.topology
+        shown = {t.name for t in topology.hosts} if topology is not None else set()
+        now = time.monotonic()
+        for host in [h for h in self.suspended if h in shown]:
+            del self.suspended[host]
+        gone = {h for h, since in self.suspended.items() if h not in self.host_status or now - since > SUSPEND_FOR}
+        if gone:
+            self._forget_for_good(gone)
 
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
@@ -372,6 +413,9 @@ class VsphereTarget:
         newer = self.topology
         if newer is not topology:  # a discovery swapped in meanwhile: hosts it dropped stay dropped
             self._forget({t.name for t in topology.hosts} - {t.name for t in newer.hosts})
+        if self.suspended:  # those unreadable longer than SUSPEND_FOR go, even with no change to apply
+            with self.publishing:
+                self._settle_suspended()
         with self.lock:
             self.durations["collection"] = time.perf_counter() - start
         if errors and not results:
