@@ -34,3 +34,8 @@ class EsxcliHealth:
         with self.lock:
             self.errors.pop(host, None)
         self.store.drop_health(self.kind, host, self.origin)
+
+    def suspend(self, host: str) -> None:
+        """The host cannot be read for now (vCenter shows it disconnected): its series go, its
+        error counts stay, so they go on from where they were when it answers again."""
+        self.store.drop_health(self.kind, host, self.origin)

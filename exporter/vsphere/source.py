@@ -318,6 +318,8 @@ class VsphereTarget:
             now = time.monotonic()
             for host in listed:
                 self.suspended.setdefault(host, now)
+            for listener in self.forget_listeners:  # SMART state is not kept (its series come back afresh)
+                listener(listed)
             log.info("vsphere target %s: %d host(s) vCenter cannot read: %s", self.name, len(listed), ", ".join(sorted(listed)))
         gone = hosts - listed
         with self.lock:
@@ -325,7 +327,10 @@ class VsphereTarget:
                 self.last_timestamp.pop(host, None)
                 self.esxcli_found.pop(host, None)
         for host in hosts:
-            self.esxcli_health.forget(host)
+            if host in listed:
+                self.esxcli_health.suspend(host)
+            else:
+                self.esxcli_health.forget(host)
             self.esxcli_log.answered((host,))
         self.host_faults.forget(hosts)
         if gone:
@@ -336,6 +341,7 @@ class VsphereTarget:
         for host in hosts:
             self.published.pop(host, None)
             self.suspended.pop(host, None)
+            self.esxcli_health.forget(host)
         with self.lock:
             for host in hosts:
                 self.samples.pop(host, None)
