@@ -16,7 +16,7 @@ from pyVmomi import vim
 
 from exporter.collectors import COLLECTORS
 from exporter.serving.exposition import Exposition
-from exporter.vsphere import TargetConfig, VsphereTarget
+from exporter.vsphere import TargetConfig, VsphereTarget, source
 from tests.support.promtext import samples
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
@@ -78,7 +78,7 @@ def add_host(content, name: str):
     return vim.HostSystem(task.info.result._moId, content.propertyCollector._stub)
 
 
-def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
+def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path, monkeypatch):
     """Each cycle one fixture host is disconnected and a new host (a new name) added; then the
     new one is disconnected for good and the old one reconnected. After each step no series is left for a host
     that is not in the inventory; after each cycle the exposition and the memory traced are flat."""
@@ -123,6 +123,13 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
             assert before.keys() & after.keys() and not lower, f"cycle {cycle}: counters of {leaving.name} went down: {lower}"
             assert state_of(text, leaving.name) == "connected" and state_of(text, new) == "disconnected"
             assert {labels["host"] for name, labels, _ in samples(text) if "host" in labels and name not in STATE} == set(hosts)
+            # the new host, disconnected for good, is kept (hidden) for SUSPEND_FOR: held until then,
+            # then forgotten, so what the target holds is judged once it has been
+            assert set(vc.suspended) == {new}
+            with monkeypatch.context() as patched:
+                patched.setattr(source, "SUSPEND_FOR", 0.0)
+                vc.collect()
+            assert vc.suspended == {} and ("vc", new) not in vc.store.host_states and new not in vc.samples
             gc.collect()
             # the hosts disconnected for good stay in vCenter's inventory, with their state series
             # (4 lines each): the simulator cannot remove a host it added; the rest is judged
