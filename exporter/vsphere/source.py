@@ -315,12 +315,14 @@ class VsphereTarget:
         listed = {host for host in hosts if host in self.host_status}
         if listed:
             self.store.suspend_hosts(listed, origin=self.name)
+            fresh = listed - set(self.suspended)
             now = time.monotonic()
             for host in listed:
                 self.suspended.setdefault(host, now)
             for listener in self.forget_listeners:  # SMART state is not kept (its series come back afresh)
                 listener(listed)
-            log.info("vsphere target %s: %d host(s) vCenter cannot read: %s", self.name, len(listed), ", ".join(sorted(listed)))
+            if fresh:  # a walk names the suspended hosts again: logged once
+                log.info("vsphere target %s: %d host(s) vCenter cannot read: %s", self.name, len(fresh), ", ".join(sorted(fresh)))
         gone = hosts - listed
         with self.lock:
             for host in hosts:
