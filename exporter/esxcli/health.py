@@ -68,3 +68,8 @@ class EsxcliHealth:
         """The host left: its health record and error counts go with it."""
         self.faults.forget(lambda k: k[0] == host)
         self.store.drop_health(self.kind, host, self.origin)
+
+    def suspend(self, host: str) -> None:
+        """The host cannot be read for now (vCenter shows it disconnected): its series go, its
+        error counts stay, so they go on from where they were when it answers again."""
+        self.store.drop_health(self.kind, host, self.origin)

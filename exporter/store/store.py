@@ -149,6 +149,7 @@ class HostState:
     last_timestamp: float = 0.0
     source: str = "esxtop"
     origin: str = ""  # the vSphere target that reports this host, "" for esxtop sources
+    suspended: bool = False  # vCenter lists it but cannot read it: hidden, its counters kept (suspend_hosts)
 
 
 class Store:
@@ -184,6 +185,7 @@ class Store:
             host = self.host_states.get((origin, sample.host))
             if host is None:
                 host = self.host_states[(origin, sample.host)] = HostState(sample.host, source=sample.source, origin=origin)
+            host.suspended = False  # read again: its counters go on from where they were
             now = sample.timestamp
             refused = 0
             for family in FAMILIES:
@@ -219,8 +221,8 @@ class Store:
 
     @property
     def hosts(self) -> dict[str, HostState]:
-        """Each host once: the state of the first source that reported it."""
-        return _first_per_host(self.host_states)
+        """Each host once: the state of the first source that reported it (suspended hosts hidden)."""
+        return _first_per_host({key: h for key, h in self.host_states.items() if not h.suspended})
 
     @property
     def inventories(self) -> dict[str, m.Inventory]:
@@ -314,6 +316,25 @@ class Store:
                         del self.parse_errors[key]
             self.version += 1
 
+    def suspend_hosts(self, hosts, origin: str = "") -> None:
+        """Hosts a source still lists but cannot read (vCenter shows them disconnected or not
+        responding): their series go as with forget_hosts, but their objects' counters are kept,
+        hidden, so that when the host is read again they go on from where they were rather than
+        from 0 (which Prometheus would take for a counter reset). The source forgets them for good
+        (forget_hosts) when they leave its inventory or stay unreadable too long."""
+        with self.lock:
+            for host in hosts:
+                state = self.host_states.get((origin, host))
+                if state is not None:
+                    state.suspended = True
+                    state.values = {}
+                    for objects in state.objects.values():
+                        for obj in objects.values():
+                            obj.gauges = {}
+                self.host_inventories.pop((origin, host), None)
+                self.host_disk_health.pop((origin, host), None)
+            self.version += 1
+
     def drop_health(self, kind: str, name: str, origin: str = "") -> None:
         """A health record whose subject is gone (esxcli's of a host that left)."""
         with self.lock:
@@ -398,7 +419,7 @@ class StoreView:
 
     @property
     def hosts(self) -> dict[str, HostState]:
-        return {name: h for (origin, name), h in self.store.host_states.items() if origin == self.origin}
+        return {name: h for (origin, name), h in self.store.host_states.items() if origin == self.origin and not h.suspended}
 
     @property
     def inventories(self) -> dict[str, m.Inventory]:

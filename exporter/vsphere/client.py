@@ -55,7 +55,12 @@ def describe(err: BaseException) -> str:
     if isinstance(err, OSError):
         return err.strerror or type(err).__name__
     if isinstance(err, http.client.HTTPException):
-        return f"HTTP error: {type(err).__name__}"
+        # An answer neither 200 nor a fault: pyVmomi's "STATUS REASON", soap.py's "METHOD answered
+        # HTTP STATUS" (a vCenter whose vpxd restarts answers 503); the status says what happened.
+        text = " ".join(str(err).split())[:120]
+        if text[:3].isdigit():
+            return f"HTTP {text}"
+        return text if " answered HTTP " in text else f"HTTP error: {type(err).__name__}"
     if isinstance(err, vmodl.MethodFault) and not getattr(err, "msg", None):  # a fault without a message: its name, not its dump
         invalid = getattr(err, "invalidProperty", None)
         return f"{err._wsdlName} (invalid property {invalid})" if invalid else err._wsdlName

@@ -21,13 +21,14 @@ change to the source. Any error in either stream ends both: the source walks aga
 
 from __future__ import annotations
 
+import http.client
 import logging
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from pyVmomi import vim
+from pyVmomi import vim, vmodl
 
 from exporter.vsphere import discovery, vms
 from exporter.vsphere.client import VsphereError, describe
@@ -186,6 +187,11 @@ class Follower:
                         self._settle()
             except VsphereError as err:
                 self.fail(str(err))
+                return
+            except (vmodl.MethodFault, OSError, http.client.HTTPException) as err:
+                # the server refused or dropped a call made while settling (its session ended: an
+                # expiry, a restart): the stream failed, as when the wait itself fails; no bug
+                self.fail(describe(err))
                 return
             except Exception:  # noqa: BLE001 - a bug must not end the following: a walk starts afresh
                 log.exception("vsphere target %s: applying a change failed", self.config.name)

@@ -28,17 +28,24 @@ from exporter.vsphere.settings import TargetConfig
 
 log = logging.getLogger(__name__)
 
+# How long a host vCenter lists but cannot read keeps its counters (hidden) for its return: an hour,
+# longer than a host's reboot or a network cut; a host away longer starts its series again from 0.
+SUSPEND_FOR = 3600.0
 
-_UNROUTED, _WILDCARD = object(), object()
+_UNROUTED, _WILDCARD, _NOT_A_DATASTORE = object(), object(), object()
 _TARGET = "target"  # the one key of a target's own failure (its outage FaultLog)
 
 
 def _object_key(family: str, instance: str, topo: discovery.HostTopology):
     """The model key a perf instance of this family goes to; None for one that is not ours (the
     host aggregate of a disk counter); _WILDCARD for a server that echoes "*" instead of real
-    instances (vcsim)."""
+    instances (vcsim); _NOT_A_DATASTORE for a datastore.* instance that is none of the host's
+    datastores as discovered (a boot bank or OSDATA volume, which discovery leaves out; or one
+    mounted since): it would be a series named by a bare UUID, renamed (a new series) once known."""
     if instance == "*":
         return _WILDCARD
+    if family == mapping.DATASTORES and instance and instance not in topo.datastore_names:
+        return _NOT_A_DATASTORE
     return mapping.instance_key(family, instance, topo.path_names, topo.datastore_names)
 
 
@@ -69,6 +76,7 @@ class VsphereTarget:
         self.errors: dict[str, int] = {"discovery": 0, "collection": 0}
         self.dropped: dict[str, int] = {}  # reason -> series dropped
         self.samples: dict[str, int] = {}  # host -> samples ingested
+        self.suspended: dict[str, float] = {}  # host vCenter lists but cannot read -> since (monotonic)
         self.esxcli_found: dict[str, m.Inventory] = {}  # host -> esxcli's last answer, laid over each rediscovery
         self.esxcli_health = EsxcliHealth(
             store, origin=self.name, log=log
@@ -126,7 +134,7 @@ class VsphereTarget:
                 errors={**self.errors, **({"login": self.client.login_refusals} if self.client.login_refusals else {})},
                 dropped={**self.dropped, **self._refused()},
                 objects=topology.counts() if topology is not None else {},
-                samples=dict(self.samples),
+                samples={host: n for host, n in self.samples.items() if host not in self.suspended},
                 last_timestamp=dict(self.last_timestamp),
                 overruns=self.overruns.snapshot(),
                 changes=dict(self.changes),
@@ -223,6 +231,9 @@ class VsphereTarget:
             self.host_status = mirror.host_status()
         if delta.changed or delta.removed:
             self._apply(mirror.topology(), delta.changed.values(), delta.removed)
+        elif delta.statuses:  # a suspended host removed from vCenter: forgotten now
+            with self.publishing:
+                self._settle_suspended()
         self._space(delta, mirror)
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
@@ -250,6 +261,7 @@ class VsphereTarget:
                 if gone:
                     self.store.drop_objects(topo.name, gone, origin=self.name)
             self._forget(set(removed))
+            self._settle_suspended()
 
     def _with_esxcli(self, topo: discovery.HostTopology, found: m.Inventory | None) -> m.Inventory:
         """The host's inventory as published: the API's view with esxcli's answer laid over a copy.
@@ -312,26 +324,66 @@ class VsphereTarget:
         self.resolved = resolved
 
     def _forget(self, hosts: set[str]) -> None:
-        """Hosts that left the inventory (removed, disconnected) take every series keyed by them
-        with them: samples, counters and configuration, samples_total and the newest sample's
-        time, esxcli's health and errors (published with the next health record)."""
+        """Hosts gone from the topology. One vCenter still lists (disconnected, not responding) is
+        suspended: its series go, but the store keeps its counters, hidden, so that they go on from
+        where they were when it is read again (not from 0: a counter reset to Prometheus). One that
+        left the inventory or the selection, or stayed unreadable longer than SUSPEND_FOR, takes
+        every series keyed by it with it: samples, counters and configuration, samples_total and the
+        newest sample's time, esxcli's health and errors (published with the next health record)."""
         if not hosts:
             return
-        self.store.forget_hosts(hosts, origin=self.name)
-        for host in hosts:
-            self.published.pop(host, None)
+        listed = {host for host in hosts if host in self.host_status}
+        if listed:
+            self.store.suspend_hosts(listed, origin=self.name)
+            fresh = listed - set(self.suspended)
+            now = time.monotonic()
+            for host in listed:
+                self.suspended.setdefault(host, now)
+            for listener in self.forget_listeners:  # SMART state is not kept (its series come back afresh)
+                listener(listed)
+            if fresh:  # a walk names the suspended hosts again: logged once
+                log.info("vsphere target %s: %d host(s) vCenter cannot read: %s", self.name, len(fresh), ", ".join(sorted(fresh)))
+        gone = hosts - listed
         with self.lock:
             for host in hosts:
                 self.last_timestamp.pop(host, None)
-                self.samples.pop(host, None)
                 self.esxcli_found.pop(host, None)
                 self.iorm.pop(host, None)
         for host in hosts:
-            self.esxcli_health.forget(host)
+            if host in listed:
+                self.esxcli_health.suspend(host)
+            else:
+                self.esxcli_health.forget(host)
         self.host_faults.forget(hosts)
+        if gone:
+            self._forget_for_good(gone)
+
+    def _forget_for_good(self, hosts: set[str]) -> None:
+        self.store.forget_hosts(hosts, origin=self.name)
+        for host in hosts:
+            self.published.pop(host, None)
+            self.suspended.pop(host, None)
+            self.esxcli_health.forget(host)
+        with self.lock:
+            for host in hosts:
+                self.samples.pop(host, None)
         for listener in self.forget_listeners:
             listener(hosts)
         log.info("vsphere target %s: %d host(s) left the inventory: %s", self.name, len(hosts), ", ".join(sorted(hosts)))
+
+    def _settle_suspended(self) -> None:
+        """Suspended hosts read again are no longer suspended; those that left vCenter's list, or
+        stayed unreadable longer than SUSPEND_FOR, are forgotten for good (memory stays bounded)."""
+        if not self.suspended:
+            return
+        topology = self.topology
+        shown = {t.name for t in topology.hosts} if topology is not None else set()
+        now = time.monotonic()
+        for host in [h for h in self.suspended if h in shown]:
+            del self.suspended[host]
+        gone = {h for h, since in self.suspended.items() if h not in self.host_status or now - since > SUSPEND_FOR}
+        if gone:
+            self._forget_for_good(gone)
 
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
@@ -391,6 +443,9 @@ class VsphereTarget:
         newer = self.topology
         if newer is not topology:  # a discovery swapped in meanwhile: hosts it dropped stay dropped
             self._forget({t.name for t in topology.hosts} - {t.name for t in newer.hosts})
+        if self.suspended:  # those unreadable longer than SUSPEND_FOR go, even with no change to apply
+            with self.publishing:
+                self._settle_suspended()
         with self.lock:
             self.durations["collection"] = time.perf_counter() - start
         if errors and not results:
@@ -508,7 +563,7 @@ class VsphereTarget:
                 host=topo.name, timestamp=stamp, interval=float(interval), source="vsphere", path_devices=topo.path_devices
             )
             host_level: dict[str, dict[str, float]] = {}  # "" -> host-wide values
-            wildcards = 0
+            wildcards = unknown = 0
             # Routes are kept per family and instance, not per series: a host's series are its
             # instances times its counters, and the cache of each (a million entries at 2,500
             # hosts) held more memory than every other part of the topology.
@@ -532,6 +587,9 @@ class VsphereTarget:
                 if object_key is _WILDCARD:
                     wildcards += 1
                     continue
+                if object_key is _NOT_A_DATASTORE:
+                    unknown += 1
+                    continue
                 family = host_level if counter.family == mapping.HOST else getattr(sample, counter.family)
                 family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
@@ -544,15 +602,17 @@ class VsphereTarget:
                     mapping.finish_vdisk(stats)
                 sample.vms = mapping.vm_totals(sample.vdisks)
             self.store.ingest(sample, origin=self.name)
-            self._count_sample(topo.name, wildcards)
+            self._count_sample(topo.name, wildcards, unknown)
             last = stamp
         with self.lock:
             self.last_timestamp[topo.name] = last
 
-    def _count_sample(self, host: str, wildcards: int) -> None:
+    def _count_sample(self, host: str, wildcards: int, unknown: int = 0) -> None:
         with self.lock:
             if wildcards:
                 self.dropped["wildcard_instance"] = self.dropped.get("wildcard_instance", 0) + wildcards
+            if unknown:
+                self.dropped["not_a_datastore"] = self.dropped.get("not_a_datastore", 0) + unknown
             self.samples[host] = self.samples.get(host, 0) + 1
 
     # --- running -----------------------------------------------------------------------

@@ -16,14 +16,14 @@ from pyVmomi import vim
 
 from exporter.collectors import COLLECTORS
 from exporter.serving.exposition import Exposition
-from exporter.vsphere import TargetConfig, VsphereTarget
+from exporter.vsphere import TargetConfig, VsphereTarget, source
 from tests.support.promtext import samples
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 CYCLES = 6
 WARM = 2  # cycles before memory is judged: caches (routes, patterns, pyVmomi's types) fill in the first ones
-# Series of one host that a host coming back has again at once (its counters start afresh).
+# Series of one host that a host coming back has again at once (its counters go on from where they were).
 PER_HOST = {
     "esxi_vsphere_samples_total",
     "esxi_vsphere_last_sample_timestamp_seconds",
@@ -45,6 +45,15 @@ STATE = {"esxi_host_connection_state", "esxi_host_maintenance_mode"}
 
 def keyed_by(text: str, host: str) -> list[str]:
     return sorted({name for name, labels, _ in samples(text) if labels.get("host") == host and name not in STATE})
+
+
+def counters_of(text: str, host: str) -> dict:
+    """The host's counters (its data series named *_total): (name, labels) -> value."""
+    return {
+        (name, tuple(sorted(labels.items()))): value
+        for name, labels, value in samples(text)
+        if labels.get("host") == host and name.endswith("_total")
+    }
 
 
 def state_of(text: str, host: str) -> str | None:
@@ -69,7 +78,7 @@ def add_host(content, name: str):
     return vim.HostSystem(task.info.result._moId, content.propertyCollector._stub)
 
 
-def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
+def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path, monkeypatch):
     """Each cycle one fixture host is disconnected and a new host (a new name) added; then the
     new one is disconnected for good and the old one reconnected. After each step no series is left for a host
     that is not in the inventory; after each cycle the exposition and the memory traced are flat."""
@@ -88,6 +97,7 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
         tracemalloc.start()
         for cycle in range(CYCLES):
             leaving = vc.topology.hosts[cycle % len(hosts)]
+            before = counters_of(exposition(vc), leaving.name)
             host = vim.HostSystem(leaving.ref._moId, content.propertyCollector._stub)
             WaitForTask(host.DisconnectHost_Task())
             fresh, new = add_host(content, f"churn-{cycle}.lab.local"), f"churn-{cycle}.lab.local"
@@ -97,7 +107,7 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
             text = exposition(vc)
             assert keyed_by(text, leaving.name) == [], f"cycle {cycle}: series left for {leaving.name}"
             assert state_of(text, leaving.name) == "disconnected"  # vCenter still lists it
-            assert leaving.name not in vc.samples and leaving.name not in vc.last_timestamp
+            assert leaving.name in vc.suspended and leaving.name not in vc.last_timestamp  # counters kept, hidden
             assert {"esxi_esxcli_up", "esxi_esxcli_errors_total"} <= set(keyed_by(text, new))
             assert all(keyed_by(text, h) for h in hosts if h != leaving.name)  # the other hosts keep theirs
             WaitForTask(fresh.DisconnectHost_Task())  # leaves for good (the simulator cannot add a host after a Destroy)
@@ -107,9 +117,19 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path):
             report_esxcli_errors(vc)
             text = exposition(vc)
             assert keyed_by(text, new) == [], f"cycle {cycle}: series left for {new}"
-            assert set(keyed_by(text, leaving.name)) >= PER_HOST  # back, counting afresh
+            assert set(keyed_by(text, leaving.name)) >= PER_HOST  # back
+            after = counters_of(text, leaving.name)
+            lower = {key: (before[key], after[key]) for key in before.keys() & after.keys() if after[key] < before[key]}
+            assert before.keys() & after.keys() and not lower, f"cycle {cycle}: counters of {leaving.name} went down: {lower}"
             assert state_of(text, leaving.name) == "connected" and state_of(text, new) == "disconnected"
             assert {labels["host"] for name, labels, _ in samples(text) if "host" in labels and name not in STATE} == set(hosts)
+            # the new host, disconnected for good, is kept (hidden) for SUSPEND_FOR: held until then,
+            # then forgotten, so what the target holds is judged once it has been
+            assert set(vc.suspended) == {new}
+            with monkeypatch.context() as patched:
+                patched.setattr(source, "SUSPEND_FOR", 0.0)
+                vc.collect()
+            assert vc.suspended == {} and ("vc", new) not in vc.store.host_states and new not in vc.samples
             gc.collect()
             # the hosts disconnected for good stay in vCenter's inventory, with their state series
             # (4 lines each): the simulator cannot remove a host it added; the rest is judged

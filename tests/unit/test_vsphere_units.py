@@ -371,6 +371,17 @@ def test_the_answer_size_cap_reaches_every_target_and_the_guard():
     assert xmlguard._limit == 256 << 20
 
 
+def test_an_http_status_is_described_by_its_status():
+    """vCenter answers 503 while vpxd restarts; pyVmomi raises HTTPException("503 Service
+    Unavailable"): the status is the description (the soak logged "HTTP error: HTTPException")."""
+    from exporter.vsphere.client import describe
+
+    assert describe(http.client.HTTPException("503 Service Unavailable")) == "HTTP 503 Service Unavailable"
+    assert describe(http.client.HTTPException("502  Bad\nGateway")) == "HTTP 502 Bad Gateway"  # one line
+    assert describe(http.client.HTTPException("WaitForUpdatesEx answered HTTP 503")) == "WaitForUpdatesEx answered HTTP 503"
+    assert describe(http.client.IncompleteRead(b"")) == "HTTP error: IncompleteRead"
+
+
 @pytest.mark.parametrize(
     "error",
     [

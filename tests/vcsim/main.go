@@ -804,6 +804,7 @@ func main() {
 	installChanges(reg, *model.ServiceContent.ViewManager, perf, placed)
 	hostStates := installHostStates(model.Service, reg, placed, *fixture, *esx) // hoststate.go: not-connected hosts, boot volumes
 	installEvents(model.Service, reg, placed)                                   // events.go: storage events, collectors, POST /storagesim/events
+	installChurn(model.Service, reg)                                            // churn.go: the soak's controls (a datastore grown)
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u

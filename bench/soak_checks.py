@@ -1,0 +1,209 @@
+"""The soak's checks, made at every scrape against the simulator's own inventory at that moment
+(bench/soak_vsphere.py):
+
+- every object that exists has its series within GRACE (two collection intervals), and no series
+  remains for an object gone for longer than that;
+- no counter goes down (a series that left a scrape and came back is a new series);
+- esxi_vsphere_up is 0 only while the simulator is down or stalled, or within RETURN of its
+  return (or of the start);
+- the exporter's log has no traceback, and no ERROR or WARNING line logged again for the same
+  cause (the same text, figures aside) more often than the simulator was disturbed, plus once.
+
+The inventory is what the driver read from the simulator just before and just after each change;
+objects are not judged while the simulator is down or stalled, nor until RETURN after (the
+exporter is back within a minute, and its series then cover the GRACE before).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+INTERVAL = 20.0  # --vsphere.interval's default
+GRACE = 2 * INTERVAL + 5.0  # two collection intervals; 5 s for the check's own reads on a shared machine
+RETURN = 60.0  # esxi_vsphere_up is 1 again within a minute of the simulator's return
+
+# What vCenter says of a host it still lists, whether or not it can be read (issue 36).
+STATE = {"esxi_host_connection_state", "esxi_host_maintenance_mode"}
+
+
+class Inventory:
+    """Snapshots of the simulator's inventory: (monotonic time, set of keys), in time order."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.times: list[float] = []
+        self.keys: list[frozenset] = []
+
+    def record(self, at: float, keys: frozenset) -> None:
+        with self.lock:
+            self.times.append(at)
+            self.keys.append(keys)
+
+    def between(self, start: float, end: float) -> list[frozenset] | None:
+        """Every snapshot in effect in [start, end] (the one before start included); None if none
+        was taken before start."""
+        with self.lock:
+            first = bisect.bisect_right(self.times, start) - 1
+            if first < 0:
+                return None
+            last = bisect.bisect_right(self.times, end)
+            return self.keys[first:last]
+
+
+def inventory_keys(vms, hosts, datastores) -> frozenset:
+    """The keys of the objects that must have series: every host vCenter lists ("host": its state);
+    every connected host ("host_data": its LUNs, paths, configuration, samples); every powered-on VM
+    of a connected host ("vm"); every datastore a connected host mounts ("ds").
+    vms: (name, power state, host name); hosts: (name, connection state);
+    datastores: (name, [(host name, mounted and accessible)])."""
+    connected = {name for name, state in hosts if state == "connected"}
+    keys = {("host", name) for name, _ in hosts} | {("host_data", name) for name in connected}
+    keys |= {("vm", host, name) for name, power, host in vms if power == "poweredOn" and host in connected}
+    keys |= {("ds", host, name) for name, mounts in datastores for host, ok in mounts if ok and host in connected}
+    return frozenset(keys)
+
+
+def scrape_keys(samples) -> set:
+    """The objects a scrape has series of, keyed as inventory_keys keys them."""
+    keys = set()
+    for name, labels, _ in samples:
+        host = labels.get("host")
+        if host is None:
+            continue
+        if name in STATE:
+            keys.add(("host", host))
+        elif name.startswith("esxi_vsan_"):
+            keys.add(("vsan_host", host))
+        elif name.startswith("esxi_vm") and "vm" in labels:
+            keys.add(("vm", host, labels["vm"]))
+        elif name.startswith("esxi_datastore") and "datastore" in labels:
+            keys.add(("ds", host, labels["datastore"]))
+        else:
+            keys.add(("host_data", host))
+    return keys
+
+
+def parse(body: str):
+    """(samples as (name, labels, value), names of the counter families)."""
+    samples, counters = [], set()
+    for family in text_string_to_metric_families(body):
+        if family.type == "counter":
+            counters.add(family.name)
+        for s in family.samples:
+            samples.append((s.name, s.labels, s.value))
+    return samples, counters
+
+
+_FIGURE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)*")
+_PREFIX = re.compile(r"^\S+ \S+ (ERROR|WARNING|CRITICAL) ")
+
+
+def cause(line: str) -> tuple[str, str] | None:
+    """(level, the line without its time and figures) of an ERROR or WARNING line, else None."""
+    m = _PREFIX.match(line)
+    if not m:
+        return None
+    return m.group(1), _FIGURE.sub("#", line[m.end() :].strip())
+
+
+class Checks:
+    def __init__(self, inventory: Inventory, log: Path, timeline, vsan_interval: float = 300.0):
+        self.inventory = inventory
+        self.vsan_grace = 2 * vsan_interval + 5.0
+        self.log = log
+        self.timeline = timeline
+        self.previous: dict = {}  # (name, labels) -> value, counters of the last scrape
+        self.log_offset = 0
+        self.logged: Counter = Counter()
+        self.reported: set = set()  # failures already reported once (a lasting one is one failure)
+        self.judged = 0  # objects judged present or absent, over the run: the checks are not vacuous
+        self.judged_scrapes = 0  # scrapes whose objects were judged
+
+    def scrape(self, at: float, body: str) -> tuple[list[str], int]:
+        """The failed checks of the scrape taken at `at` (monotonic), and its number of series."""
+        samples, counters = parse(body)
+        failed = self.objects(at, samples) + self.counters(samples, counters) + self.up(at, samples) + self.lines()
+        return failed, len(samples)
+
+    def objects(self, at: float, samples) -> list[str]:
+        if self.timeline.disturbed_between(at - GRACE, at, after=RETURN - GRACE):
+            return []  # judged from RETURN after the simulator's return: the exporter is back by then
+        snapshots = self.inventory.between(at - GRACE, at)
+        if not snapshots:
+            return []
+        present = scrape_keys(samples)
+        vsan = {k for k in present if k[0] == "vsan_host"}
+        present -= vsan
+        required = frozenset.intersection(*snapshots)
+        recent = frozenset.union(*snapshots)
+        self.judged += len(required | present)
+        self.judged_scrapes += 1
+        failed = [f"missing: {' '.join(k)} (in the inventory for {GRACE:.0f}s)" for k in sorted(required - present)]
+        failed += [f"outlived: {' '.join(k)} (gone from the inventory for {GRACE:.0f}s)" for k in sorted(present - recent)]
+        return failed + self.vsan_hosts(at, vsan)
+
+    def vsan_hosts(self, at: float, vsan: set) -> list[str]:
+        """vSAN's series of a host (read every vSAN interval, from the cluster's services): none for a
+        host vCenter has not listed for two vSAN intervals. Not judged: whether a host has them (the
+        simulator's vSAN knows the fixture's hosts only)."""
+        if not vsan or self.timeline.disturbed_between(at - self.vsan_grace, at, after=RETURN - GRACE):
+            return []
+        snapshots = self.inventory.between(at - self.vsan_grace, at)
+        if not snapshots:
+            return []
+        listed = {k[1] for k in frozenset.union(*snapshots) if k[0] == "host"}
+        self.judged += len(vsan)
+        return [
+            f"outlived: vSAN series of {host} (gone from vCenter for {self.vsan_grace:.0f}s)"
+            for _, host in sorted(vsan)
+            if host not in listed
+        ]
+
+    def counters(self, samples, counters) -> list[str]:
+        now = {}
+        failed = []
+        for name, labels, value in samples:
+            if name.endswith("_total") and name[: -len("_total")] in counters:
+                key = (name, tuple(sorted(labels.items())))
+                now[key] = value
+                before = self.previous.get(key)
+                if before is not None and value < before:
+                    failed.append(f"counter down: {name}{dict(labels)} {before} -> {value}")
+        self.previous = now
+        return failed
+
+    def up(self, at: float, samples) -> list[str]:
+        ups = [value for name, _, value in samples if name == "esxi_vsphere_up"]
+        if ups and min(ups) == 0 and not self.timeline.disturbed_between(at, at):
+            return ["esxi_vsphere_up 0 while the simulator answers (longer than a minute after a return)"]
+        return []
+
+    def lines(self) -> list[str]:
+        """New lines of the exporter's log: a traceback, or a cause logged once too often."""
+        with open(self.log, "rb") as f:
+            f.seek(self.log_offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # whole lines only
+        self.log_offset += end
+        failed = []
+        allowed = self.timeline.disturbances() + 1
+        for raw in data[:end].decode(errors="replace").splitlines():
+            if raw.startswith("Traceback"):
+                failed.append(f"traceback in the log after: {self.last_line[:200]}")
+            self.last_line = raw
+            found = cause(raw)
+            if found is None:
+                continue
+            self.logged[found] += 1
+            if self.logged[found] > allowed and found not in self.reported:
+                self.reported.add(found)
+                failed.append(f"{found[0]} logged {self.logged[found]} times for {allowed - 1} disturbances: {found[1][:200]}")
+        return failed
+
+    last_line = ""

@@ -1,0 +1,233 @@
+"""Churn soak of the vSphere source (issue 45): `serve`, every setting its default, against the
+storage simulator while a driver changes the inventory under it, restarts the simulator, expires
+the exporter's session and stalls the simulator's answers; /metrics is scraped every 15 s and
+checked, at every scrape, against the simulator's own inventory at that moment.
+
+    python3 bench/soak_vsphere.py                       # 60 minutes, seed 45
+    python3 bench/soak_vsphere.py --minutes 3 --seed 7  # what CI runs (tests/integration/test_soak_vsphere.py)
+
+The exporter talks to the simulator through a local proxy (bench/soak_proxy.py) with a certificate
+of its own that outlives the simulator's restarts (a vCenter keeps its certificate across one):
+the proxy answers 503 while the simulator is down, holds every answer while it is stalled, and
+counts the exporter's requests and bytes. The driver's own session goes to the simulator directly.
+
+Printed per window (5 minutes; 1 minute for runs under 15): RSS, CPU seconds, series, scrape
+time, vCenter requests and bytes, and the checks that failed. The checks: bench/soak_checks.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.soak_checks import Checks, Inventory  # noqa: E402
+from bench.soak_driver import Driver, Simulator  # noqa: E402
+from bench.soak_proxy import SoakProxy  # noqa: E402
+from tests.support.servers import Exporter  # noqa: E402
+from tests.vcsim.sims import PASSWORD, USER  # noqa: E402
+
+SCRAPE_EVERY = 15.0  # as Prometheus scrapes
+VSAN_INTERVAL = 60.0  # --vsan: vSAN read every minute (accelerated: 300 s by default)
+VSAN_FIXTURE = ROOT / "tests" / "vcsim" / "vsan.json"
+
+
+@dataclass
+class Window:
+    start: float
+    rss_mib: float = 0.0
+    cpu_start: float = 0.0
+    cpu_s: float = 0.0
+    series: int = 0
+    scrape_s: list[float] = field(default_factory=list)
+    requests: int = 0
+    bytes: int = 0
+    failed: list[str] = field(default_factory=list)
+    end_minute: float = 0.0
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    import os
+
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise KeyError("VmRSS")
+
+
+def run(
+    tmp: Path,
+    minutes: float = 60.0,
+    seed: int = 45,
+    every: float = 4.0,
+    window: float | None = None,
+    out=print,
+    extra: tuple[str, ...] = (),
+    vsan: bool = False,
+) -> dict:
+    """The soak; returns its summary (windows, failures, events). `every`: seconds between two
+    changes of the inventory."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    duration = minutes * 60.0
+    window = window or (300.0 if minutes >= 15 else 60.0)
+    if vsan:  # vsan.json: two vSAN clusters (OSA and ESA) beside a plain host; vSAN read every minute
+        sim = Simulator(tmp / "sim", "-vsan-sample-seconds", str(int(VSAN_INTERVAL)), fixture=VSAN_FIXTURE)
+        extra = (*extra, f"--vsphere.vsan-interval={int(VSAN_INTERVAL)}s")
+    else:
+        sim = Simulator(tmp / "sim")
+    proxy = SoakProxy(sim.url, tmp)
+    secret = tmp / "password"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    log = tmp / "exporter.log"
+    args = ["--vsphere", proxy.url, "--vsphere.user", USER, "--vsphere.password-file", str(secret)]
+    exporter = Exporter(*args, "--vsphere.ca-file", str(proxy.cert), *extra, log_path=log)
+    inventory = Inventory()
+    driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration)
+    checks = Checks(inventory, log, driver.timeline, vsan_interval=VSAN_INTERVAL)
+    windows: list[Window] = []
+    stop = threading.Event()
+    started = time.monotonic()
+    try:
+        driver.start(stop)
+        next_scrape = started
+        while time.monotonic() - started < duration:
+            now = time.monotonic()
+            if not windows or now - windows[-1].start >= window - 1.0:
+                if windows:
+                    close(windows[-1], exporter, proxy, out, started, window)
+                windows.append(Window(start=started + window * len(windows), cpu_start=proc_cpu_seconds(exporter.proc.pid)))
+                proxy.take_counts()
+            time.sleep(max(0.0, next_scrape - time.monotonic()))
+            next_scrape += SCRAPE_EVERY
+            if exporter.proc.poll() is not None:
+                windows[-1].failed.append(f"exporter exited with {exporter.proc.returncode}")
+                break
+            t0 = time.monotonic()
+            try:
+                body = exporter.metrics()
+            except OSError as err:
+                windows[-1].failed.append(f"{t0 - started:.0f}s scrape failed: {err}")
+                continue
+            took = time.monotonic() - t0
+            w = windows[-1]
+            w.scrape_s.append(took)
+            failed, series = checks.scrape(t0, body)
+            w.series = series
+            w.failed += [f"{t0 - started:.0f}s {f}" for f in failed]
+        close(windows[-1], exporter, proxy, out, started, window)
+    finally:
+        stop.set()
+        driver.join()
+        exporter.stop()
+        proxy.stop()
+        sim.stop()
+    failures = [f for w in windows for f in w.failed] + driver.errors
+    summary = {
+        "seed": seed,
+        "vsan": vsan,
+        "minutes": minutes,
+        "every": every,
+        "events": driver.counts(),
+        "objects_judged": checks.judged,
+        "scrapes_judged": checks.judged_scrapes,
+        "windows": [
+            {
+                "minute": w.end_minute,
+                "rss_mib": round(w.rss_mib, 1),
+                "cpu_s": round(w.cpu_s, 2),
+                "series": w.series,
+                "scrape_s_median": round(statistics.median(w.scrape_s), 3) if w.scrape_s else None,
+                "scrape_s_max": round(max(w.scrape_s), 3) if w.scrape_s else None,
+                "requests": w.requests,
+                "bytes": w.bytes,
+                "failed": len(w.failed),
+            }
+            for w in windows
+        ],
+        "failures": failures,
+    }
+    out(f"events: {json.dumps(summary['events'])}")
+    out(f"objects judged present or absent: {checks.judged} at {checks.judged_scrapes} scrapes; failed checks: {len(failures)}")
+    for f in failures[:50]:
+        out(f"  {f}")
+    return summary
+
+
+def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, window: float) -> None:
+    """The window's figures, printed as one row of the table (minute: the window's end, when RSS
+    is read; CPU seconds, requests and bytes: over the window)."""
+    w.end_minute = round(min(time.monotonic() - started, (w.start - started) + window) / 60, 1)
+    pid = exporter.proc.pid
+    if exporter.proc.poll() is None:
+        w.rss_mib = proc_rss_mib(pid)
+        w.cpu_s = proc_cpu_seconds(pid) - w.cpu_start
+    w.requests, w.bytes = proxy.take_counts()
+    if w.start == started:
+        out("minute  RSS MiB  CPU s  series  scrape s (median/max)  requests  MiB     failed")
+    median = statistics.median(w.scrape_s) if w.scrape_s else float("nan")
+    peak = max(w.scrape_s) if w.scrape_s else float("nan")
+    out(
+        f"{w.end_minute:>6.1f}  {w.rss_mib:>7.1f}  {w.cpu_s:>5.1f}  {w.series:>6}  "
+        f"{median:>8.3f} / {peak:<8.3f}      {w.requests:>8}  {w.bytes / 2**20:>6.1f}  {len(w.failed)}"
+    )
+    for f in w.failed[:10]:
+        out(f"    {f}")
+
+
+def markdown(summary: dict) -> str:
+    """The summary's windows as a Markdown table (docs/benchmarks.md)."""
+    rows = [
+        "| minute | RSS MiB | CPU s | series | scrape s median / max | vCenter requests | vCenter MiB | failed checks |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for w in summary["windows"]:
+        rows.append(
+            f"| {w['minute']} | {w['rss_mib']} | {w['cpu_s']} | {w['series']} | {w['scrape_s_median']} / {w['scrape_s_max']} "
+            f"| {w['requests']} | {w['bytes'] / 2**20:.1f} | {w['failed']} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=45)
+    parser.add_argument("--every", type=float, default=4.0, help="seconds between two changes of the inventory")
+    parser.add_argument("--window", type=float, default=None, help="seconds per row of the table")
+    parser.add_argument("--dir", type=Path, default=None, help="where the logs go (default: a new temporary directory)")
+    parser.add_argument("--json", type=Path, default=None, help="write the summary here")
+    parser.add_argument("--vsan", action="store_true", help="the vSAN fixture: its hosts come and go too, vSAN read every minute")
+    parser.add_argument(
+        "--table", type=Path, default=None, help="print the Markdown table of a summary written by --json, and stop"
+    )
+    args = parser.parse_args()
+    if args.table:
+        print(markdown(json.loads(args.table.read_text())))
+        return 0
+    import tempfile
+
+    tmp = args.dir or Path(tempfile.mkdtemp(prefix="soak-vsphere-"))
+    print(f"logs in {tmp}; seed {args.seed}; {args.minutes} min; a change every {args.every} s", flush=True)
+    summary = run(tmp, args.minutes, args.seed, args.every, args.window, out=lambda s: print(s, flush=True), vsan=args.vsan)
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1))
+    return 1 if summary["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The churn soak's checks (bench/soak_checks.py) catch what they are for: an object without its
+series, a series outliving its object, a counter going down, esxi_vsphere_up 0 while the
+simulator answers, a traceback and a cause logged again and again; and a disturbance of the
+simulator excuses what it should, no more."""
+
+from __future__ import annotations
+
+from bench.soak_checks import GRACE, RETURN, Checks, Inventory, cause, inventory_keys
+from bench.soak_driver import Timeline
+
+T0 = 1000.0
+HOSTS = [("esx01", "connected"), ("esx02", "disconnected")]
+VMS = [("db01", "poweredOn", "esx01"), ("old01", "poweredOff", "esx01"), ("app01", "poweredOn", "esx02")]
+DATASTORES = [("ds1", [("esx01", True), ("esx02", True)])]
+
+
+def body(*extra: str, up: int = 1, reads: float = 5.0) -> str:
+    lines = [
+        "# TYPE esxi_vsphere_up gauge",
+        f'esxi_vsphere_up{{target="vc"}} {up}',
+        "# TYPE esxi_host_connection_state gauge",
+        'esxi_host_connection_state{host="esx01",state="connected"} 1',
+        'esxi_host_connection_state{host="esx02",state="disconnected"} 1',
+        "# TYPE esxi_host_info gauge",
+        'esxi_host_info{host="esx01"} 1',
+        "# TYPE esxi_vm_reads counter",
+        f'esxi_vm_reads_total{{host="esx01",vm="db01"}} {reads}',
+        "# TYPE esxi_datastore_info gauge",
+        'esxi_datastore_info{host="esx01",datastore="ds1"} 1',
+        *extra,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def checks(tmp_path, log: str = "") -> Checks:
+    inventory = Inventory()
+    inventory.record(T0, inventory_keys(VMS, HOSTS, DATASTORES))
+    path = tmp_path / "exporter.log"
+    path.write_text(log)
+    timeline = Timeline(T0 - 10 * RETURN)  # started long ago: no disturbance
+    return Checks(inventory, path, timeline)
+
+
+def test_the_inventory_keys_judge_connected_hosts_running_vms_and_mounts():
+    keys = inventory_keys(VMS, HOSTS, DATASTORES)
+    assert keys == {
+        ("host", "esx01"), ("host", "esx02"), ("host_data", "esx01"), ("vm", "esx01", "db01"), ("ds", "esx01", "ds1")
+    }  # fmt: skip
+
+
+def test_a_scrape_that_matches_the_inventory_passes(tmp_path):
+    c = checks(tmp_path)
+    failed, series = c.scrape(T0 + GRACE + 1, body())
+    assert failed == [] and series == 6 and c.judged == 5
+
+
+def test_an_object_without_its_series_and_a_series_without_its_object_fail(tmp_path):
+    c = checks(tmp_path)
+    text = body('esxi_vm_reads_total{host="esx01",vm="gone01"} 1').replace('esxi_host_info{host="esx01"} 1\n', "")
+    text = text.replace('esxi_datastore_info{host="esx01",datastore="ds1"} 1\n', "")
+    failed, _ = c.scrape(T0 + GRACE + 1, text)
+    assert failed == [
+        "missing: ds esx01 ds1 (in the inventory for 45s)",
+        "missing: host_data esx01 (in the inventory for 45s)",
+        "outlived: vm esx01 gone01 (gone from the inventory for 45s)",
+    ]
+
+
+def test_an_object_is_judged_only_once_in_the_inventory_for_the_grace(tmp_path):
+    c = checks(tmp_path)
+    c.inventory.record(T0 + 30, inventory_keys(VMS + [("new01", "poweredOn", "esx01")], HOSTS, DATASTORES))
+    assert c.scrape(T0 + 40, body())[0] == []  # new01 is 10 s old: not yet required
+    failed, _ = c.scrape(T0 + 30 + GRACE + 1, body())
+    assert failed == ["missing: vm esx01 new01 (in the inventory for 45s)"]
+
+
+def test_a_counter_going_down_fails_unless_its_series_left_between(tmp_path):
+    c = checks(tmp_path)
+    assert c.scrape(T0 + GRACE + 1, body(reads=9.0))[0] == []
+    failed, _ = c.scrape(T0 + GRACE + 16, body(reads=3.0))
+    assert failed == ["counter down: esxi_vm_reads_total{'host': 'esx01', 'vm': 'db01'} 9.0 -> 3.0"]
+
+
+def test_up_zero_fails_only_beyond_a_minute_after_a_disturbance(tmp_path):
+    c = checks(tmp_path)
+    span = c.timeline.begin("restart", T0 + 100)
+    assert c.scrape(T0 + 110, body(up=0))[0] == []  # down
+    c.timeline.end(span, T0 + 120)
+    assert c.scrape(T0 + 120 + RETURN - 1, body(up=0))[0] == []  # returned under a minute ago
+    failed, _ = c.scrape(T0 + 120 + RETURN + 1, body(up=0))
+    assert failed == ["esxi_vsphere_up 0 while the simulator answers (longer than a minute after a return)"]
+
+
+def test_objects_are_not_judged_while_the_simulator_is_disturbed(tmp_path):
+    c = checks(tmp_path)
+    span = c.timeline.begin("stall", T0 + 100)
+    assert c.scrape(T0 + 110, body().replace('esxi_host_info{host="esx01"} 1\n', ""))[0] == []
+    c.timeline.end(span, T0 + 140)
+    assert c.scrape(T0 + 140 + RETURN, body().replace('esxi_host_info{host="esx01"} 1\n', ""))[0] == []
+    failed, _ = c.scrape(T0 + 140 + RETURN + GRACE + 1, body().replace('esxi_host_info{host="esx01"} 1\n', ""))
+    assert failed == ["missing: host_data esx01 (in the inventory for 45s)"]
+
+
+def test_a_traceback_and_a_cause_logged_again_and_again_fail(tmp_path):
+    warning = "2026-11-28 02:33:51,112 WARNING exporter.vsphere.source: target vc: collection took {}s\n"
+    log = warning.format("27.0") + warning.format("31.5") + "Traceback (most recent call last):\n"
+    c = checks(tmp_path, log)
+    failed, _ = c.scrape(T0 + GRACE + 1, body())
+    assert failed == [
+        "WARNING logged 2 times for 0 disturbances: exporter.vsphere.source: target vc: collection took #s",
+        "traceback in the log after: " + warning.format("31.5").strip(),
+    ]
+    c.timeline.begin("expire", T0 + 50)
+    (tmp_path / "exporter.log").open("a").write(warning.format("9"))
+    assert c.scrape(T0 + GRACE + 16, body())[0] == []  # reported once, not at every scrape
+
+
+def test_a_cause_keeps_object_names_and_drops_figures():
+    line = "2026-11-28 02:33:51,112 ERROR x: host soak-esx12.lab.local took 12.5s, 3 tries"
+    assert cause(line) == ("ERROR", "x: host soak-esx12.lab.local took #s, # tries")
+    assert cause("2026-11-28 02:33:51,112 INFO x: fine") is None
+
+
+def test_vsan_series_of_a_host_gone_from_vcenter_fail_after_two_vsan_intervals(tmp_path):
+    c = checks(tmp_path)
+    c.vsan_grace = 125.0
+    c.inventory.record(T0 + 100, inventory_keys(VMS, HOSTS[:1], DATASTORES))  # esx02 removed at T0 + 100
+    vsan = 'esxi_vsan_host_info{cluster="c1",host="esx02"} 1'
+    text = body(vsan).replace('esxi_host_connection_state{host="esx02",state="disconnected"} 1\n', "")
+    assert c.scrape(T0 + 200, text)[0] == []  # gone 100 s: vSAN is read every minute
+    failed, _ = c.scrape(T0 + 100 + 126, text)
+    assert failed == ["outlived: vSAN series of esx02 (gone from vCenter for 125s)"]
