@@ -150,9 +150,10 @@ VSPHERE_ONLY_PANELS = {
     "Hosts in maintenance mode",
     "Host states",
 }
-# Boards of sources this esxtop stack does not run (local disks' SMART, vSAN): every query of theirs
-# would be empty here; tests/integration/test_dashboards_live.py runs them on their own scenarios.
-OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json"}
+# Boards of sources this esxtop stack does not run (local disks' SMART, vSAN, the vSphere API's SIOC
+# counters): every query of theirs would be empty here; tests/integration/test_dashboards_live.py runs
+# them on their own scenarios.
+OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json", "sioc.json"}
 
 
 def reads_vsphere_only(expr: str) -> bool:

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.esxtop import read_file
 from exporter.simulator import ScenarioError, Simulation, list_scenarios, load_scenario
-from exporter.simulator.scenario import load_space_scenario, load_vsan_scenario
+from exporter.simulator.scenario import load_events_scenario, load_space_scenario, load_vsan_scenario
 from exporter.store import model as m
 from tests.support.servers import ROOT, exporter_env, free_port, stop, wait_http
 
@@ -59,8 +59,8 @@ def test_builtin_list_has_the_issues_scenarios_each_with_one_line():
     }
     for name, description in scenarios:
         assert description and "\n" not in description, name
-        # a vSAN cluster, datastores filling, or esxtop hosts
-        scenario = load_vsan_scenario(name) or load_space_scenario(name) or load_scenario(name)
+        # a vSAN cluster, datastores filling, a storage incident's events, or esxtop hosts
+        scenario = load_vsan_scenario(name) or load_space_scenario(name) or load_events_scenario(name) or load_scenario(name)
         assert scenario.description == description
 
 

@@ -251,6 +251,12 @@ func (s *spaceSim) urls() {
 			continue
 		}
 		link := path.Join(root, "ds:", "vmfs", "volumes", id)
+		if _, err := os.Lstat(link); err == nil {
+			// The generated inventory's datastores of one name in several datacenters share a mount
+			// path (-datacenters N); vCenter's urls are unique, so the later one is told apart by its id.
+			id += "-" + ds.Self.Value
+			link = path.Join(root, "ds:", "vmfs", "volumes", id)
+		}
 		if err := os.MkdirAll(path.Dir(link), 0o755); err != nil {
 			log.Fatal(err)
 		}
