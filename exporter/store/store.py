@@ -364,9 +364,14 @@ class Store:
 
     # --- ESXi's storage events (exporter.events) ----------------------------------------------
     def set_storage_events(self, record: m.StorageEvents) -> None:
-        """An origin's storage event counts, replaced whole (never changed after)."""
+        """An origin's storage event counts, replaced whole (never changed after). A round that
+        counted nothing new hands over an equal record: the version stays, so the exposition
+        rendered for it is served again rather than rendered anew every events round."""
         with self.lock:
-            self.storage_events[(record.source, record.origin)] = record
+            key = (record.source, record.origin)
+            if self.storage_events.get(key) == record:
+                return
+            self.storage_events[key] = record
             self.version += 1
 
     # --- local disks' health (exporter.smart) ---------------------------------------------

@@ -252,3 +252,21 @@ def test_an_esx_line_before_its_vob_twin_is_one_event_and_a_vob_alone_later_anot
     f.feed(late, now=300.0)
     f.flush(now=303.0)
     assert f.tally.counts[key][0] == 2
+
+
+def test_an_events_round_that_counted_nothing_new_leaves_the_store_version():
+    """bench/space_serve.py found the events' 10 s rounds re-rendering an unchanged exposition:
+    an equal record keeps the store's version; a new count, up or error moves it."""
+    from exporter.store import model as m
+    from exporter.store.store import Store
+
+    store = Store()
+    store.set_storage_events(m.StorageEvents(origin="vc", source="vsphere", up=1, followed_ids=80))
+    version = store.version
+    store.set_storage_events(m.StorageEvents(origin="vc", source="vsphere", up=1, followed_ids=80))
+    assert store.version == version
+    counted = {("esx01", "esx.problem.storage.apd.start", "naa.1", ""): (1, 1795837105.0)}
+    store.set_storage_events(m.StorageEvents(origin="vc", source="vsphere", up=1, counts=counted, followed_ids=80))
+    assert store.version == version + 1
+    store.set_storage_events(m.StorageEvents(origin="vc", source="vsphere", up=0, counts=counted, followed_ids=80))
+    assert store.version == version + 2
