@@ -51,15 +51,28 @@ def scrape(url: str) -> bytes:
         return gzip.decompress(data) if response.headers.get("Content-Encoding") == "gzip" else data
 
 
-def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, every: float, log: Path) -> dict:
+def serve(code: Path, sim: StorageSim, secret: Path, log: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """`python -m exporter serve` of the code in checkout code against the simulator, every setting
+    its default but the target's and those in extra: (the process, its /metrics url)."""
     port = free_port()
-    url = f"http://127.0.0.1:{port}/metrics"
     env = dict(os.environ, PYTHONPATH=str(code))
     args = [sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{port}"]
     args += ["--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(secret)]
-    args += ["--vsphere.ca-file", str(sim.cert)]
+    args += ["--vsphere.ca-file", str(sim.cert), *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, cwd=code, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}/metrics"
+
+
+def walked(body: bytes, hosts: int) -> bool:
+    """The walk is over and every host's esxcli settings are read (esxcli runs after it)."""
+    return body.count(b"\nesxi_esxcli_up{") >= hosts and b'reason="start"} 1' in body
+
+
+def run(
+    code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, every: float, log: Path, extra: tuple[str, ...] = ()
+) -> dict:
+    proc, url = serve(code, sim, secret, log, extra)
     start = time.monotonic()
     ready = None
     body = b""
@@ -72,8 +85,7 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
             except OSError:
                 body = b""
             now = time.monotonic()
-            # The walk is over and every host's esxcli settings are read (esxcli runs after it).
-            if ready is None and body.count(b"\nesxi_esxcli_up{") >= hosts and b'reason="start"} 1' in body:
+            if ready is None and walked(body, hosts):
                 ready = now
             if ready is not None and now - ready >= after:
                 break
@@ -86,7 +98,8 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
         proc.wait(60)
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
-    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "cpu_s": cpu, "series": series_count(body)}
+    load = round(os.getloadavg()[0], 1)  # the machine is shared: the 1-minute load as the run ends
+    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "cpu_s": cpu, "series": series_count(body), "load": load}
 
 
 def main() -> int:
