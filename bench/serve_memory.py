@@ -2,11 +2,11 @@
 side by side in one run.
 
   python3 bench/serve_memory.py [--base DIR ...] [--hosts 2500] [--luns 8] [--vms 0] [--repeat 3]
-                                [--after 60] [--scrape 15]
+                                [--after 60] [--scrape 15] [--serve-arg ARG ...]
 
 One storage simulator. `python -m exporter serve` of each code (each --base DIR, code before,
 named by its directory; then this checkout) in turn, a fresh process each time, every setting its
-default but the target's. The process is scraped with gzip as Prometheus scrapes it, every
+default but the target's (and each --serve-arg). The process is scraped with gzip as Prometheus scrapes it, every
 --scrape seconds, from its start until its inventory walk is over and every host's esxcli
 settings are in /metrics, then for --after seconds more (collections every 20 s, more scrapes).
 Its peak resident set is the kernel's (VmHWM in /proc/PID/status), read at the end with its CPU
@@ -115,6 +115,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--after", type=float, default=60.0, help="seconds run on once walked and esxcli read")
     parser.add_argument("--scrape", type=float, default=15.0, help="seconds between two scrapes")
+    parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="a serve argument for every code (--serve-arg=--vsphere.timeout=120)",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-memory-"))
     start = time.monotonic()
@@ -128,7 +135,9 @@ def main() -> int:
     try:
         for i in range(args.repeat):
             for name, code in codes:
-                result = run(code, sim, secret, args.hosts, args.after, args.scrape, tmp / f"{name}-{i}.log")
+                result = run(
+                    code, sim, secret, args.hosts, args.after, args.scrape, tmp / f"{name}-{i}.log", tuple(args.serve_arg)
+                )
                 results[name].append(result)
                 print(f"# {name} run {i + 1}: {result}", flush=True)
     finally:
