@@ -2,11 +2,11 @@
 side by side in one run.
 
   python3 bench/serve_memory.py [--base DIR ...] [--hosts 2500] [--luns 8] [--vms 0] [--repeat 3]
-                                [--after 60] [--scrape 15]
+                                [--after 60] [--scrape 15] [--serve-arg ARG ...]
 
 One storage simulator. `python -m exporter serve` of each code (each --base DIR, code before,
 named by its directory; then this checkout) in turn, a fresh process each time, every setting its
-default but the target's. The process is scraped with gzip as Prometheus scrapes it, every
+default but the target's (and each --serve-arg). The process is scraped with gzip as Prometheus scrapes it, every
 --scrape seconds, from its start until its inventory walk is over and every host's esxcli
 settings are in /metrics, then for --after seconds more (collections every 20 s, more scrapes).
 Its peak resident set is the kernel's (VmHWM in /proc/PID/status), read at the end with its CPU
@@ -51,15 +51,28 @@ def scrape(url: str) -> bytes:
         return gzip.decompress(data) if response.headers.get("Content-Encoding") == "gzip" else data
 
 
-def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, every: float, log: Path) -> dict:
+def serve(code: Path, sim: StorageSim, secret: Path, log: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """`python -m exporter serve` of the code in checkout code against the simulator, every setting
+    its default but the target's and those in extra: (the process, its /metrics url)."""
     port = free_port()
-    url = f"http://127.0.0.1:{port}/metrics"
     env = dict(os.environ, PYTHONPATH=str(code))
     args = [sys.executable, "-m", "exporter", "serve", f"--web.listen-address=127.0.0.1:{port}"]
     args += ["--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(secret)]
-    args += ["--vsphere.ca-file", str(sim.cert)]
+    args += ["--vsphere.ca-file", str(sim.cert), *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, cwd=code, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}/metrics"
+
+
+def walked(body: bytes, hosts: int) -> bool:
+    """The walk is over and every host's esxcli settings are read (esxcli runs after it)."""
+    return body.count(b"\nesxi_esxcli_up{") >= hosts and b'reason="start"} 1' in body
+
+
+def run(
+    code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, every: float, log: Path, extra: tuple[str, ...] = ()
+) -> dict:
+    proc, url = serve(code, sim, secret, log, extra)
     start = time.monotonic()
     ready = None
     body = b""
@@ -72,8 +85,7 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
             except OSError:
                 body = b""
             now = time.monotonic()
-            # The walk is over and every host's esxcli settings are read (esxcli runs after it).
-            if ready is None and body.count(b"\nesxi_esxcli_up{") >= hosts and b'reason="start"} 1' in body:
+            if ready is None and walked(body, hosts):
                 ready = now
             if ready is not None and now - ready >= after:
                 break
@@ -86,7 +98,8 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
         proc.wait(60)
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
-    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "cpu_s": cpu, "series": series_count(body)}
+    load = round(os.getloadavg()[0], 1)  # the machine is shared: the 1-minute load as the run ends
+    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "cpu_s": cpu, "series": series_count(body), "load": load}
 
 
 def main() -> int:
@@ -102,6 +115,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--after", type=float, default=60.0, help="seconds run on once walked and esxcli read")
     parser.add_argument("--scrape", type=float, default=15.0, help="seconds between two scrapes")
+    parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="a serve argument for every code (--serve-arg=--vsphere.timeout=120)",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-memory-"))
     start = time.monotonic()
@@ -115,7 +135,9 @@ def main() -> int:
     try:
         for i in range(args.repeat):
             for name, code in codes:
-                result = run(code, sim, secret, args.hosts, args.after, args.scrape, tmp / f"{name}-{i}.log")
+                result = run(
+                    code, sim, secret, args.hosts, args.after, args.scrape, tmp / f"{name}-{i}.log", tuple(args.serve_arg)
+                )
                 results[name].append(result)
                 print(f"# {name} run {i + 1}: {result}", flush=True)
     finally:
