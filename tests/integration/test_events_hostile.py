@@ -11,9 +11,8 @@ import pytest
 
 from tests.support import storage_events
 from tests.support.promtext import eventually, samples, value
-from tests.support.servers import Exporter
-from tests.support.vsphere_api import connect
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from tests.support.vsphere_api import connect, serve_vsphere
+from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 ESX1, ESX2 = "esx01.lab.local", "esx02.lab.local"
@@ -27,14 +26,7 @@ def stack(tmp_path_factory):
     sim = StorageSim(tmp / "sim")
     exporter = None
     try:
-        password = tmp / "password"
-        password.write_text(PASSWORD + "\n")
-        password.chmod(0o600)
-        exporter = Exporter(
-            "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
-            "--vsphere.ca-file", str(sim.cert), "--vsphere.interval=2s", "--vsphere.events-interval=1s",
-            log_path=tmp / "exporter.log",
-        )  # fmt: skip
+        exporter = serve_vsphere(sim, tmp, "--vsphere.interval=2s", "--vsphere.events-interval=1s")
         eventually(lambda: value(exporter.metrics(), "esxi_storage_events_up", source="vsphere") == 1, 60, what="events followed")
         yield sim, exporter, tmp / "exporter.log"
     finally:

@@ -12,8 +12,9 @@ import pytest
 
 from tests.support import storage_events
 from tests.support.promtext import eventually, value
-from tests.support.servers import Exporter, free_port
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from tests.support.servers import free_port
+from tests.support.vsphere_api import serve_vsphere
+from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 ESX1 = "esx01.lab.local"
@@ -26,14 +27,7 @@ def test_a_vcenter_restart_loses_nothing_after_it_and_counts_nothing_twice(tmp_p
     sims = [StorageSim(tmp_path / "sim", *args)]
     exporter = None
     try:
-        password = tmp_path / "password"
-        password.write_text(PASSWORD + "\n")
-        password.chmod(0o600)
-        exporter = Exporter(
-            "--vsphere", sims[0].url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
-            "--vsphere.ca-file", str(sims[0].cert), "--vsphere.interval=2s", "--vsphere.events-interval=1s",
-            log_path=tmp_path / "exporter.log",
-        )  # fmt: skip
+        exporter = serve_vsphere(sims[0], tmp_path, "--vsphere.interval=2s", "--vsphere.events-interval=1s")
         eventually(lambda: value(exporter.metrics(), "esxi_storage_events_up", source="vsphere") == 1, 60, what="followed")
         before = {"host": ESX1, "id": "esx.problem.storage.apd.start", "arguments": [LUN1]}
         storage_events.post(sims[0], [before])

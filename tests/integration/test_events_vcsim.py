@@ -13,9 +13,9 @@ import pytest
 from tests.support import storage_events
 from tests.support.promtext import eventually, value
 from tests.support.rules import rule_file
-from tests.support.servers import Exporter, Prometheus
-from tests.support.vsphere_api import connect
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from tests.support.servers import Prometheus
+from tests.support.vsphere_api import connect, serve_vsphere
+from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 ESX1, ESX2, ESX3 = "esx01.lab.local", "esx02.lab.local", "esx03.lab.local"
@@ -31,14 +31,7 @@ def stack(tmp_path_factory):
     sim = StorageSim(tmp / "sim")
     exporter = prometheus = None
     try:
-        password = tmp / "password"
-        password.write_text(PASSWORD + "\n")
-        password.chmod(0o600)
-        exporter = Exporter(
-            "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
-            "--vsphere.ca-file", str(sim.cert), "--vsphere.interval=1s", "--vsphere.events-interval=1s",
-            log_path=tmp / "exporter.log",
-        )  # fmt: skip
+        exporter = serve_vsphere(sim, tmp, "--vsphere.interval=1s", "--vsphere.events-interval=1s")
         rules = rule_file(tmp / "esxi-storage.rules.yml", EVENTS_FAST)
         prometheus = Prometheus(tmp / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
         eventually(lambda: value(exporter.metrics(), "esxi_storage_events_up", source="vsphere") == 1, 60, what="events followed")

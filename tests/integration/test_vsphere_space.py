@@ -14,8 +14,9 @@ import pytest
 
 from tests.support.promtext import samples as all_samples
 from tests.support.rules import rule_file
-from tests.support.servers import Exporter, Prometheus
-from tests.vcsim.sims import FIXTURE, HERE, PASSWORD, USER, StorageSim
+from tests.support.servers import Prometheus
+from tests.support.vsphere_api import serve_vsphere
+from tests.vcsim.sims import FIXTURE, HERE, StorageSim
 
 pytestmark = pytest.mark.integration
 
@@ -53,14 +54,7 @@ def stack(tmp_path_factory):
     sim = StorageSim(tmp / "sim", fixture=_fixture(tmp / "fixture.json"))
     exporter = prometheus = None
     try:
-        password = tmp / "password"
-        password.write_text(PASSWORD + "\n")
-        password.chmod(0o600)
-        exporter = Exporter(
-            "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
-            "--vsphere.ca-file", str(sim.cert), "--vsphere.vms", "--vsphere.interval=1s",
-            log_path=tmp / "exporter.log",
-        )  # fmt: skip
+        exporter = serve_vsphere(sim, tmp, "--vsphere.vms", "--vsphere.interval=1s")
         rules = rule_file(tmp / "esxi-storage.rules.yml", FAST)
         prometheus = Prometheus(tmp / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
         started = time.time()

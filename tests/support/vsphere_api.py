@@ -53,3 +53,18 @@ def dump(sim, password_file, *extra: str, timeout: float = 120):
         cwd=ROOT,
         timeout=timeout,
     )
+
+
+def serve_vsphere(sim, tmp, *args: str):
+    """`serve` on the simulator as a user runs it (the password in a file only its owner reads),
+    with these further arguments; its log in tmp/exporter.log."""
+    from tests.support.servers import Exporter
+    from tests.vcsim.sims import PASSWORD, USER
+
+    password = tmp / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    return Exporter(
+        "--vsphere", sim.url, "--vsphere.user", USER, "--vsphere.password-file", str(password),
+        "--vsphere.ca-file", str(sim.cert), *args, log_path=tmp / "exporter.log",
+    )  # fmt: skip
