@@ -141,6 +141,7 @@ VSPHERE_ONLY = (
     "host_vm_disk:esxi_vm_disk_outstanding_commands:sum",
     "esxi_host_connection_state",
     "esxi_host_maintenance_mode",
+    "esxi_lun_sioc_queue_depth",  # the depth Storage I/O Control allows: the vSphere API's counter
 )
 VSPHERE_ONLY_PANELS = {
     "Disks of the selected VMs",
@@ -149,11 +150,13 @@ VSPHERE_ONLY_PANELS = {
     "Hosts not connected",
     "Hosts in maintenance mode",
     "Host states",
+    "ACTV and QUED against DQLEN and DSNRO",  # its query of the depth SIOC allows (esxi_lun_sioc_queue_depth)
+    "Device configuration",  # its "SIOC allows" column
 }
 # Boards of sources this esxtop stack does not run (local disks' SMART, vSAN, the vSphere API's SIOC
-# counters): every query of theirs would be empty here; tests/integration/test_dashboards_live.py runs
-# them on their own scenarios.
-OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json", "sioc.json"}
+# counters, datastore space and snapshots from vCenter or esxcli): every query of theirs would be
+# empty here; tests/integration/test_dashboards_live.py runs them on their own scenarios.
+OTHER_SOURCES_BOARDS = {"disks.json", "vsan.json", "sioc.json", "space-and-snapshots.json"}
 
 
 def reads_vsphere_only(expr: str) -> bool:
