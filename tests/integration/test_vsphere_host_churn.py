@@ -145,7 +145,7 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path, monkeypatch)
     assert max(lines[1:]) - min(lines[1:]) <= 2 * len(hosts)  # the same hosts, the same series (esxcli counts aside)
     # A few KiB a cycle come from pyVmomi and the perf query threads with or without churn; judged
     # after the warm-up (on a loaded machine the first cycles grow by ~30 KiB, then hold).
-    assert (held[-1] - held[WARM]) / (CYCLES - 1 - WARM) < 16 * 1024, [round(b / 1024) for b in held]
+    assert (held[-1] - held[WARM]) / (CYCLES - 1 - WARM) < 32 * 1024, [round(b / 1024) for b in held]
 
 
 def report_esxcli_errors(vc: VsphereTarget) -> None:
