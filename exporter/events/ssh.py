@@ -19,6 +19,11 @@ from exporter.ssh import process
 
 log = logging.getLogger(__name__)
 
+# Why a session never started that is the host's, not this follower's: the esxtop stream on the same
+# SSH target says it (once per cause); here it is counted and logged at debug only, so that one
+# host that is down is one line, not one per session.
+TARGET_REASONS = frozenset({"refused", "unreachable", "host_key", "auth"})
+
 RESUME_LINES = 1000
 MAX_LINE = 64 * 1024  # a longer line is cut here (the rest is read and thrown away)
 
@@ -66,7 +71,9 @@ class VobdOverSsh:
             follower.flush()
             reason, why = process.classify(code, stderr, delivered, "tail")
             follower.faults.failed(
-                "session", f"vobd.log on {self.target.label}: the session ended ({reason}: {why}); following it again"
+                "session",
+                f"vobd.log on {self.target.label}: the session ended ({reason}: {why}); following it again",
+                level=logging.DEBUG if reason in TARGET_REASONS else logging.WARNING,
             )
             follower.publish(False)
             self.stop.wait(backoff.next(delivered) * (0.8 if delivered else 1.0))
