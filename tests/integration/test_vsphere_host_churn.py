@@ -8,6 +8,8 @@ memory the target holds stay flat."""
 from __future__ import annotations
 
 import gc
+import io
+import logging
 import tracemalloc
 
 import pytest
@@ -21,7 +23,7 @@ from tests.support.promtext import samples
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
-CYCLES = 6
+CYCLES = 8
 WARM = 2  # cycles before memory is judged: caches (routes, patterns, pyVmomi's types) fill in the first ones
 # Series of one host that a host coming back has again at once (its counters go on from where they were).
 PER_HOST = {
@@ -94,6 +96,11 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path, monkeypatch)
         assert set(keyed_by(exposition(vc), hosts[0])) >= {"esxi_lun_commands_total", *PER_HOST}
         content = vc.client.content()
         sizes = []
+        # pytest keeps every log record it captures, and each new host is a new cause logged (its
+        # esxcli errors): the exporter's lines go to a handler that formats and forgets them here
+        logger = logging.getLogger("exporter")
+        monkeypatch.setattr(logger, "propagate", False)
+        monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(Discard())])
         tracemalloc.start()
         for cycle in range(CYCLES):
             leaving = vc.topology.hosts[cycle % len(hosts)]
@@ -144,8 +151,16 @@ def test_hosts_that_leave_take_every_series_keyed_by_them(tmp_path, monkeypatch)
     print(f"\nexposition lines per cycle {lines}; bytes traced {[round(b / 1024) for b in held]} KiB")
     assert max(lines[1:]) - min(lines[1:]) <= 2 * len(hosts)  # the same hosts, the same series (esxcli counts aside)
     # A few KiB a cycle come from pyVmomi and the perf query threads with or without churn; judged
-    # after the warm-up (on a loaded machine the first cycles grow by ~30 KiB, then hold).
-    assert (held[-1] - held[WARM]) / (CYCLES - 1 - WARM) < 32 * 1024, [round(b / 1024) for b in held]
+    # after the warm-up (on a loaded machine the first cycles grow by ~30 KiB, then hold), between
+    # the lower of two cycles at each end: every third cycle holds ~130 KiB more for a moment
+    # (measured: 876, 1007, 899, 893, 1017, 908 KiB from the warm-up on).
+    growth = (min(held[-2:]) - min(held[WARM : WARM + 2])) / (CYCLES - 2 - WARM)
+    assert growth < 16 * 1024, [round(b / 1024) for b in held]
+
+
+class Discard(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
 
 
 def report_esxcli_errors(vc: VsphereTarget) -> None:
