@@ -26,7 +26,7 @@ import yaml
 
 from tests.support.captures import device_columns, header, row
 from tests.support.rules import FAST, rule_file
-from tests.support.servers import Alertmanager, Exporter, Prometheus
+from tests.support.servers import Alertmanager, Exporter, Prometheus, stop_all
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -420,11 +420,7 @@ def test_the_capacity_rules_and_vm_alerts_work_from_the_vsphere_api_alone(tmp_pa
         n_over_a = value("device:esxi_lun_vm_capacity:count")
         description = prometheus.query('ALERTS{alertname="EsxiVmNoisyNeighbour"}')
     finally:
-        if prometheus:
-            prometheus.stop()
-        if exporter:
-            exporter.stop()
-        sim.stop()
+        stop_all(prometheus, exporter, sim)
     assert fired == VSPHERE_EXPECTED
     assert hosts == {VSPHERE_HOST}
     assert d == {FIG2_OVER: 32, FIG2_OK: 32, ISCSI: 128}

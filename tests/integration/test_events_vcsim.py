@@ -13,7 +13,7 @@ import pytest
 from tests.support import storage_events
 from tests.support.promtext import eventually, value
 from tests.support.rules import rule_file
-from tests.support.servers import Prometheus
+from tests.support.servers import Prometheus, stop_all
 from tests.support.vsphere_api import connect, serve_vsphere
 from tests.vcsim.sims import StorageSim
 
@@ -37,11 +37,7 @@ def stack(tmp_path_factory):
         eventually(lambda: value(exporter.metrics(), "esxi_storage_events_up", source="vsphere") == 1, 60, what="events followed")
         yield sim, exporter, prometheus, tmp / "exporter.log"
     finally:
-        if prometheus:
-            prometheus.stop()
-        if exporter:
-            exporter.stop()
-        sim.stop()
+        stop_all(prometheus, exporter, sim)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 import urllib.request
 
 import pytest
@@ -18,6 +17,7 @@ from tests.support import smart_sim
 from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, samples, value
 from tests.support.servers import ROOT, Exporter, exporter_env
+from tests.support.vsphere_api import dump as vsphere_dump
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -98,15 +98,7 @@ smart:
 def test_dump_reads_the_local_disks_too(sim, password):
     """One-shot is everything: `dump --vsphere` runs one SMART round through the method executer
     after its walk and collection, the values as serve shows them."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-        + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
-        capture_output=True,
-        text=True,
-        env=exporter_env(),
-        cwd=ROOT,
-        timeout=120,
-    )
+    proc = vsphere_dump(sim, password)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     hdd = dict(host=HEALTHY, device=HDD)

@@ -23,7 +23,7 @@ from exporter.vsan import metrics as vm
 from exporter.vsan import perf as vperf
 from tests.support.promtext import samples, value
 from tests.support.rules import rule_file
-from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env
+from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env, stop_all
 from tests.vcsim.sims import FIXTURE, HERE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -476,11 +476,7 @@ def _alerting(tmp_path: Path, fixture_path: Path):
         prometheus = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{exporter.port}"], rule_files=[rules])
         yield prometheus
     finally:
-        if prometheus:
-            prometheus.stop()
-        if exporter:
-            exporter.stop()
-        sim.stop()
+        stop_all(prometheus, exporter, sim)
 
 
 def _settled(firing, expected: set, within: float) -> set:

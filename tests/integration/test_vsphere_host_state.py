@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -29,8 +27,9 @@ from pyVmomi import vim, vmodl
 from exporter.esxcli.inventory import EsxcliError
 from exporter.vsphere import discovery, esxcli, soap
 from tests.support.promtext import samples, value
-from tests.support.servers import ROOT, Exporter, exporter_env
+from tests.support.servers import Exporter
 from tests.support.vsphere_api import connect, named, wait
+from tests.support.vsphere_api import dump as vsphere_dump
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -82,15 +81,7 @@ def set_state(sim, host: str, state: str) -> None:
 
 
 def dump(sim, password) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-        + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
-        capture_output=True,
-        text=True,
-        env=exporter_env(),
-        cwd=ROOT,
-        timeout=120,
-    )
+    proc = vsphere_dump(sim, password)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     return proc.stdout

@@ -21,6 +21,7 @@ from pyVim.connect import SmartConnect
 from pyVmomi import vim, vmodl
 
 from tests.support.servers import ROOT, Exporter, exporter_env
+from tests.support.vsphere_api import dump as vsphere_dump
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -201,15 +202,7 @@ def _dump_refusing(tmp_path, refuse: str) -> subprocess.CompletedProcess:
     password = tmp_path / "vsphere"
     password.write_text(PASSWORD + "\n")
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
-            capture_output=True,
-            text=True,
-            env=exporter_env(),
-            cwd=ROOT,
-            timeout=60,
-        )
+        return vsphere_dump(sim, password, timeout=60)
     finally:
         sim.stop()
 
@@ -269,15 +262,7 @@ def test_configure_datastore_iorm_is_as_strict_as_vcenter_and_dump_sees_the_chan
             assert state == "error" and isinstance(error, vmodl.fault.InvalidArgument) and error.invalidProperty == field, spec
         assert _configure(content, stores["ds-shared-02"], enabled=True, congestionThreshold=40) == ("success", None)
         assert _configure(content, stores["nfs-vm-01"], enabled=True) == ("success", None)  # had none: vCenter's defaults
-        proc = subprocess.run(
-            [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-            + ["--vsphere.password-file", str(password), "--vsphere.ca-file", str(sim.cert)],
-            capture_output=True,
-            text=True,
-            env=exporter_env(),
-            cwd=ROOT,
-            timeout=60,
-        )
+        proc = vsphere_dump(sim, password, timeout=60)
     finally:
         sim.stop()
     assert proc.returncode == 0, proc.stderr

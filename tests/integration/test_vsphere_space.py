@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.promtext import samples as all_samples
 from tests.support.rules import rule_file
-from tests.support.servers import Prometheus
+from tests.support.servers import Prometheus, stop_all
 from tests.support.vsphere_api import serve_vsphere
 from tests.vcsim.sims import FIXTURE, HERE, StorageSim
 
@@ -63,11 +63,7 @@ def stack(tmp_path_factory):
             time.sleep(0.5)
         yield sim, exporter, prometheus, started
     finally:
-        if prometheus:
-            prometheus.stop()
-        if exporter:
-            exporter.stop()
-        sim.stop()
+        stop_all(prometheus, exporter, sim)
 
 
 def samples(text: str, name: str) -> list[tuple[dict, float]]:

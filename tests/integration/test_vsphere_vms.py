@@ -13,7 +13,6 @@ esx03, batch01 on ds-local-03 through NVMe. Expected values are the fixture's ra
 from __future__ import annotations
 
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -23,8 +22,8 @@ from exporter.store import model as m
 from exporter.store.store import Store
 from exporter.vsphere import TargetConfig, VsphereTarget, perf, vms
 from exporter.vsphere.selection import HostSelection
-from tests.support.servers import ROOT, exporter_env
 from tests.support.vsphere_api import connect, named, wait
+from tests.support.vsphere_api import dump as vsphere_dump
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -224,15 +223,7 @@ def test_no_vms_means_no_vm_query(vc, password_file):
 
 
 def run_dump(sim, password_file, *extra):
-    return subprocess.run(
-        [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
-        + ["--vsphere.password-file", str(password_file), "--vsphere.ca-file", str(sim.cert), *extra],
-        capture_output=True,
-        text=True,
-        env=exporter_env(),
-        cwd=ROOT,
-        timeout=60,
-    )
+    return vsphere_dump(sim, password_file, *extra, timeout=60)
 
 
 def objects(done: subprocess.CompletedProcess) -> dict[str, float]:

@@ -50,6 +50,13 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
             proc.wait()
 
 
+def stop_all(*servers) -> None:
+    """Stop each server started (a test's finally: those it did not get to start are None), in order."""
+    for server in servers:
+        if server is not None:
+            server.stop()
+
+
 def exporter_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
