@@ -40,14 +40,6 @@ class EventsScenario:
     calm: float
 
 
-def is_events(text: str) -> bool:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return False
-    return isinstance(doc, dict) and doc.get("kind") == "storage-events"
-
-
 def parse(text: str, name: str, file: str) -> EventsScenario:
     """A `kind: storage-events` scenario; ScenarioError naming the file and key for anything wrong."""
     doc = yaml.safe_load(text) or {}

@@ -30,21 +30,28 @@ def list_scenarios() -> list[tuple[str, str]]:
     return out
 
 
+# The scenario kinds that drive the vSphere simulator and write no esxtop, as load_scenario names them.
+_NOT_ESXTOP = {"vsan": "a vSAN scenario", "storage-events": "a storage-events scenario", "space": "a datastore space scenario"}
+
+
+def _kind(text: str) -> str | None:
+    """The document's `kind` (None for an esxtop scenario, which has none, or for YAML that does not
+    parse: the esxtop parser then says what is wrong)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return doc.get("kind") if isinstance(doc, dict) else None
+
+
 def load_scenario(name_or_path: str) -> Scenario:
     """A built-in scenario by name (`shared-lun-12-hosts` fills the `N` of `shared-lun-N-hosts`),
     or a YAML file by path."""
     text, name, file, n = _find(name_or_path)
-    if vsan.is_vsan(text):
+    kind = _kind(text)
+    if kind in _NOT_ESXTOP:
         raise ScenarioError(
-            f"{name_or_path} is a vSAN scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
-        )
-    if events.is_events(text):
-        raise ScenarioError(
-            f"{name_or_path} is a storage-events scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
-        )
-    if space.is_space(text):
-        raise ScenarioError(
-            f"{name_or_path} is a datastore space scenario: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
+            f"{name_or_path} is {_NOT_ESXTOP[kind]}: it writes no esxtop; serve it with `serve --simulate {name_or_path}`"
         )
     return parse(text, name, file) if n is None else parse(text, name, file, n)
 
@@ -52,19 +59,19 @@ def load_scenario(name_or_path: str) -> Scenario:
 def load_vsan_scenario(name_or_path: str) -> vsan.VsanScenario | None:
     """The scenario if it is a vSAN one (`kind: vsan`), else None."""
     text, name, file, _ = _find(name_or_path)
-    return vsan.parse(text, name, file) if vsan.is_vsan(text) else None
+    return vsan.parse(text, name, file) if _kind(text) == "vsan" else None
 
 
 def load_events_scenario(name_or_path: str) -> events.EventsScenario | None:
     """The scenario if it is a storage-events one (`kind: storage-events`), else None."""
     text, name, file, _ = _find(name_or_path)
-    return events.parse(text, name, file) if events.is_events(text) else None
+    return events.parse(text, name, file) if _kind(text) == "storage-events" else None
 
 
 def load_space_scenario(name_or_path: str) -> space.SpaceScenario | None:
     """The scenario if it is a datastore space one (`kind: space`), else None."""
     text, name, file, _ = _find(name_or_path)
-    return space.parse(text, name, file) if space.is_space(text) else None
+    return space.parse(text, name, file) if _kind(text) == "space" else None
 
 
 def _find(name_or_path: str) -> tuple[str, str, str, int | None]:

@@ -48,14 +48,6 @@ class SpaceScenario:
     delete_at_used: float
 
 
-def is_space(text: str) -> bool:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return False
-    return isinstance(doc, dict) and doc.get("kind") == "space"
-
-
 def _number(section: dict, key: str, where: str, file: str, default=None, low: float = 0.0, high: float | None = None) -> float:
     value = section.get(key, default)
     if value is None:

@@ -92,14 +92,6 @@ _KEYS = {
 }  # fmt: skip
 
 
-def is_vsan(text: str) -> bool:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return False
-    return isinstance(doc, dict) and doc.get("kind") == "vsan"
-
-
 def parse(text: str, name: str, file: str) -> VsanScenario:
     """A `kind: vsan` scenario; ScenarioError naming the file and key for anything wrong."""
     doc = yaml.safe_load(text) or {}
