@@ -8,11 +8,17 @@ GAUGES = ((m.ACTIVE, "active_commands", "Commands in flight to the datastore (NF
 LABELS = ("host", "datastore")
 
 
-def collect(store):
-    rows = [
+def rows(store) -> list:
+    """(labels, object) of every host's datastores: the rows of every esxi_datastore_* family keyed
+    by host and datastore (this module's and exporter.collectors.sioc's)."""
+    return [
         (labels_of(obj, LABELS, (host.host, name)), obj)
         for host in store.hosts.values()
         for name, obj in host.objects["datastores"].items()
     ]
-    yield from gauge_families("esxi_datastore", rows, GAUGES)
-    yield from io_families("esxi_datastore", rows)
+
+
+def collect(store):
+    rows_ = rows(store)
+    yield from gauge_families("esxi_datastore", rows_, GAUGES)
+    yield from io_families("esxi_datastore", rows_)

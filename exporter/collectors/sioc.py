@@ -2,7 +2,8 @@
 counters), each datastore's SIOC configuration (Datastore.iormConfiguration), and SIOC's cut seen
 at the queue of each LUN under a VMFS datastore."""
 
-from exporter.collectors.io import gauge_families, labels_of
+from exporter.collectors.datastore import rows as datastore_rows
+from exporter.collectors.io import gauge_families
 from exporter.collectors.textformat import gauge, label_string
 from exporter.store import model as m
 
@@ -45,7 +46,6 @@ GAUGES = (
         "Writes outstanding on the datastore from this host (vSphere datastoreWriteOIO).",
     ),
 )
-LABELS = ("host", "datastore")
 
 
 def _config_families(store):
@@ -118,11 +118,6 @@ def _lun_family(store):
 
 
 def collect(store):
-    rows = [
-        (labels_of(obj, LABELS, (host.host, name)), obj)
-        for host in store.hosts.values()
-        for name, obj in host.objects["datastores"].items()
-    ]
-    yield from gauge_families("esxi_datastore", rows, GAUGES)
+    yield from gauge_families("esxi_datastore", datastore_rows(store), GAUGES)
     yield from _config_families(store)
     yield _lun_family(store)
