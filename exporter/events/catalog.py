@@ -7,7 +7,8 @@ events -l`), Broadcom KB 2004684 (APD and PDL), KB 1009557 (vmfs heartbeat: "Los
 volume ... due to connectivity issues" and its "Successfully restored access" twin, whose id stays
 under esx.problem: esx.problem.vmfs.heartbeat.recovered), KB 2007236 (latency deteriorated /
 improved), KB 1009553 (path redundancy), the 8.0 U3 release notes (the psastor family of the new
-PSA storage stack). A vCenter whose catalog lacks one of these still has it followed; one that
+PSA storage stack), KB 380716 (vSphere 9's boot device monitoring: a remote boot device in All Paths
+Down halts the host if it does not recover in 160 s). A vCenter whose catalog lacks one of these still has it followed; one that
 lists new ids of the families has those followed too, up to MAX_SERVER_IDS.
 """
 
@@ -21,6 +22,8 @@ FAMILIES = (
     "esx.problem.vmfs.",
     "esx.problem.psastor.",
     "esx.clear.psastor.",
+    "esx.problem.bootdevice.",
+    "esx.clear.bootdevice.",
     "vprob.storage.",
     "vprob.vmfs.",
     "vprob.scsi.",
@@ -32,6 +35,10 @@ KNOWN = frozenset(
         "esx.problem.storage.apd.start",
         "esx.problem.storage.apd.timeout",
         "esx.clear.storage.apd.exit",
+        # the same for a remote boot device (vSphere 9, KB 380716): the host halts at its timeout
+        "esx.problem.bootdevice.apd.start",
+        "esx.problem.bootdevice.apd.timeout",
+        "esx.clear.bootdevice.apd.exit",
         "esx.problem.storage.connectivity.lost",
         "esx.problem.storage.connectivity.devicepor",
         "esx.problem.storage.connectivity.pathpor",
