@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from exporter.events import catalog
 from tests.support import storage_events
 from tests.support.promtext import eventually, samples, value
 from tests.support.vsphere_api import connect, serve_vsphere
@@ -65,7 +66,7 @@ def test_10000_distinct_ids_no_filter_asked_for_count_under_an_empty_id(stack):
         what="the catalog's excess counted",
     )
     text = exporter.metrics()
-    assert value(text, "esxi_storage_events_followed_ids", source="vsphere") == 80 + 1000
+    assert value(text, "esxi_storage_events_followed_ids", source="vsphere") == len(catalog.KNOWN) + catalog.MAX_SERVER_IDS
     assert log.read_text().count("storage event id(s) past the 1000 followed") == 1
 
 
