@@ -98,6 +98,7 @@ class VsphereTarget:
         self.iorm_faults = FaultLog(log)  # iormConfiguration's failures: counted every time, logged once
         self._iorm_due = 0.0  # monotonic time of the next iormConfiguration reading (0: at the next collection)
         self.refused = FaultLog(log)  # datastore and snapshot values refused: (object) -> count
+        self.space_due = Delta()  # space and snapshots changed as they came, handed over with the next collection
 
     # --- health --------------------------------------------------------------------------
     @property
@@ -150,11 +151,17 @@ class VsphereTarget:
     def _space(self, delta: Delta, mirror: Mirror) -> None:
         """Datastore space and the chosen VMs' snapshots, replaced whole when they changed; each
         refused value counted, and logged once per object and cause."""
+        self._judged(delta)
+        self._hand_over(delta, mirror)
+
+    def _judged(self, delta: Delta) -> None:
         for key, line in delta.problems:
             self.refused.failed(key, f"vsphere target {self.name}: {line}")
         for key in delta.fine:  # a value refused before read again: its recovery logged once
             if self.refused.is_failing(key):
                 self.refused.answered(key, f"vsphere target {self.name}: {key}: its values read again")
+
+    def _hand_over(self, delta: Delta, mirror: Mirror) -> None:
         if delta.space:
             self.store.set_space(self.name, mirror.space_by_url(), origin=self.name)
         if delta.snapshots:
@@ -234,14 +241,33 @@ class VsphereTarget:
         elif delta.statuses:  # a suspended host removed from vCenter: forgotten now
             with self.publishing:
                 self._settle_suspended()
-        self._space(delta, mirror)
         if mirror.following:  # a change as it came, not a stage of the walk
             with self.lock:
                 for kind, count in delta.changes.items():
                     self.changes[kind] = self.changes.get(kind, 0) + count
             if self.config.esxcli and delta.built:
                 self._want_esxcli({delta.changed[moid].name for moid in delta.built if moid in delta.changed})
+            if not (delta.changed or delta.removed or delta.statuses) and self.running:
+                # Only space or snapshots (vCenter refreshes each datastore's figures every few
+                # minutes): handed over with the next collection, so that each change does not
+                # cost a render of the whole exposition of its own (#43's CPU target).
+                self._judged(delta)
+                with self.lock:
+                    self.space_due.space |= delta.space
+                    self.space_due.snapshots |= delta.snapshots
+                return
+        self._space(delta, mirror)
         self._publish()
+
+    def _space_due(self) -> None:
+        """The space and snapshots that changed since the last collection, handed to the store."""
+        with self.lock:
+            due, self.space_due = self.space_due, Delta()
+        follower = self.follower
+        if not (due.space or due.snapshots) or follower is None:
+            return  # nothing changed, or a walk since handed both over whole
+        with follower.lock:
+            self._hand_over(due, follower.mirror)
 
     def _apply(self, topology: discovery.Topology, changed, removed) -> None:
         """Swap the topology in (atomic: collection reads one consistent topology), hand the store
@@ -390,6 +416,7 @@ class VsphereTarget:
         start = time.monotonic()
         with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
             ok = self._collect(now)
+        self._space_due()
         if self.overruns.check("collection", time.monotonic() - start, self.config.interval):
             self._publish()  # done or failed, a run past its interval is counted
         self.collected.set()  # done or failed: the first esxcli read waits no longer
