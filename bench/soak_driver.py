@@ -123,8 +123,12 @@ def _is_datastore(volume) -> bool:
 
 
 class Driver:
-    def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float):
-        self.sim, self.proxy, self.inventory = sim, proxy, inventory
+    def __init__(
+        self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float, vsan: bool = False
+    ):
+        """vsan: the snapshots also name the vSAN clusters' hosts (the vSAN fixture), and each
+        change of a vSAN cluster's host is counted apart (host_add_vsan ...)."""
+        self.sim, self.proxy, self.inventory, self.vsan = sim, proxy, inventory, vsan
         self.rng = random.Random(seed)
         self.every, self.duration = every, duration
         self.started = time.monotonic()
@@ -213,6 +217,8 @@ class Driver:
 
         c = self.content
         props = ["name", "runtime.connectionState", "config.fileSystemVolume.mountInfo"]
+        if self.vsan:
+            props += ["parent", "runtime.inMaintenanceMode"]
         found = _collect(c, vim.HostSystem, props)
         # a VM's host by the hosts' own names: the simulator can leave a VM on a removed host (its
         # relocation does not keep the hosts' VM lists), whose name it no longer answers
@@ -227,8 +233,26 @@ class Driver:
             for mount in p.get("config.fileSystemVolume.mountInfo") or []:
                 if _is_datastore(mount.volume):
                     mounts.setdefault(mount.volume.name, []).append((p["name"], True))
+        members = []
+        if self.vsan:  # the hosts of a cluster with vSAN on (configurationEx.vsanConfigInfo.enabled)
+            clusters = {o._moId for o in self._vsan_clusters()}
+            members = [
+                p["name"] for _, p in found if p.get("parent") is not None and p["parent"]._moId in clusters and not p.get("runtime.inMaintenanceMode")
+            ]
         self.alive_at = time.monotonic()
-        self.inventory.record(self.alive_at, inventory_keys(vms, hosts, list(mounts.items())))
+        self.inventory.record(self.alive_at, inventory_keys(vms, hosts, list(mounts.items()), members))
+
+    def _vsan_clusters(self) -> list:
+        from pyVmomi import vim
+
+        found = _collect(self.content, vim.ClusterComputeResource, ["configurationEx"])
+        return [o for o, p in found if getattr(getattr(p.get("configurationEx"), "vsanConfigInfo", None), "enabled", False)]
+
+    def _vsan_note(self, name: str, host, done: bool) -> None:
+        """A change made to a host of a vSAN cluster is counted apart too (the soak shows it
+        touched them)."""
+        if done and self.vsan and host.parent in self._vsan_clusters():
+            self._done(f"{name}_vsan")
 
     # --- disturbances ------------------------------------------------------------------------
     def restart(self, stop: threading.Event) -> None:
@@ -450,19 +474,21 @@ class Driver:
         template = self.rng.choice([h for h in hosts if h.name.endswith(".lab.local") and not h.name.startswith("soak")] or hosts)
         name = self._name("soak-esx") + ".lab.local"
         spec = vim.host.ConnectSpec(hostName=name, userName=template.name, force=True)
-        self._task("host_add", template.parent.AddHost_Task(spec=spec, asConnected=True))
+        self._vsan_note("host_add", template, self._task("host_add", template.parent.AddHost_Task(spec=spec, asConnected=True)))
 
     def host_disconnect(self) -> None:
         hosts = [h for h in self._hosts(usable=False) if h.runtime.connectionState == "connected"]
         if len(hosts) <= 1:
             return self._refused("host_disconnect")
-        self._task("host_disconnect", self.rng.choice(hosts).DisconnectHost_Task())
+        host = self.rng.choice(hosts)
+        self._vsan_note("host_disconnect", host, self._task("host_disconnect", host.DisconnectHost_Task()))
 
     def host_reconnect(self) -> None:
         hosts = [h for h in self._hosts(usable=False) if h.runtime.connectionState != "connected"]
         if not hosts:
             return self.host_disconnect()
-        self._task("host_reconnect", self.rng.choice(hosts).ReconnectHost_Task())
+        host = self.rng.choice(hosts)
+        self._vsan_note("host_reconnect", host, self._task("host_reconnect", host.ReconnectHost_Task()))
 
     def _evacuate(self, host) -> bool:
         """Its powered-on VMs moved to another usable host of its cluster (DRS's job), or off."""
@@ -486,9 +512,10 @@ class Driver:
             return self._refused("host_maintenance")
         host = self.rng.choice(hosts)
         if host.runtime.inMaintenanceMode:
-            self._task("host_maintenance_exit", host.ExitMaintenanceMode_Task(timeout=0))
+            self._vsan_note("host_maintenance_exit", host, self._task("host_maintenance_exit", host.ExitMaintenanceMode_Task(timeout=0)))
         elif len(self._hosts()) > 1 and self._evacuate(host):
-            self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0))
+            done = self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0))
+            self._vsan_note("host_maintenance_enter", host, done)
 
     def host_remove(self) -> None:
         """A host the soak added, out of maintenance mode or disconnected, its VMs gone first."""
@@ -504,7 +531,9 @@ class Driver:
         if host.runtime.connectionState == "connected" and not host.runtime.inMaintenanceMode:
             if not self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0)):
                 return None
-        self._task("host_remove", host.Destroy_Task())
+        vsan = self.vsan and host.parent in self._vsan_clusters()
+        if self._task("host_remove", host.Destroy_Task()) and vsan:
+            self._done("host_remove_vsan")
 
     def ds_add(self) -> None:
         from pyVmomi import vim
