@@ -33,10 +33,14 @@ from prometheus_client.parser import text_string_to_metric_families
 INTERVAL = 20.0  # --vsphere.interval's default
 GRACE = 2 * INTERVAL + 5.0  # two collection intervals; 5 s for the check's own reads on a shared machine
 RETURN = 60.0  # esxi_vsphere_up is 1 again within a minute of the simulator's return
-# --ssh: esxi_esxtop_up is 1 again, and the host's series are back, within this of sshd's return:
-# the longest wait between two reconnections (--esxtop.ssh-backoff-max, 60 s), three esxtop
-# intervals (-d 5 s: the header and the first rows) and 5 s for the check's own reads.
-SSH_RETURN = 60.0 + 3 * 5.0 + 5.0
+# --ssh: esxi_esxtop_up is 1 again, and the host's series are back, within SSH_RETURN of sshd's
+# return. The exporter retries a session 1 s after one that delivered, then doubles the wait
+# (jitter +-20 %, --esxtop.ssh-backoff-max 60 s): after sshd is down D seconds (at most 10 in the
+# soak, bench/soak_ssh.py), the next attempt comes within 2 D x 1.2 = 24 s of its return; then the
+# header and a first row (esxtop -d 5 s: 10 s). SMART (esxi_disk_smart_up 1 again) takes the next
+# round: within SMART_INTERVAL and 10 s for the round. And 5 s for the check's own reads.
+SMART_INTERVAL = 30.0  # --smart.interval in the soak (default 1 h): several rounds between two drops
+SSH_RETURN = max(2 * 10.0 * 1.2 + 2 * 5.0, SMART_INTERVAL + 10.0) + 5.0
 
 # What vCenter says of a host it still lists, whether or not it can be read (issue 36).
 STATE = {"esxi_host_connection_state", "esxi_host_maintenance_mode"}

@@ -26,7 +26,7 @@ DOWN = (5.0, 30.0)  # seconds the simulator stays down on a restart
 STALL_BEYOND = (5.0, 15.0)  # seconds a stall lasts beyond the exporter's timeout
 SHORT_DOWN, SHORT_STALL_BEYOND = (5.0, 10.0), (3.0, 6.0)  # in a run under 10 minutes (CI's)
 TIMEOUT = 30.0  # --vsphere.timeout's default
-MAX_HOSTS = 6
+MAX_ADDED_HOSTS = 3  # hosts the driver adds at most beside the fixture's (3 of fixture.json's: 6 in all)
 MAX_SOAK_VMS = 8
 
 
@@ -160,6 +160,7 @@ class Driver:
         self.started = time.monotonic()
         self.timeline.spans[0] = [self.started, self.started]
         self._connect()
+        self.max_hosts = len(self._hosts(usable=False)) + MAX_ADDED_HOSTS  # vsan.json has 6 hosts of its own
         self.snapshot()
         self.thread = threading.Thread(target=self._loop, args=(stop,), name="soak-driver", daemon=True)
         self.thread.start()
@@ -469,7 +470,7 @@ class Driver:
         from pyVmomi import vim
 
         hosts = self._hosts(usable=False)
-        if len(hosts) >= MAX_HOSTS:
+        if len(hosts) >= self.max_hosts:
             return self.host_remove()
         template = self.rng.choice([h for h in hosts if h.name.endswith(".lab.local") and not h.name.startswith("soak")] or hosts)
         name = self._name("soak-esx") + ".lab.local"

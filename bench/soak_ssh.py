@@ -14,14 +14,13 @@ import threading
 import time
 from pathlib import Path
 
-from bench.soak_checks import SSH_RETURN, SshHost
+from bench.soak_checks import SMART_INTERVAL, SSH_RETURN, SshHost
 from bench.soak_driver import Timeline
 from tests.support.fake_esxcli import HDD, NVME, SSD, SMART_DEVICES
 from tests.support.sshd import Sshd
 
 HOST = "esx-sim"  # the host name the stand-in esxtop's header gives
 DEVICES = (HDD, SSD, NVME)  # its LUNs (esxtop) and the SMART host's local disks (esxcli)
-SMART_INTERVAL = 30.0  # --smart.interval in the soak (default 1 h): several rounds between two drops
 STOPPED = (3.0, 10.0)  # seconds sshd stays stopped
 BETWEEN = (40.0, 90.0)  # seconds between two drops
 FIRST = 45.0  # the first drop: after the first SMART round and a few esxtop rows
