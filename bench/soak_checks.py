@@ -40,7 +40,13 @@ RETURN = 60.0  # esxi_vsphere_up is 1 again within a minute of the simulator's r
 # header and a first row (esxtop -d 5 s: 10 s). SMART (esxi_disk_smart_up 1 again) takes the next
 # round: within SMART_INTERVAL and 10 s for the round. And 5 s for the check's own reads.
 SMART_INTERVAL = 30.0  # --smart.interval in the soak (default 1 h): several rounds between two drops
-SSH_RETURN = max(2 * 10.0 * 1.2 + 2 * 5.0, SMART_INTERVAL + 10.0) + 5.0
+
+
+def ssh_return(smart_interval: float = SMART_INTERVAL) -> float:
+    return max(2 * 10.0 * 1.2 + 2 * 5.0, smart_interval + 10.0) + 5.0
+
+
+SSH_RETURN = ssh_return()
 
 # What vCenter says of a host it still lists, whether or not it can be read (issue 36).
 STATE = {"esxi_host_connection_state", "esxi_host_maintenance_mode"}
@@ -134,8 +140,8 @@ class SshHost:
     its esxtop shows and those whose SMART state it reports, and when its session was down
     (a Timeline of its own: an SSH drop excuses nothing of the vSphere target's)."""
 
-    def __init__(self, target: str, host: str, devices, smart_devices, timeline):
-        self.target, self.host, self.timeline = target, host, timeline
+    def __init__(self, target: str, host: str, devices, smart_devices, timeline, bound: float = SSH_RETURN):
+        self.target, self.host, self.timeline, self.bound = target, host, timeline, bound
         self.devices, self.smart_devices = tuple(devices), tuple(smart_devices)
 
     def required(self) -> set:
@@ -245,16 +251,16 @@ class Checks:
         if self.ssh is None:
             return []
         keys, ups = ssh_keys(samples, self.ssh)
-        if self.ssh.timeline.disturbed_between(at, at, after=SSH_RETURN):
+        if self.ssh.timeline.disturbed_between(at, at, after=self.ssh.bound):
             return []
         self.judged += len(self.ssh.required())
         failed = []
         if not ups:
             failed.append(f"missing: esxi_esxtop_up of {self.ssh.target}")
         elif min(ups) == 0:
-            failed.append(f"esxi_esxtop_up 0 while the SSH session is up (longer than {SSH_RETURN:.0f}s after a return)")
+            failed.append(f"esxi_esxtop_up 0 while the SSH session is up (longer than {self.ssh.bound:.0f}s after a return)")
         missing = sorted(self.ssh.required() - keys)
-        failed += [f"missing: {' '.join(k)} of SSH host {self.ssh.host} ({SSH_RETURN:.0f}s after a return)" for k in missing]
+        failed += [f"missing: {' '.join(k)} of SSH host {self.ssh.host} ({self.ssh.bound:.0f}s after a return)" for k in missing]
         return failed
 
     def lines(self) -> list[str]:

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.soak_checks import SMART_INTERVAL, SSH_RETURN, SshHost
+from bench.soak_checks import SMART_INTERVAL, SshHost, ssh_return
 from bench.soak_driver import Timeline
 from tests.support.fake_esxcli import HDD, NVME, SSD, SMART_DEVICES
 from tests.support.sshd import Sshd
@@ -29,14 +29,14 @@ FIRST = 45.0  # the first drop: after the first SMART round and a few esxtop row
 class SshSide:
     """The sshd, the exporter's arguments to follow it, the checks' view of it and the dropper."""
 
-    def __init__(self, tmp: Path, seed: int, duration: float):
+    def __init__(self, tmp: Path, seed: int, duration: float, smart_interval: float = SMART_INTERVAL):
         tmp.mkdir(parents=True, exist_ok=True)
         self.sshd = Sshd(tmp)
         self.sshd.set_control(devices=list(DEVICES), smart="healthy")
         self.rng = random.Random(f"ssh{seed}")  # a stream of its own: the vSphere driver's choices stay as they were
-        self.duration = duration
+        self.duration, self.smart_interval = duration, smart_interval
         self.timeline = Timeline(time.monotonic())  # its start set again by start()
-        self.host = SshHost("127.0.0.1", HOST, DEVICES, SMART_DEVICES, self.timeline)
+        self.host = SshHost("127.0.0.1", HOST, DEVICES, SMART_DEVICES, self.timeline, bound=ssh_return(smart_interval))
         self.done: dict[str, int] = {}
         self.errors: list[str] = []
         self.plan = self._plan()
@@ -50,14 +50,14 @@ class SshSide:
             self.sshd.target,
             f"--esxtop.ssh-identity-file={self.sshd.tmp / 'client_key'}",
             f"--esxtop.ssh-known-hosts={self.sshd.known_hosts}",
-            f"--smart.interval={int(SMART_INTERVAL)}s",
+            f"--smart.interval={int(self.smart_interval)}s",
         )
 
     def _plan(self) -> list[tuple[float, str]]:
         """(seconds from the start, kill | stop): both kinds, the last drop early enough for the
         return to be judged (SSH_RETURN and a scrape) before the end."""
         plan, at = [], FIRST
-        last = self.duration - SSH_RETURN - 15.0 - STOPPED[1]
+        last = self.duration - self.host.bound - 15.0 - STOPPED[1]
         kinds = ["kill", "stop"]
         self.rng.shuffle(kinds)
         while at <= last:
@@ -95,11 +95,11 @@ class SshSide:
         self.timeline.end(span, time.monotonic())
         self.done["ssh_kill"] = self.done.get("ssh_kill", 0) + 1
 
-    def restart(self, stop: threading.Event) -> None:
+    def restart(self, stop: threading.Event, down: float | None = None) -> None:
         """sshd down for a few seconds (a host rebooting), then up on the same port and host key."""
         span = self.timeline.begin("ssh_stop", time.monotonic())
         self.sshd.stop()
-        stop.wait(self.rng.uniform(*STOPPED))
+        stop.wait(self.rng.uniform(*STOPPED) if down is None else down)
         self.sshd.start()
         self.timeline.end(span, time.monotonic())
         self.done["ssh_stop"] = self.done.get("ssh_stop", 0) + 1
