@@ -219,7 +219,9 @@ class Checks:
         members = {k[1] for k in frozenset.intersection(*snapshots) if k[0] == "vsan_member"}
         present = {host for _, host in vsan}
         self.judged += len(present | members)
-        failed = [f"missing: vSAN series of {host} (a vSAN host for {self.vsan_grace:.0f}s)" for host in sorted(members - present)]
+        failed = [
+            f"missing: vSAN series of {host} (a vSAN host for {self.vsan_grace:.0f}s)" for host in sorted(members - present)
+        ]
         return failed + [
             f"outlived: vSAN series of {host} (gone from vCenter for {self.vsan_grace:.0f}s)"
             for host in sorted(present)

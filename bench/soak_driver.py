@@ -123,9 +123,7 @@ def _is_datastore(volume) -> bool:
 
 
 class Driver:
-    def __init__(
-        self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float, vsan: bool = False
-    ):
+    def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float, vsan: bool = False):
         """vsan: the snapshots also name the vSAN clusters' hosts (the vSAN fixture), and each
         change of a vSAN cluster's host is counted apart (host_add_vsan ...)."""
         self.sim, self.proxy, self.inventory, self.vsan = sim, proxy, inventory, vsan
@@ -238,7 +236,9 @@ class Driver:
         if self.vsan:  # the hosts of a cluster with vSAN on (configurationEx.vsanConfigInfo.enabled)
             clusters = {o._moId for o in self._vsan_clusters()}
             members = [
-                p["name"] for _, p in found if p.get("parent") is not None and p["parent"]._moId in clusters and not p.get("runtime.inMaintenanceMode")
+                p["name"]
+                for _, p in found
+                if p.get("parent") is not None and p["parent"]._moId in clusters and not p.get("runtime.inMaintenanceMode")
             ]
         self.alive_at = time.monotonic()
         self.inventory.record(self.alive_at, inventory_keys(vms, hosts, list(mounts.items()), members))
@@ -513,7 +513,9 @@ class Driver:
             return self._refused("host_maintenance")
         host = self.rng.choice(hosts)
         if host.runtime.inMaintenanceMode:
-            self._vsan_note("host_maintenance_exit", host, self._task("host_maintenance_exit", host.ExitMaintenanceMode_Task(timeout=0)))
+            self._vsan_note(
+                "host_maintenance_exit", host, self._task("host_maintenance_exit", host.ExitMaintenanceMode_Task(timeout=0))
+            )
         elif len(self._hosts()) > 1 and self._evacuate(host):
             done = self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0))
             self._vsan_note("host_maintenance_enter", host, done)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.soak_checks import SMART_INTERVAL, SshHost, ssh_return
 from bench.soak_driver import Timeline
-from tests.support.fake_esxcli import HDD, NVME, SSD, SMART_DEVICES
+from tests.support.fake_esxcli import HDD, NVME, SMART_DEVICES, SSD
 from tests.support.sshd import Sshd
 
 HOST = "esx-sim"  # the host name the stand-in esxtop's header gives
