@@ -179,6 +179,8 @@ class Checks:
         self.reported: set = set()  # failures already reported once (a lasting one is one failure)
         self.judged = 0  # objects judged present or absent, over the run: the checks are not vacuous
         self.judged_scrapes = 0  # scrapes whose objects were judged
+        self.vsan_members_judged = 0  # --vsan: vSAN hosts required to have their vSAN series, over the run
+        self.ssh_judged_scrapes = 0  # --ssh: scrapes at which the SSH host was judged
 
     def scrape(self, at: float, body: str) -> tuple[list[str], int]:
         """The failed checks of the scrape taken at `at` (monotonic), and its number of series."""
@@ -219,6 +221,7 @@ class Checks:
         members = {k[1] for k in frozenset.intersection(*snapshots) if k[0] == "vsan_member"}
         present = {host for _, host in vsan}
         self.judged += len(present | members)
+        self.vsan_members_judged += len(members)
         failed = [
             f"missing: vSAN series of {host} (a vSAN host for {self.vsan_grace:.0f}s)" for host in sorted(members - present)
         ]
@@ -256,6 +259,7 @@ class Checks:
         if self.ssh.timeline.disturbed_between(at, at, after=self.ssh.bound):
             return []
         self.judged += len(self.ssh.required())
+        self.ssh_judged_scrapes += 1
         failed = []
         if not ups:
             failed.append(f"missing: esxi_esxtop_up of {self.ssh.target}")

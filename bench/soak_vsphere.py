@@ -161,6 +161,8 @@ def run(
         "events": events,
         "objects_judged": checks.judged,
         "scrapes_judged": checks.judged_scrapes,
+        "vsan_hosts_judged": checks.vsan_members_judged,
+        "ssh_scrapes_judged": checks.ssh_judged_scrapes,
         "windows": [
             {
                 "minute": w.end_minute,
@@ -179,6 +181,8 @@ def run(
     }
     out(f"events: {json.dumps(summary['events'])}")
     out(f"objects judged present or absent: {checks.judged} at {checks.judged_scrapes} scrapes; failed checks: {len(failures)}")
+    if vsan or ssh:
+        out(f"vSAN hosts judged: {checks.vsan_members_judged}; scrapes judging the SSH host: {checks.ssh_judged_scrapes}")
     for f in failures[:50]:
         out(f"  {f}")
     return summary
