@@ -438,7 +438,7 @@ class Driver:
         if not vms:
             return self._refused("vm_move")
         vm = self.rng.choice(vms)
-        others = [h for h in hosts if h != vm.runtime.host and h.parent == vm.runtime.host.parent]
+        others = [h for h in hosts if h != vm.runtime.host and h.parent == vm.runtime.host.parent and self._sees(h, vm)]
         if not others:
             return self._refused("vm_move")
         self._task("vm_move", vm.RelocateVM_Task(spec=vim.vm.RelocateSpec(host=self.rng.choice(others))))
@@ -491,12 +491,21 @@ class Driver:
         host = self.rng.choice(hosts)
         self._vsan_note("host_reconnect", host, self._task("host_reconnect", host.ReconnectHost_Task()))
 
+    @staticmethod
+    def _sees(host, vm) -> bool:
+        """The host mounts every datastore of the VM: vCenter refuses a vMotion to one that does
+        not; the simulator takes it, and then panics destroying the VM (its disks' datastore is
+        looked up among its new host's: the vsan.json soak's simulator crashes)."""
+        mounted = set(host.datastore)
+        return all(d in mounted for d in vm.datastore)
+
     def _evacuate(self, host) -> bool:
         """Its powered-on VMs moved to another usable host of its cluster (DRS's job), or off."""
         from pyVmomi import vim
 
-        others = [h for h in self._hosts() if h != host and h.parent == host.parent]
+        hosts = [h for h in self._hosts() if h != host and h.parent == host.parent]
         for vm in host.vm:
+            others = [h for h in hosts if self._sees(h, vm)]
             if (
                 others
                 and self._movable(vm)
