@@ -26,7 +26,7 @@ DOWN = (5.0, 30.0)  # seconds the simulator stays down on a restart
 STALL_BEYOND = (5.0, 15.0)  # seconds a stall lasts beyond the exporter's timeout
 SHORT_DOWN, SHORT_STALL_BEYOND = (5.0, 10.0), (3.0, 6.0)  # in a run under 10 minutes (CI's)
 TIMEOUT = 30.0  # --vsphere.timeout's default
-MAX_HOSTS = 6
+MAX_ADDED_HOSTS = 3  # hosts the driver adds at most beside the fixture's (3 of fixture.json's: 6 in all)
 MAX_SOAK_VMS = 8
 
 
@@ -123,8 +123,10 @@ def _is_datastore(volume) -> bool:
 
 
 class Driver:
-    def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float):
-        self.sim, self.proxy, self.inventory = sim, proxy, inventory
+    def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float, vsan: bool = False):
+        """vsan: the snapshots also name the vSAN clusters' hosts (the vSAN fixture), and each
+        change of a vSAN cluster's host is counted apart (host_add_vsan ...)."""
+        self.sim, self.proxy, self.inventory, self.vsan = sim, proxy, inventory, vsan
         self.rng = random.Random(seed)
         self.every, self.duration = every, duration
         self.started = time.monotonic()
@@ -156,6 +158,7 @@ class Driver:
         self.started = time.monotonic()
         self.timeline.spans[0] = [self.started, self.started]
         self._connect()
+        self.max_hosts = len(self._hosts(usable=False)) + MAX_ADDED_HOSTS  # vsan.json has 6 hosts of its own
         self.snapshot()
         self.thread = threading.Thread(target=self._loop, args=(stop,), name="soak-driver", daemon=True)
         self.thread.start()
@@ -213,6 +216,8 @@ class Driver:
 
         c = self.content
         props = ["name", "runtime.connectionState", "config.fileSystemVolume.mountInfo"]
+        if self.vsan:
+            props += ["parent", "runtime.inMaintenanceMode"]
         found = _collect(c, vim.HostSystem, props)
         # a VM's host by the hosts' own names: the simulator can leave a VM on a removed host (its
         # relocation does not keep the hosts' VM lists), whose name it no longer answers
@@ -227,8 +232,28 @@ class Driver:
             for mount in p.get("config.fileSystemVolume.mountInfo") or []:
                 if _is_datastore(mount.volume):
                     mounts.setdefault(mount.volume.name, []).append((p["name"], True))
+        members = []
+        if self.vsan:  # the hosts of a cluster with vSAN on (configurationEx.vsanConfigInfo.enabled)
+            clusters = {o._moId for o in self._vsan_clusters()}
+            members = [
+                p["name"]
+                for _, p in found
+                if p.get("parent") is not None and p["parent"]._moId in clusters and not p.get("runtime.inMaintenanceMode")
+            ]
         self.alive_at = time.monotonic()
-        self.inventory.record(self.alive_at, inventory_keys(vms, hosts, list(mounts.items())))
+        self.inventory.record(self.alive_at, inventory_keys(vms, hosts, list(mounts.items()), members))
+
+    def _vsan_clusters(self) -> list:
+        from pyVmomi import vim
+
+        found = _collect(self.content, vim.ClusterComputeResource, ["configurationEx"])
+        return [o for o, p in found if getattr(getattr(p.get("configurationEx"), "vsanConfigInfo", None), "enabled", False)]
+
+    def _vsan_note(self, name: str, host, done: bool) -> None:
+        """A change made to a host of a vSAN cluster is counted apart too (the soak shows it
+        touched them)."""
+        if done and self.vsan and host.parent in self._vsan_clusters():
+            self._done(f"{name}_vsan")
 
     # --- disturbances ------------------------------------------------------------------------
     def restart(self, stop: threading.Event) -> None:
@@ -413,7 +438,7 @@ class Driver:
         if not vms:
             return self._refused("vm_move")
         vm = self.rng.choice(vms)
-        others = [h for h in hosts if h != vm.runtime.host and h.parent == vm.runtime.host.parent]
+        others = [h for h in hosts if h != vm.runtime.host and h.parent == vm.runtime.host.parent and self._sees(h, vm)]
         if not others:
             return self._refused("vm_move")
         self._task("vm_move", vm.RelocateVM_Task(spec=vim.vm.RelocateSpec(host=self.rng.choice(others))))
@@ -445,31 +470,42 @@ class Driver:
         from pyVmomi import vim
 
         hosts = self._hosts(usable=False)
-        if len(hosts) >= MAX_HOSTS:
+        if len(hosts) >= self.max_hosts:
             return self.host_remove()
         template = self.rng.choice([h for h in hosts if h.name.endswith(".lab.local") and not h.name.startswith("soak")] or hosts)
         name = self._name("soak-esx") + ".lab.local"
         spec = vim.host.ConnectSpec(hostName=name, userName=template.name, force=True)
-        self._task("host_add", template.parent.AddHost_Task(spec=spec, asConnected=True))
+        self._vsan_note("host_add", template, self._task("host_add", template.parent.AddHost_Task(spec=spec, asConnected=True)))
 
     def host_disconnect(self) -> None:
         hosts = [h for h in self._hosts(usable=False) if h.runtime.connectionState == "connected"]
         if len(hosts) <= 1:
             return self._refused("host_disconnect")
-        self._task("host_disconnect", self.rng.choice(hosts).DisconnectHost_Task())
+        host = self.rng.choice(hosts)
+        self._vsan_note("host_disconnect", host, self._task("host_disconnect", host.DisconnectHost_Task()))
 
     def host_reconnect(self) -> None:
         hosts = [h for h in self._hosts(usable=False) if h.runtime.connectionState != "connected"]
         if not hosts:
             return self.host_disconnect()
-        self._task("host_reconnect", self.rng.choice(hosts).ReconnectHost_Task())
+        host = self.rng.choice(hosts)
+        self._vsan_note("host_reconnect", host, self._task("host_reconnect", host.ReconnectHost_Task()))
+
+    @staticmethod
+    def _sees(host, vm) -> bool:
+        """The host mounts every datastore of the VM: vCenter refuses a vMotion to one that does
+        not; the simulator takes it, and then panics destroying the VM (its disks' datastore is
+        looked up among its new host's: the vsan.json soak's simulator crashes)."""
+        mounted = set(host.datastore)
+        return all(d in mounted for d in vm.datastore)
 
     def _evacuate(self, host) -> bool:
         """Its powered-on VMs moved to another usable host of its cluster (DRS's job), or off."""
         from pyVmomi import vim
 
-        others = [h for h in self._hosts() if h != host and h.parent == host.parent]
+        hosts = [h for h in self._hosts() if h != host and h.parent == host.parent]
         for vm in host.vm:
+            others = [h for h in hosts if self._sees(h, vm)]
             if (
                 others
                 and self._movable(vm)
@@ -486,9 +522,12 @@ class Driver:
             return self._refused("host_maintenance")
         host = self.rng.choice(hosts)
         if host.runtime.inMaintenanceMode:
-            self._task("host_maintenance_exit", host.ExitMaintenanceMode_Task(timeout=0))
+            self._vsan_note(
+                "host_maintenance_exit", host, self._task("host_maintenance_exit", host.ExitMaintenanceMode_Task(timeout=0))
+            )
         elif len(self._hosts()) > 1 and self._evacuate(host):
-            self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0))
+            done = self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0))
+            self._vsan_note("host_maintenance_enter", host, done)
 
     def host_remove(self) -> None:
         """A host the soak added, out of maintenance mode or disconnected, its VMs gone first."""
@@ -504,7 +543,9 @@ class Driver:
         if host.runtime.connectionState == "connected" and not host.runtime.inMaintenanceMode:
             if not self._task("host_maintenance_enter", host.EnterMaintenanceMode_Task(timeout=0)):
                 return None
-        self._task("host_remove", host.Destroy_Task())
+        vsan = self.vsan and host.parent in self._vsan_clusters()
+        if self._task("host_remove", host.Destroy_Task()) and vsan:
+            self._done("host_remove_vsan")
 
     def ds_add(self) -> None:
         from pyVmomi import vim

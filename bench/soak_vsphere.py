@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from bench.soak_checks import Checks, Inventory  # noqa: E402
 from bench.soak_driver import Driver, Simulator  # noqa: E402
 from bench.soak_proxy import SoakProxy  # noqa: E402
+from bench.soak_ssh import SMART_INTERVAL, SshSide  # noqa: E402
 from tests.support.servers import Exporter  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER  # noqa: E402
 
@@ -78,9 +79,12 @@ def run(
     out=print,
     extra: tuple[str, ...] = (),
     vsan: bool = False,
+    ssh: bool = False,
 ) -> dict:
     """The soak; returns its summary (windows, failures, events). `every`: seconds between two
-    changes of the inventory."""
+    changes of the inventory. vsan: the vSAN fixture, its hosts in the churn, vSAN read every
+    minute. ssh: an esxtop-over-SSH host beside the target, its session dropped now and then
+    (bench/soak_ssh.py)."""
     tmp.mkdir(parents=True, exist_ok=True)
     duration = minutes * 60.0
     window = window or (300.0 if minutes >= 15 else 60.0)
@@ -93,17 +97,22 @@ def run(
     secret = tmp / "password"
     secret.write_text(PASSWORD + "\n")
     secret.chmod(0o600)
+    side = SshSide(tmp / "sshd", seed, duration) if ssh else None
+    if side is not None:
+        extra = (*extra, *side.args())
     log = tmp / "exporter.log"
     args = ["--vsphere", proxy.url, "--vsphere.user", USER, "--vsphere.password-file", str(secret)]
     exporter = Exporter(*args, "--vsphere.ca-file", str(proxy.cert), *extra, log_path=log)
     inventory = Inventory()
-    driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration)
-    checks = Checks(inventory, log, driver.timeline, vsan_interval=VSAN_INTERVAL)
+    driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration, vsan=vsan)
+    checks = Checks(inventory, log, driver.timeline, vsan_interval=VSAN_INTERVAL, ssh=side.host if side else None)
     windows: list[Window] = []
     stop = threading.Event()
     started = time.monotonic()
     try:
         driver.start(stop)
+        if side is not None:
+            side.start(stop)
         next_scrape = started
         while time.monotonic() - started < duration:
             now = time.monotonic()
@@ -133,18 +142,27 @@ def run(
     finally:
         stop.set()
         driver.join()
+        if side is not None:
+            side.join()
+            side.close()
         exporter.stop()
         proxy.stop()
         sim.stop()
-    failures = [f for w in windows for f in w.failed] + driver.errors
+    failures = [f for w in windows for f in w.failed] + driver.errors + (side.errors if side else [])
+    events = driver.counts()
+    if side is not None:
+        events["done"].update(side.done)
     summary = {
         "seed": seed,
         "vsan": vsan,
+        "ssh": ssh,
         "minutes": minutes,
         "every": every,
-        "events": driver.counts(),
+        "events": events,
         "objects_judged": checks.judged,
         "scrapes_judged": checks.judged_scrapes,
+        "vsan_hosts_judged": checks.vsan_members_judged,
+        "ssh_scrapes_judged": checks.ssh_judged_scrapes,
         "windows": [
             {
                 "minute": w.end_minute,
@@ -163,6 +181,8 @@ def run(
     }
     out(f"events: {json.dumps(summary['events'])}")
     out(f"objects judged present or absent: {checks.judged} at {checks.judged_scrapes} scrapes; failed checks: {len(failures)}")
+    if vsan or ssh:
+        out(f"vSAN hosts judged: {checks.vsan_members_judged}; scrapes judging the SSH host: {checks.ssh_judged_scrapes}")
     for f in failures[:50]:
         out(f"  {f}")
     return summary
@@ -213,6 +233,12 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the summary here")
     parser.add_argument("--vsan", action="store_true", help="the vSAN fixture: its hosts come and go too, vSAN read every minute")
     parser.add_argument(
+        "--ssh",
+        action="store_true",
+        help=f"an esxtop-over-SSH host beside the target (a real sshd on loopback, SMART every {SMART_INTERVAL:.0f} s), "
+        "its session dropped at random",
+    )
+    parser.add_argument(
         "--table", type=Path, default=None, help="print the Markdown table of a summary written by --json, and stop"
     )
     args = parser.parse_args()
@@ -223,7 +249,9 @@ def main() -> int:
 
     tmp = args.dir or Path(tempfile.mkdtemp(prefix="soak-vsphere-"))
     print(f"logs in {tmp}; seed {args.seed}; {args.minutes} min; a change every {args.every} s", flush=True)
-    summary = run(tmp, args.minutes, args.seed, args.every, args.window, out=lambda s: print(s, flush=True), vsan=args.vsan)
+    summary = run(
+        tmp, args.minutes, args.seed, args.every, args.window, out=lambda s: print(s, flush=True), vsan=args.vsan, ssh=args.ssh
+    )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))
     return 1 if summary["failures"] else 0

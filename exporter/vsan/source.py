@@ -100,6 +100,7 @@ class VsanSource:
         self.lock = threading.Lock()
         self.clusters: list[discovery.ClusterTopology] = []
         self.discovered_at = -1.0  # monotonic time of the last discovery
+        self.members: frozenset = frozenset()  # the vSAN clusters' readable hosts at the last discovery (readable_members())
         self.supported: dict[str, set[str]] | None = None  # entity type -> labels this vSAN version has
         self.resync_supported = True  # False once the server says it has no QuerySyncingVsanObjectsSummary
         self.taken: dict[str, float] = {}  # cluster -> newest sample time taken (never taken twice)
@@ -129,6 +130,7 @@ class VsanSource:
             self.supported = self._supported_labels()
         self.clusters = clusters
         self.discovered_at = time.monotonic()
+        self.members = self.readable_members()
         self._disk_query_faults(clusters)
         if gone:
             self.store.drop_vsan(gone, origin=self.name)
@@ -142,6 +144,17 @@ class VsanSource:
                 faults.forget(lambda key: key[0] in gone)
             log.info("vsphere target %s: vSAN cluster(s) gone: %s", self.name, ", ".join(sorted(gone)))
         return True
+
+    def readable_members(self) -> frozenset:
+        """(host, cluster) of every host the target's vSphere source reads now (its store
+        inventories, which its change stream keeps current: a host added, removed, disconnected or
+        reconnected) in a cluster the last discovery found with vSAN on. When they differ from
+        those at the last discovery, the next round discovers again rather than an hour later:
+        a vSAN host that came has its series, one that went has none."""
+        names = {c.name for c in self.clusters}
+        with self.store.lock:
+            inventories = self.store.view(self.name).inventories
+        return frozenset((host, inventory.cluster) for host, inventory in inventories.items() if inventory.cluster in names)
 
     def _disk_query_faults(self, clusters: list[discovery.ClusterTopology]) -> None:
         """Count each ESA disk query that failed for a host in this discovery, by cluster and call
@@ -393,9 +406,11 @@ class VsanSource:
         return [thread]
 
     def run_round(self) -> None:
-        """One round of the loop: discovery when due, every cluster, and discovery again at once
-        when the answers named a VM, host or disk the last discovery did not see."""
-        if self.discovered_at < 0 or time.monotonic() - self.discovered_at >= self.config.discovery_interval:
+        """One round of the loop: discovery when due or when the vSAN clusters' hosts changed,
+        every cluster, and discovery again at once when the answers named a VM, host or disk the
+        last discovery did not see."""
+        due = self.discovered_at < 0 or time.monotonic() - self.discovered_at >= self.config.discovery_interval
+        if due or self.readable_members() != self.members:
             self.discover()
         self.collect()
         if self.unnamed:

@@ -94,3 +94,48 @@ def test_the_simulator_removes_a_host_from_its_cluster_as_vcenter_does(tmp_path)
         assert sim.proc.poll() is None
     finally:
         sim.stop()
+
+
+def test_a_host_that_joins_or_leaves_a_vsan_cluster_is_followed_at_the_next_vsan_round(tmp_path):
+    """The soak's --vsan run found a host added to a vSAN cluster without its vSAN series for as
+    long as --vsphere.discovery-interval (an hour): the vSAN source read its clusters' hosts only
+    then, and a host disconnected kept its series as long. Now a vSAN round discovers again when
+    the hosts the vSphere source reads in its vSAN clusters changed."""
+    from pyVmomi import vim
+
+    from bench.soak_vsphere import VSAN_FIXTURE
+    from bench.vsphere_common import password_file
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from tests.support.vsphere_api import connect, named, wait
+    from tests.vcsim.sims import USER, StorageSim
+
+    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
+    try:
+        content = connect(sim).RetrieveContent()
+        config = TargetConfig(
+            name="vc", url=sim.url, user=USER, password_file=str(password_file(tmp_path)), ca_file=str(sim.cert), vsan=True
+        )
+        target = VsphereTarget(config)
+        assert target.run_once(), target.error
+        vsan = VsanSource(target, target.store)
+        vsan.run_round()
+
+        def vsan_hosts() -> set[str]:
+            return {host for cluster in target.store.vsan.values() for host in cluster.hosts}
+
+        assert {"esx21.lab.local", "esx22.lab.local"} <= vsan_hosts()
+        cluster = named(content, vim.HostSystem, "esx21.lab.local").parent
+        spec = vim.host.ConnectSpec(hostName="soak-esx1.lab.local", userName="esx21.lab.local", force=True)
+        wait(cluster.AddHost_Task(spec=spec, asConnected=True))
+        wait(named(content, vim.HostSystem, "esx22.lab.local").DisconnectHost_Task())
+        assert target.run_once(), target.error
+        vsan.run_round()
+        assert "soak-esx1.lab.local" in vsan_hosts() and "esx22.lab.local" not in vsan_hosts(), vsan_hosts()
+        wait(named(content, vim.HostSystem, "esx22.lab.local").ReconnectHost_Task())
+        assert target.run_once(), target.error
+        vsan.run_round()
+        assert {"soak-esx1.lab.local", "esx22.lab.local"} <= vsan_hosts(), vsan_hosts()
+        vsan.client.close()
+    finally:
+        sim.stop()

@@ -5,7 +5,7 @@ simulator excuses what it should, no more."""
 
 from __future__ import annotations
 
-from bench.soak_checks import GRACE, RETURN, Checks, Inventory, cause, inventory_keys
+from bench.soak_checks import GRACE, RETURN, SSH_RETURN, Checks, Inventory, cause, inventory_keys
 from bench.soak_driver import Timeline
 
 T0 = 1000.0
@@ -130,3 +130,82 @@ def test_vsan_series_of_a_host_gone_from_vcenter_fail_after_two_vsan_intervals(t
     assert c.scrape(T0 + 200, text)[0] == []  # gone 100 s: vSAN is read every minute
     failed, _ = c.scrape(T0 + 100 + 126, text)
     assert failed == ["outlived: vSAN series of esx02 (gone from vCenter for 125s)"]
+
+
+def test_a_vsan_host_without_its_vsan_series_for_two_vsan_intervals_fails(tmp_path):
+    c = checks(tmp_path)
+    c.vsan_grace = 125.0
+    # esx02 is disconnected: a vSAN host, but not required; esx01 is required once a vSAN host for 125 s
+    c.inventory.record(T0 + 100, inventory_keys(VMS, HOSTS, DATASTORES, vsan_members=["esx01", "esx02"]))
+    assert ("vsan_member", "esx02") not in c.inventory.keys[-1]
+    assert c.scrape(T0 + 200, body())[0] == []  # a vSAN host for 100 s: not yet required
+    failed, _ = c.scrape(T0 + 100 + 126, body())
+    assert failed == ["missing: vSAN series of esx01 (a vSAN host for 125s)"]
+    vsan = 'esxi_vsan_host_info{cluster="c1",host="esx01",node_uuid="u1"} 1'
+    assert c.scrape(T0 + 100 + 141, body(vsan))[0] == []
+
+
+def test_a_vsan_host_that_left_maintenance_or_the_cluster_within_the_grace_is_not_required(tmp_path):
+    c = checks(tmp_path)
+    c.vsan_grace = 125.0
+    c.inventory.record(T0 + 100, inventory_keys(VMS, HOSTS, DATASTORES, vsan_members=["esx01"]))
+    c.inventory.record(T0 + 150, inventory_keys(VMS, HOSTS, DATASTORES))  # into maintenance at T0 + 150
+    assert c.scrape(T0 + 300, body())[0] == []
+
+
+def ssh_checks(tmp_path):
+    from bench.soak_checks import SshHost
+
+    c = checks(tmp_path)
+    c.ssh = SshHost("127.0.0.1", "esx-sim", ["naa.1"], ["t10.A"], Timeline(T0 - 10 * SSH_RETURN))
+    return c
+
+
+def ssh_body(up: int = 1, lun: bool = True, smart: bool = True) -> str:
+    lines = ["# TYPE esxi_esxtop_up gauge", f'esxi_esxtop_up{{host="127.0.0.1"}} {up}']
+    if lun:
+        lines += ["# TYPE esxi_lun_queue_depth gauge", 'esxi_lun_queue_depth{host="esx-sim",device="naa.1"} 32']
+    if smart:
+        lines += [
+            "# TYPE esxi_disk_smart_up gauge",
+            'esxi_disk_smart_up{host="esx-sim"} 1',
+            "# TYPE esxi_disk_smart_status gauge",
+            'esxi_disk_smart_status{host="esx-sim",device="t10.A",status="ok"} 1',
+        ]
+    return body(*lines)
+
+
+def test_the_ssh_hosts_series_are_judged_apart_from_the_vsphere_inventory(tmp_path):
+    c = ssh_checks(tmp_path)
+    failed, _ = c.scrape(T0 + GRACE + 1, ssh_body())
+    assert failed == []  # esx-sim and 127.0.0.1 are no vSphere objects: not "outlived"
+    failed, _ = c.scrape(T0 + GRACE + 16, ssh_body(lun=False, smart=False))
+    assert failed == [
+        f"missing: lun naa.1 of SSH host esx-sim ({SSH_RETURN:.0f}s after a return)",
+        f"missing: smart t10.A of SSH host esx-sim ({SSH_RETURN:.0f}s after a return)",
+        f"missing: smart_up of SSH host esx-sim ({SSH_RETURN:.0f}s after a return)",
+    ]
+
+
+def test_esxtop_up_zero_fails_only_beyond_the_bound_after_the_session_returns(tmp_path):
+    c = ssh_checks(tmp_path)
+    span = c.ssh.timeline.begin("ssh_stop", T0 + 100)
+    assert c.scrape(T0 + 105, ssh_body(up=0, lun=False))[0] == []  # sshd is down
+    c.ssh.timeline.end(span, T0 + 110)
+    assert c.scrape(T0 + 110 + SSH_RETURN - 1, ssh_body(up=0, lun=False))[0] == []  # back under the bound
+    failed, _ = c.scrape(T0 + 110 + SSH_RETURN + 1, ssh_body(up=0))
+    assert failed == [f"esxi_esxtop_up 0 while the SSH session is up (longer than {SSH_RETURN:.0f}s after a return)"]
+    assert c.timeline.disturbed_between(T0 + 100, T0 + 110) is False  # an SSH drop excuses nothing of vSphere's
+
+
+def test_an_ssh_drop_allows_its_warning_once_more(tmp_path):
+    warning = "2026-11-28 02:33:51,112 WARNING exporter.esxtop.ssh: esxtop ssh 127.0.0.1: connection closed\n"
+    c = ssh_checks(tmp_path)
+    (tmp_path / "exporter.log").write_text(warning)
+    c.ssh.timeline.begin("ssh_kill", T0 + 10)
+    assert c.scrape(T0 + GRACE + 1, ssh_body())[0] == []
+    (tmp_path / "exporter.log").open("a").write(warning)
+    assert c.scrape(T0 + GRACE + 16, ssh_body())[0] == []  # two drops' worth: the start and one kill
+    (tmp_path / "exporter.log").open("a").write(warning)
+    failed, _ = c.scrape(T0 + GRACE + 31, ssh_body())
+    assert failed == ["WARNING logged 3 times for 1 disturbances: exporter.esxtop.ssh: esxtop ssh #: connection closed"]
