@@ -149,6 +149,7 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
     placeholder = vim.PerformanceManager.QuerySpec(entity=vim.HostSystem("placeholder"))
     envelope = perf_manager._stub.SerializeRequest(perf_manager, _QUERY_PERF, [[placeholder]])
     metric_ids: dict[tuple, str] = {}
+    starts: dict[float, str] = {}  # most hosts' newest samples share their time: written once
     parts = []
     for spec in specs:
         ids = metric_ids.get(spec.counters)
@@ -158,7 +159,10 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
             )
         parts.append(f'<querySpec><entity type="{type(spec.entity)._wsdlName}">{escape(spec.entity._moId)}</entity>')
         if spec.start is not None:
-            parts.append(f"<startTime>{ISO8601Format(dt.datetime.fromtimestamp(spec.start, dt.timezone.utc))}</startTime>")
+            start = starts.get(spec.start)
+            if start is None:
+                start = starts[spec.start] = ISO8601Format(dt.datetime.fromtimestamp(spec.start, dt.timezone.utc))
+            parts.append(f"<startTime>{start}</startTime>")
         if spec.max_sample is not None:
             parts.append(f"<maxSample>{int(spec.max_sample)}</maxSample>")
         parts.append(f"{ids}<intervalId>{int(interval)}</intervalId><format>csv</format></querySpec>")
