@@ -200,10 +200,14 @@ def scan_response(body: bytes) -> list[EntityCSV] | None:
         entity = _ENTITY_CSV.search(part)
         if entity is None:
             return None
-        series = [
-            (int(key), unescape(instance, _ENTITIES) if "&" in instance else instance, values)
-            for key, instance, values in _SERIES_CSV.findall(part, entity.end())
-        ]
+        found = _SERIES_CSV.findall(part, entity.end())
+        if "&" in part:  # an escaped character somewhere: instance names unescaped where they hold one
+            series = [
+                (int(key), unescape(instance, _ENTITIES) if "&" in instance else instance, values)
+                for key, instance, values in found
+            ]
+        else:
+            series = [(int(key), instance, values) for key, instance, values in found]
         if len(series) != part.count("<id>"):
             return None  # a series in another form: the XML parser reads it
         answers.append(EntityCSV(entity.group(1).strip(), entity.group(2) or "", series))
