@@ -30,9 +30,9 @@ PHASES = [
     ("waiting for the server's answers (socket)", ("~", "<method 'read' of '_ssl._SSLSocket' objects>"), False),
     ("answers scanned (CSV series)", ("vsphere/soap.py", "scan_response"), True),
     ("series merged per entity (numbers, sample times)", ("vsphere/perf.py", "merge_csv"), True),
-    ("samples built: routes, units, VMs joined to their host", ("vsphere/source.py", "_host_samples"), True),
+    ("samples built: routes, units, VMs joined to their host", ("vsphere/source.py", "_ingest_host"), True),
     ("  of which the VMs' totals over their disks", ("vsphere/mapping.py", "vm_totals"), True),
-    ("samples stored: the store's counters integrated", ("store/store.py", "ingest"), True),
+    ("  of which the store: counters integrated", ("store/store.py", "ingest"), True),
     ("the whole collection", ("vsphere/source.py", "collect"), True),
 ]
 

@@ -251,25 +251,16 @@ def _run(client, specs) -> tuple[list, list[str], list[str], list[tuple[str, str
 
 
 def query(
-    client,
-    calls: list[list],
-    max_parallel: int,
-    gone: list[str] | None = None,
-    host_failures: list | None = None,
-    ready=None,
+    client, calls: list[list], max_parallel: int, gone: list[str] | None = None, host_failures: list | None = None
 ) -> tuple[dict[str, HostSeries], list[str]]:
     """Run the QueryPerf calls (a few at a time); returns per-entity series by moref id, and the
     errors of failed calls (the other calls still count). VMs the server no longer knows are
     added to `gone` (their moids), not to the errors; hosts the server faults on alone to
-    `host_failures` ((moid, the fault): that host's, see hostfaults.py), else to the errors.
-    ready(index, results), if given, is called as each call's answers are in, in the calls'
-    order (a failed call's too), while later calls are under way: it may take the entities it is
-    done with out of results."""
+    `host_failures` ((moid, the fault): that host's, see hostfaults.py), else to the errors."""
     results: dict[str, HostSeries] = {}
     errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, min(max_parallel, len(calls) or 1))) as pool:
-        answers = pool.map(lambda specs: _run(client, specs), calls)
-        for index, (answer, failed, vanished, hosts) in enumerate(answers):
+        for answer, failed, vanished, hosts in pool.map(lambda specs: _run(client, specs), calls):
             errors.extend(failed)
             if gone is not None:
                 gone.extend(vanished)
@@ -279,7 +270,4 @@ def query(
                 errors.extend(f"{moid}: {message}" for moid, message in hosts)
             for entity in answer:
                 merge_csv(results.setdefault(entity.entity, HostSeries()), entity.sample_info, entity.series)
-            del answer  # its series are in results: not held while the next call is waited for
-            if ready is not None:
-                ready(index, results)
     return results, errors

@@ -416,39 +416,30 @@ class VsphereTarget:
                 self.durations["collection"] = time.perf_counter() - start
             self._failed("collection", str(err))
             return False
-        hosts = topology.hosts
-        calls, last_call = self._calls(hosts, specs, running, resolved, now)
-        built: list[tuple[discovery.HostTopology, list[m.Sample]]] = []
-        answered: set[str] = set()  # hosts' moids
-        next_host, taken = 0, 0
-
-        def ready(index: int, results: dict[str, perf.HostSeries]) -> None:
-            """After call `index`: the samples of each host whose answers are all in."""
-            nonlocal next_host, taken
-            while next_host < len(hosts) and last_call[next_host] <= index:
-                topo = hosts[next_host]
-                next_host += 1
-                series = results.pop(topo.ref._moId, None)
-                vm_series = [(vm, results.pop(vm.ref._moId)) for vm in running.get(topo.name, ()) if vm.ref._moId in results]
-                taken += len(vm_series) + (series is not None)
-                if series is not None:
-                    answered.add(topo.ref._moId)
-                    built.append((topo, self._host_samples(topo, series, resolved, vm_series)))
-
+        specs += perf.vm_specs(
+            ((vm, topo.name) for topo in topology.hosts for vm in running.get(topo.name, ())),
+            resolved.vm_keys,
+            self.last_timestamp,
+            now,
+        )
+        calls = perf.chunk(specs, self.max_query_metrics)
         gone: list[str] = []
         host_failures: list[tuple[str, str]] = []
         try:
-            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone, host_failures, ready)
+            results, errors = perf.query(self.client, calls, self.config.max_parallel_queries, gone, host_failures)
         except VsphereError as err:  # the login itself failed
-            results, errors, built, taken = {}, [str(err)], [], 0
+            results, errors = {}, [str(err)]
         if gone:
             self._count_dropped("vm_gone", len(gone))
-        self._host_queries(topology, answered, host_failures)
+        self._host_queries(topology, results, host_failures)
         if host_failures:  # failed QueryPerf calls too, as they always were; logged once each (hostfaults)
             with self.lock:
                 self.errors["collection"] += len(host_failures)
-        for topo, samples in built:  # into the store once every call is over, host after host, as always
-            self._store_samples(topo, samples)
+        for topo in topology.hosts:
+            series = results.get(topo.ref._moId)
+            if series is not None:
+                vm_series = [(vm, results[vm.ref._moId]) for vm in running.get(topo.name, ()) if vm.ref._moId in results]
+                self._ingest_host(topo, series, resolved, vm_series)
         newer = self.topology
         if newer is not topology:  # a discovery swapped in meanwhile: hosts it dropped stay dropped
             self._forget({t.name for t in topology.hosts} - {t.name for t in newer.hosts})
@@ -457,7 +448,7 @@ class VsphereTarget:
                 self._settle_suspended()
         with self.lock:
             self.durations["collection"] = time.perf_counter() - start
-        if errors and not (taken or results):
+        if errors and not results:
             self._failed("collection", errors[0])
             return False
         if errors:
@@ -468,26 +459,6 @@ class VsphereTarget:
             )
         self._ok()
         return True
-
-    def _calls(self, hosts, specs: list[perf.QuerySpec], running: dict, resolved: perf.Resolved, now: float):
-        """The QueryPerf calls, each host's spec (specs: one a host) followed by its VMs', and the
-        index of the call that holds each host's last spec. A host's answers then come in one call
-        or in calls next to each other, and its samples are built as soon as the last of them is
-        in, while later calls are under way: held for every host until the last call, the answers
-        (a few hundred bytes a series) were the collection's largest transient."""
-        ordered = []
-        for topo, spec in zip(hosts, specs):
-            ordered.append(spec)
-            vms_here = ((vm, topo.name) for vm in running.get(topo.name, ()))
-            ordered += perf.vm_specs(vms_here, resolved.vm_keys, self.last_timestamp, now)
-        calls = perf.chunk(ordered, self.max_query_metrics)
-        host_at = {topo.ref._moId: at for at, topo in enumerate(hosts)}
-        host_at.update((vm.ref._moId, at) for at, topo in enumerate(hosts) for vm in running.get(topo.name, ()))
-        last_call = [0] * len(hosts)
-        for index, call in enumerate(calls):
-            for spec in call:
-                last_call[host_at[spec.entity._moId]] = index
-        return calls, last_call
 
     def _read_iorm(self, topology: discovery.Topology) -> None:
         """Every datastore's SIOC configuration (iorm.py), laid over the inventories of the hosts
@@ -525,16 +496,15 @@ class VsphereTarget:
         self.iorm_faults.failed("iorm", message, f"vsphere target {self.name}: {message}")
         self._publish()
 
-    def _host_queries(self, topology: discovery.Topology, answered: set[str], failures: list[tuple[str, str]]) -> None:
+    def _host_queries(self, topology: discovery.Topology, results: dict, failures: list[tuple[str, str]]) -> None:
         """Each host's QueryPerf: a fault of that host alone (not connected, no permission on it)
-        is its own, counted and logged once (hostfaults.py); the other hosts were read (answered:
-        their moids)."""
+        is its own, counted and logged once (hostfaults.py); the other hosts were read."""
         failed = dict(failures)
         for topo in topology.hosts:
             moid = topo.ref._moId
             if moid in failed:
                 self.host_faults.failed(topo.name, "QueryPerf", failed[moid])
-            elif moid in answered:
+            elif moid in results:
                 self.host_faults.answered(topo.name, "QueryPerf")
 
     def _running_vms(self, topology: discovery.Topology) -> dict[str, list[vms.VmTopology]]:
@@ -573,19 +543,6 @@ class VsphereTarget:
         resolved: perf.Resolved,
         vm_series: list[tuple[vms.VmTopology, perf.HostSeries]] = (),
     ) -> None:
-        """A host's answer and its VMs' into the store."""
-        self._store_samples(topo, self._host_samples(topo, series, resolved, vm_series))
-
-    def _host_samples(
-        self,
-        topo: discovery.HostTopology,
-        series: perf.HostSeries,
-        resolved: perf.Resolved,
-        vm_series: list[tuple[vms.VmTopology, perf.HostSeries]] = (),
-    ) -> list[m.Sample]:
-        """The host's samples not in the store yet, oldest first, built from its answer and its
-        VMs' (routes, units, each VM joined to the host's sample of the same time); what is
-        dropped is counted. Nothing reaches the store here (_store_samples)."""
         with self.lock:
             for reason, count in series.dropped.items():
                 self.dropped[reason] = self.dropped.get(reason, 0) + count
@@ -598,7 +555,7 @@ class VsphereTarget:
         unplaced = sum(len(one.values) for _, one, at in vm_stamps for stamp in at if stamp not in host_stamps)
         if unplaced:
             self._count_dropped("time_mismatch", unplaced)
-        last, samples = self.last_timestamp.get(topo.name, 0.0), []
+        last = self.last_timestamp.get(topo.name, 0.0)
         for index, (stamp, interval) in enumerate(series.stamps):
             if stamp <= last:
                 continue  # already ingested: each 20 s sample counts once
@@ -650,23 +607,19 @@ class VsphereTarget:
                 for stats in sample.vdisks.values():
                     mapping.finish_vdisk(stats)
                 sample.vms = mapping.vm_totals(sample.vdisks)
-            samples.append(sample)
-            if wildcards:
-                self._count_dropped("wildcard_instance", wildcards)
-            if unknown:
-                self._count_dropped("not_a_datastore", unknown)
-            last = stamp
-        return samples
-
-    def _store_samples(self, topo: discovery.HostTopology, samples: list[m.Sample]) -> None:
-        for sample in samples:
             self.store.ingest(sample, origin=self.name)
+            self._count_sample(topo.name, wildcards, unknown)
+            last = stamp
         with self.lock:
-            if samples:
-                self.samples[topo.name] = self.samples.get(topo.name, 0) + len(samples)
-                self.last_timestamp[topo.name] = samples[-1].timestamp
-            else:
-                self.last_timestamp.setdefault(topo.name, 0.0)
+            self.last_timestamp[topo.name] = last
+
+    def _count_sample(self, host: str, wildcards: int, unknown: int = 0) -> None:
+        with self.lock:
+            if wildcards:
+                self.dropped["wildcard_instance"] = self.dropped.get("wildcard_instance", 0) + wildcards
+            if unknown:
+                self.dropped["not_a_datastore"] = self.dropped.get("not_a_datastore", 0) + unknown
+            self.samples[host] = self.samples.get(host, 0) + 1
 
     # --- running -----------------------------------------------------------------------
     def run_once(self) -> bool:

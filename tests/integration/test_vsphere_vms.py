@@ -189,56 +189,6 @@ def test_vm_queries_are_chunked_like_host_queries(vc, password_file):
         target.client.close()
 
 
-def test_each_hosts_samples_are_built_once_its_answers_are_in_not_after_the_last_call(vc, password_file, monkeypatch):
-    """Five metric ids a call: each host's spec is followed by its VMs', and the host's samples
-    are built (its answers let go) as soon as the last call naming it or one of its VMs is
-    answered, while later calls are still to come; the store gets every host's samples, VMs
-    joined, as one call for everything gives them."""
-    whole = target_of(vc, password_file)
-    split = target_of(vc, password_file, max_query_metrics=5)
-    events: list[tuple[str, object]] = []
-    made: list[list] = []
-    query = perf.query
-
-    def logged(client, calls, max_parallel, gone, host_failures, ready):
-        made.append(calls)
-
-        def answered(index, results):
-            events.append(("answered", index))
-            ready(index, results)
-
-        return query(client, calls, max_parallel, gone, host_failures, answered)
-
-    try:
-        assert whole.discover() and split.discover(), (whole.error, split.error)
-        host_samples = split._host_samples
-        split._host_samples = lambda topo, *rest: events.append(("built", topo.name)) or host_samples(topo, *rest)
-        monkeypatch.setattr(perf, "query", logged)
-        assert split.collect(), split.error
-        monkeypatch.undo()
-        assert whole.collect(), whole.error
-        (calls,) = made
-        assert len(calls) > 10 and events[-1][0] == "answered"
-        built_at = {}  # host -> the answered call it was built after
-        for kind, what in events:
-            if kind == "answered":
-                at = what
-            else:
-                built_at[what] = at
-        for topo in split.topology.hosts:
-            mine = {topo.ref._moId} | {vm.ref._moId for vm in topo.vms}
-            last = max(i for i, call in enumerate(calls) if mine & {spec.entity._moId for spec in call})
-            assert built_at[topo.name] == last, topo.name
-        assert min(built_at.values()) < len(calls) - 1  # not held until every call is over
-        for topo in split.topology.hosts:
-            a, b = whole.store.newest(topo.name), split.store.newest(topo.name)
-            assert (a.luns, a.paths, a.vdisks, a.vms) == (b.luns, b.paths, b.vdisks, b.vms), topo.name
-        assert split.errors["collection"] == 0 and not split.dropped
-    finally:
-        whole.client.close()
-        split.client.close()
-
-
 # --- selection and the switch ---------------------------------------------------------------
 def test_vm_include_and_exclude_by_inventory_path(vc, password_file):
     def chosen(selection):
