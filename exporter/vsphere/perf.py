@@ -29,6 +29,17 @@ MAX_SERIES_PER_CALL = 50_000
 class Resolved:
     by_key: dict[int, tuple[str, Counter]]  # counter key -> (name, where it goes)
     missing: list[str]  # names this server does not have
+    by_text: dict[str, tuple[str, Counter]] = field(init=False)  # the same by the key as answers write it
+
+    def __post_init__(self):
+        self.by_text = {str(key): entry for key, entry in self.by_key.items()}
+
+    def entry(self, key: str) -> tuple[str, Counter] | None:
+        """(name, where it goes) of a counter key as an answer writes it (None: not ours)."""
+        found = self.by_text.get(key)
+        if found is None and key.lstrip("-").isdigit():  # "007": the key 7 all the same
+            found = self.by_key.get(int(key))
+        return found
 
     @property
     def families(self) -> dict[int, str]:
@@ -58,10 +69,11 @@ def resolve(perf_counters) -> Resolved:
 
 @dataclass(slots=True)
 class HostSeries:
-    """One host's answer: sample times (ascending) and per (counter key, instance) values."""
+    """One host's answer: sample times (ascending) and per (counter key, instance) values, the key
+    as the answer writes it (decimal text: Resolved.entry reads it; not made an int per series)."""
 
     stamps: list[tuple[float, int]] = field(default_factory=list)  # (unix time, interval)
-    values: dict[tuple[int, str], list[float | None]] = field(default_factory=dict)
+    values: dict[tuple[str, str], list[float | None]] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> series dropped
 
 

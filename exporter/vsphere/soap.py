@@ -33,11 +33,12 @@ _COUNTER, _INSTANCE = _NS + "counterId", _NS + "instance"
 
 
 class EntityCSV:
-    """One entity's answer in CSV form: sample info and (counter key, instance, values text)."""
+    """One entity's answer in CSV form: sample info and (counter key, instance, values text), the
+    key as decimal text (perf.Resolved.entry reads it)."""
 
     __slots__ = ("entity", "sample_info", "series")
 
-    def __init__(self, entity: str, sample_info: str, series: list[tuple[int, str, str]]):
+    def __init__(self, entity: str, sample_info: str, series: list[tuple[str, str, str]]):
         self.entity, self.sample_info, self.series = entity, sample_info, series
 
 
@@ -50,7 +51,8 @@ def parse_response(root: ET.Element) -> list[EntityCSV]:
             ident = value.find(_ID)
             if ident is None:
                 continue
-            series.append((int(ident.findtext(_COUNTER, "-1")), ident.findtext(_INSTANCE, ""), value.findtext(_VALUE, "")))
+            key = str(int(ident.findtext(_COUNTER, "-1")))  # as the scan writes it
+            series.append((key, ident.findtext(_INSTANCE, ""), value.findtext(_VALUE, "")))
         answers.append(EntityCSV(entity, ret.findtext(_INFO, ""), series))
     return answers
 
@@ -200,14 +202,12 @@ def scan_response(body: bytes) -> list[EntityCSV] | None:
         entity = _ENTITY_CSV.search(part)
         if entity is None:
             return None
-        found = _SERIES_CSV.findall(part, entity.end())
+        # findall's own tuples, kept: no tuple made again, nor an int, per series
+        series = _SERIES_CSV.findall(part, entity.end())
         if "&" in part:  # an escaped character somewhere: instance names unescaped where they hold one
             series = [
-                (int(key), unescape(instance, _ENTITIES) if "&" in instance else instance, values)
-                for key, instance, values in found
+                (key, unescape(instance, _ENTITIES) if "&" in instance else instance, values) for key, instance, values in series
             ]
-        else:
-            series = [(int(key), instance, values) for key, instance, values in found]
         if len(series) != part.count("<id>"):
             return None  # a series in another form: the XML parser reads it
         answers.append(EntityCSV(entity.group(1).strip(), entity.group(2) or "", series))

@@ -567,14 +567,14 @@ class VsphereTarget:
             # Routes are kept per family and instance, not per series: a host's series are its
             # instances times its counters, and the cache of each (a million entries at 2,500
             # hosts) held more memory than every other part of the topology.
-            routes, by_key = topo.routes, resolved.by_key
+            routes = topo.routes
             counter_key, counter = None, None
             for (key, instance), values in series.values.items():
                 raw = values[index]
                 if raw is None:
                     continue
                 if key != counter_key:  # an answer lists a counter's instances one after another
-                    counter_key, entry = key, by_key.get(key)
+                    counter_key, entry = key, resolved.entry(key)
                     counter = None if entry is None else entry[1]
                     if counter is not None:
                         keys = routes.get(counter.family)
@@ -755,14 +755,14 @@ class VsphereTarget:
 def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:
     """One VM's values at one time into the host's sample (Sample.vdisks); returns the wildcard
     echoes met. Each instance's (vm, disk) key is cached per VM, as a host's per family."""
-    wildcards, keys, vdisks, by_key = 0, vm.routes, sample.vdisks, resolved.by_key
+    wildcards, keys, vdisks = 0, vm.routes, sample.vdisks
     counter_key, counter = None, None
     for (key, instance), values in series.values.items():
         raw = values[index]
         if raw is None:
             continue
         if key != counter_key:  # an answer lists a counter's instances one after another
-            counter_key, entry = key, by_key.get(key)
+            counter_key, entry = key, resolved.entry(key)
             counter = entry[1] if entry is not None and entry[1].family == mapping.VDISKS else None
         if counter is None:
             continue

@@ -126,6 +126,9 @@ def test_counters_are_resolved_by_name_whatever_their_keys():
     resolved = perf.resolve(server)
     assert {k: n for k, (n, _) in resolved.by_key.items()} == {901: "disk.deviceLatency.average", 55: "cpu.usage.average"}
     assert "disk.scsiReservationConflicts.summation" in resolved.missing
+    # An answer writes a key as text: read as the same counter however it is written, or as none.
+    assert resolved.entry("901") == resolved.entry("0901") == resolved.by_key[901]
+    assert resolved.entry("7") is None and resolved.entry("-1") is None and resolved.entry("x") is None
 
 
 # --- chunking ------------------------------------------------------------------------------------
@@ -239,11 +242,11 @@ def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():
     perf.merge_csv(
         result,
         "20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
-        [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")],
+        [("1", "naa.1", "5,3"), ("2", "naa.1", "-1,7"), ("3", "naa.1", ""), ("4", "naa.1", "9")],
     )
     t20 = dt.datetime(2026, 1, 1, 0, 0, 20, tzinfo=dt.timezone.utc).timestamp()
     assert result.stamps == [(t20, 20), (t20 + 20, 20)]
-    assert result.values == {(1, "naa.1"): [3.0, 5.0], (2, "naa.1"): [7.0, None]}  # -1 is "no value"
+    assert result.values == {("1", "naa.1"): [3.0, 5.0], ("2", "naa.1"): [7.0, None]}  # -1 is "no value"
     assert result.dropped == {"length_mismatch": 1}  # a series shorter than its samples cannot be placed
 
 
@@ -255,7 +258,7 @@ def test_each_20s_sample_is_ingested_once():
     t0 = 1_700_000_000.0
 
     def answer(*stamps):
-        return perf.HostSeries(stamps=[(t, 20) for t in stamps], values={(10, "naa.1"): [100.0] * len(stamps)})
+        return perf.HostSeries(stamps=[(t, 20) for t in stamps], values={("10", "naa.1"): [100.0] * len(stamps)})
 
     target._ingest_host(topo, answer(t0), resolved)
     target._ingest_host(topo, answer(t0, t0 + 20), resolved)  # overlaps: t0 again
@@ -285,7 +288,7 @@ def test_query_perf_response_is_read_by_the_fast_parser():
 </QueryPerfResponse></soapenv:Body></soapenv:Envelope>"""
     first, second = soap.parse_response(ET.fromstring(body))
     assert (first.entity, first.sample_info) == ("host-10", "20,2026-01-01T00:00:20Z")
-    assert first.series == [(2, "", "2350"), (523, "fc.20:21-fc.50:51-naa.6&1", "14400")]
+    assert first.series == [("2", "", "2350"), ("523", "fc.20:21-fc.50:51-naa.6&1", "14400")]  # keys as written
     assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples
     # The scan that reads answers without building a tree reads them the same, or not at all.
     scanned = soap.scan_response(body)
@@ -294,7 +297,7 @@ def test_query_perf_response_is_read_by_the_fast_parser():
     ]
     other = body.replace(b"<value><id><counterId>2</counterId>", b"<value>\n<id><counterId>2</counterId>")
     assert soap.scan_response(other) is None  # a series in another form: the XML parser's job
-    assert [e.series for e in soap.parse_response(ET.fromstring(other))][0][0] == (2, "", "2350")
+    assert [e.series for e in soap.parse_response(ET.fromstring(other))][0][0] == ("2", "", "2350")
 
 
 def test_the_servers_own_query_limit_wins_when_lower():
