@@ -98,6 +98,10 @@ def vsphere_following(checkouts: dict[str, Path], hosts: int, vms: int, rounds: 
                     raise SystemExit(f"{name}: collection failed: {figures['error']}")
                 results[name].setdefault(f"collection wall s, {label}", []).append(figures["wall"])
                 results[name].setdefault(f"collection CPU s, {label}", []).append(figures["cpu"])
+        for name in checkouts:
+            print(
+                f"# {name}, CPU s of each collection: {', '.join(f'{c:.3f}' for c in results[name][f'collection CPU s, {label}'])}"
+            )
         series = {}
         for name in checkouts:
             peak = ask(name, f"render {tmp / name}.prom")["peak_mib"]
