@@ -37,7 +37,7 @@ class Resolved:
     def entry(self, key: str) -> tuple[str, Counter] | None:
         """(name, where it goes) of a counter key as an answer writes it (None: not ours)."""
         found = self.by_text.get(key)
-        if found is None and key.lstrip("-").isdigit():  # "007": the key 7 all the same
+        if found is None and key.removeprefix("-").isdigit():  # "007": the key 7 all the same
             found = self.by_key.get(int(key))
         return found
 

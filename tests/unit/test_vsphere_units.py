@@ -128,7 +128,7 @@ def test_counters_are_resolved_by_name_whatever_their_keys():
     assert "disk.scsiReservationConflicts.summation" in resolved.missing
     # An answer writes a key as text: read as the same counter however it is written, or as none.
     assert resolved.entry("901") == resolved.entry("0901") == resolved.by_key[901]
-    assert resolved.entry("7") is None and resolved.entry("-1") is None and resolved.entry("x") is None
+    assert [resolved.entry(key) for key in ("7", "-1", "--1", "x")] == [None] * 4
 
 
 # --- chunking ------------------------------------------------------------------------------------
