@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from sys import intern
 
 from exporter.vsphere import soap
 from exporter.vsphere.client import VsphereError
@@ -202,6 +203,9 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
     for key, instance, text in series:
         if not text:
             continue  # an empty series means no sample
+        # Held until every call is answered: one copy of each counter key and instance name
+        # (a LUN's is in each of its 15 counters' series, a disk's "scsi0:0" in every VM's).
+        key, instance = intern(key), intern(instance)
         # One sample per series is the common case (maxSample=1, or one 20 s step since the
         # last collection): no split; otherwise one C-level map(float) per series.
         if count == 1 and "," not in text:
