@@ -145,16 +145,20 @@ def vm_totals(vdisks: dict[tuple[str, str], dict[str, float]]) -> dict[str, dict
     by_vm: dict[str, list[dict[str, float]]] = {}
     for (vm, _disk), stats in vdisks.items():
         by_vm.setdefault(vm, []).append(stats)
-    totals = {}
-    for vm, disks in by_vm.items():
-        total = {name: sum(d[name] for d in disks) for name in _SUMMED if all(name in d for d in disks)}
-        for latency, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
-            if not all(latency in d and weight in d for d in disks):
-                continue
-            weights = sum(d[weight] for d in disks)
-            if weights > 0:
-                total[latency] = sum(d[latency] * d[weight] for d in disks) / weights
-            else:  # no I/O that way: the plain mean (0 on an idle VM)
-                total[latency] = sum(d[latency] for d in disks) / len(disks)
-        totals[vm] = total
-    return totals
+    return {vm: _vm_total(disks) for vm, disks in by_vm.items()}
+
+
+def _vm_total(disks: list[dict[str, float]]) -> dict[str, float]:
+    # The fields every disk has, found once (not once per field and disk); each sum adds its
+    # disks in their order, as it always did, so a total is the same to the last bit.
+    common = disks[0].keys() if len(disks) == 1 else set(disks[0]).intersection(*disks[1:])
+    total = {name: sum([d[name] for d in disks]) for name in _SUMMED if name in common}
+    for latency, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
+        if latency not in common or weight not in common:
+            continue
+        weights = sum([d[weight] for d in disks])
+        if weights > 0:
+            total[latency] = sum([d[latency] * d[weight] for d in disks]) / weights
+        else:  # no I/O that way: the plain mean (0 on an idle VM)
+            total[latency] = sum([d[latency] for d in disks]) / len(disks)
+    return total

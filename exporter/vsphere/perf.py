@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from sys import intern
 
 from exporter.vsphere import soap
 from exporter.vsphere.client import VsphereError
@@ -29,6 +30,17 @@ MAX_SERIES_PER_CALL = 50_000
 class Resolved:
     by_key: dict[int, tuple[str, Counter]]  # counter key -> (name, where it goes)
     missing: list[str]  # names this server does not have
+    by_text: dict[str, tuple[str, Counter]] = field(init=False)  # the same by the key as answers write it
+
+    def __post_init__(self):
+        self.by_text = {str(key): entry for key, entry in self.by_key.items()}
+
+    def entry(self, key: str) -> tuple[str, Counter] | None:
+        """(name, where it goes) of a counter key as an answer writes it (None: not ours)."""
+        found = self.by_text.get(key)
+        if found is None and key.removeprefix("-").isdigit():  # "007": the key 7 all the same
+            found = self.by_key.get(int(key))
+        return found
 
     @property
     def families(self) -> dict[int, str]:
@@ -58,10 +70,11 @@ def resolve(perf_counters) -> Resolved:
 
 @dataclass(slots=True)
 class HostSeries:
-    """One host's answer: sample times (ascending) and per (counter key, instance) values."""
+    """One host's answer: sample times (ascending) and per (counter key, instance) values, the key
+    as the answer writes it (decimal text: Resolved.entry reads it; not made an int per series)."""
 
     stamps: list[tuple[float, int]] = field(default_factory=list)  # (unix time, interval)
-    values: dict[tuple[int, str], list[float | None]] = field(default_factory=dict)
+    values: dict[tuple[str, str], list[float | None]] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> series dropped
 
 
@@ -190,6 +203,9 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
     for key, instance, text in series:
         if not text:
             continue  # an empty series means no sample
+        # Held until every call is answered: one copy of each counter key and instance name
+        # (a LUN's is in each of its 15 counters' series, a disk's "scsi0:0" in every VM's).
+        key, instance = intern(key), intern(instance)
         # One sample per series is the common case (maxSample=1, or one 20 s step since the
         # last collection): no split; otherwise one C-level map(float) per series.
         if count == 1 and "," not in text:

@@ -33,11 +33,12 @@ _COUNTER, _INSTANCE = _NS + "counterId", _NS + "instance"
 
 
 class EntityCSV:
-    """One entity's answer in CSV form: sample info and (counter key, instance, values text)."""
+    """One entity's answer in CSV form: sample info and (counter key, instance, values text), the
+    key as decimal text (perf.Resolved.entry reads it)."""
 
     __slots__ = ("entity", "sample_info", "series")
 
-    def __init__(self, entity: str, sample_info: str, series: list[tuple[int, str, str]]):
+    def __init__(self, entity: str, sample_info: str, series: list[tuple[str, str, str]]):
         self.entity, self.sample_info, self.series = entity, sample_info, series
 
 
@@ -50,7 +51,8 @@ def parse_response(root: ET.Element) -> list[EntityCSV]:
             ident = value.find(_ID)
             if ident is None:
                 continue
-            series.append((int(ident.findtext(_COUNTER, "-1")), ident.findtext(_INSTANCE, ""), value.findtext(_VALUE, "")))
+            key = str(int(ident.findtext(_COUNTER, "-1")))  # as the scan writes it
+            series.append((key, ident.findtext(_INSTANCE, ""), value.findtext(_VALUE, "")))
         answers.append(EntityCSV(entity, ret.findtext(_INFO, ""), series))
     return answers
 
@@ -149,6 +151,7 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
     placeholder = vim.PerformanceManager.QuerySpec(entity=vim.HostSystem("placeholder"))
     envelope = perf_manager._stub.SerializeRequest(perf_manager, _QUERY_PERF, [[placeholder]])
     metric_ids: dict[tuple, str] = {}
+    starts: dict[float, str] = {}  # most hosts' newest samples share their time: written once
     parts = []
     for spec in specs:
         ids = metric_ids.get(spec.counters)
@@ -158,7 +161,10 @@ def query_perf_request(perf_manager, specs, interval: int) -> bytes:
             )
         parts.append(f'<querySpec><entity type="{type(spec.entity)._wsdlName}">{escape(spec.entity._moId)}</entity>')
         if spec.start is not None:
-            parts.append(f"<startTime>{ISO8601Format(dt.datetime.fromtimestamp(spec.start, dt.timezone.utc))}</startTime>")
+            start = starts.get(spec.start)
+            if start is None:
+                start = starts[spec.start] = ISO8601Format(dt.datetime.fromtimestamp(spec.start, dt.timezone.utc))
+            parts.append(f"<startTime>{start}</startTime>")
         if spec.max_sample is not None:
             parts.append(f"<maxSample>{int(spec.max_sample)}</maxSample>")
         parts.append(f"{ids}<intervalId>{int(interval)}</intervalId><format>csv</format></querySpec>")
@@ -196,10 +202,12 @@ def scan_response(body: bytes) -> list[EntityCSV] | None:
         entity = _ENTITY_CSV.search(part)
         if entity is None:
             return None
-        series = [
-            (int(key), unescape(instance, _ENTITIES) if "&" in instance else instance, values)
-            for key, instance, values in _SERIES_CSV.findall(part, entity.end())
-        ]
+        # findall's own tuples, kept: no tuple made again, nor an int, per series
+        series = _SERIES_CSV.findall(part, entity.end())
+        if "&" in part:  # an escaped character somewhere: instance names unescaped where they hold one
+            series = [
+                (key, unescape(instance, _ENTITIES) if "&" in instance else instance, values) for key, instance, values in series
+            ]
         if len(series) != part.count("<id>"):
             return None  # a series in another form: the XML parser reads it
         answers.append(EntityCSV(entity.group(1).strip(), entity.group(2) or "", series))

@@ -594,18 +594,22 @@ class VsphereTarget:
             # Routes are kept per family and instance, not per series: a host's series are its
             # instances times its counters, and the cache of each (a million entries at 2,500
             # hosts) held more memory than every other part of the topology.
-            routes, by_key = topo.routes, resolved.by_key
+            routes = topo.routes
+            counter_key, counter = None, None
             for (key, instance), values in series.values.items():
                 raw = values[index]
                 if raw is None:
                     continue
-                entry = by_key.get(key)
-                if entry is None:
+                if key != counter_key:  # an answer lists a counter's instances one after another
+                    counter_key, entry = key, resolved.entry(key)
+                    counter = None if entry is None else entry[1]
+                    if counter is not None:
+                        keys = routes.get(counter.family)
+                        if keys is None:
+                            keys = routes[counter.family] = {}
+                        objects = host_level if counter.family == mapping.HOST else getattr(sample, counter.family)
+                if counter is None:
                     continue  # not one of our counters
-                counter = entry[1]
-                keys = routes.get(counter.family)
-                if keys is None:
-                    keys = routes[counter.family] = {}
                 object_key = keys.get(instance, _UNROUTED)
                 if object_key is _UNROUTED:
                     object_key = keys[instance] = _object_key(counter.family, instance, topo)
@@ -617,8 +621,10 @@ class VsphereTarget:
                 if object_key is _NOT_A_DATASTORE:
                     unknown += 1
                     continue
-                family = host_level if counter.family == mapping.HOST else getattr(sample, counter.family)
-                family.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
+                stats = objects.get(object_key)
+                if stats is None:
+                    stats = objects[object_key] = {}
+                stats[counter.field] = mapping.convert(counter, raw, interval)
             sample.host_values = host_level.get("", {})
             for vm, one, at in vm_stamps:
                 index_vm = at.get(stamp)
@@ -776,13 +782,16 @@ class VsphereTarget:
 def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:
     """One VM's values at one time into the host's sample (Sample.vdisks); returns the wildcard
     echoes met. Each instance's (vm, disk) key is cached per VM, as a host's per family."""
-    wildcards, keys, vdisks, by_key = 0, vm.routes, sample.vdisks, resolved.by_key
+    wildcards, keys, vdisks = 0, vm.routes, sample.vdisks
+    counter_key, counter = None, None
     for (key, instance), values in series.values.items():
         raw = values[index]
         if raw is None:
             continue
-        entry = by_key.get(key)
-        if entry is None or entry[1].family != mapping.VDISKS:
+        if key != counter_key:  # an answer lists a counter's instances one after another
+            counter_key, entry = key, resolved.entry(key)
+            counter = entry[1] if entry is not None and entry[1].family == mapping.VDISKS else None
+        if counter is None:
             continue
         object_key = keys.get(instance, _UNROUTED)
         if object_key is _UNROUTED:
@@ -793,8 +802,10 @@ def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, in
         if object_key is _WILDCARD:
             wildcards += 1
             continue
-        counter = entry[1]
-        vdisks.setdefault(object_key, {})[counter.field] = mapping.convert(counter, raw, interval)
+        stats = vdisks.get(object_key)
+        if stats is None:
+            stats = vdisks[object_key] = {}
+        stats[counter.field] = mapping.convert(counter, raw, interval)
     return wildcards
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import http.client
+import random
 import ssl
 import xml.etree.ElementTree as ET
 
@@ -125,6 +126,9 @@ def test_counters_are_resolved_by_name_whatever_their_keys():
     resolved = perf.resolve(server)
     assert {k: n for k, (n, _) in resolved.by_key.items()} == {901: "disk.deviceLatency.average", 55: "cpu.usage.average"}
     assert "disk.scsiReservationConflicts.summation" in resolved.missing
+    # An answer writes a key as text: read as the same counter however it is written, or as none.
+    assert resolved.entry("901") == resolved.entry("0901") == resolved.by_key[901]
+    assert [resolved.entry(key) for key in ("7", "-1", "--1", "x")] == [None] * 4
 
 
 # --- chunking ------------------------------------------------------------------------------------
@@ -206,9 +210,14 @@ def test_the_hand_written_query_perf_request_is_what_pyvmomi_would_send():
 
     stub = SoapStubAdapter(host="127.0.0.1", port=1, version="vim.version.version13")  # never connects
     manager = vim.PerformanceManager("PerfMgr", stub)
-    hosts = [vim.HostSystem("host-7", stub), vim.HostSystem("host-9", stub)]
+    hosts = [vim.HostSystem(f"host-{n}", stub) for n in (7, 9, 11, 12)]
     since = 1_700_000_000.25
-    ours = [perf.QuerySpec(hosts[0], (2, 6, 131091), start=since), perf.QuerySpec(hosts[1], (2,), max_sample=1)]
+    ours = [
+        perf.QuerySpec(hosts[0], (2, 6, 131091), start=since),
+        perf.QuerySpec(hosts[1], (2,), max_sample=1),
+        perf.QuerySpec(hosts[2], (2, 6), start=since),  # the same start time: written once, used twice
+        perf.QuerySpec(hosts[3], (2,), start=since + 20),
+    ]
     theirs = [
         vim.PerformanceManager.QuerySpec(
             entity=spec.entity,
@@ -223,7 +232,8 @@ def test_the_hand_written_query_perf_request_is_what_pyvmomi_would_send():
     expected = stub.SerializeRequest(manager, soap._QUERY_PERF, [theirs])
     written = soap.query_perf_request(manager, ours, 20)
     assert ET.canonicalize(written.decode()) == ET.canonicalize(expected.decode())
-    assert b"<startTime>2023-11-14T22:13:20.25Z</startTime>" in written
+    assert written.count(b"<startTime>2023-11-14T22:13:20.25Z</startTime>") == 2
+    assert b"<startTime>2023-11-14T22:13:40.25Z</startTime>" in written
 
 
 # --- CSV parsing -------------------------------------------------------------------------------
@@ -232,11 +242,11 @@ def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():
     perf.merge_csv(
         result,
         "20,2026-01-01T00:00:40Z,20,2026-01-01T00:00:20Z",
-        [(1, "naa.1", "5,3"), (2, "naa.1", "-1,7"), (3, "naa.1", ""), (4, "naa.1", "9")],
+        [("1", "naa.1", "5,3"), ("2", "naa.1", "-1,7"), ("3", "naa.1", ""), ("4", "naa.1", "9")],
     )
     t20 = dt.datetime(2026, 1, 1, 0, 0, 20, tzinfo=dt.timezone.utc).timestamp()
     assert result.stamps == [(t20, 20), (t20 + 20, 20)]
-    assert result.values == {(1, "naa.1"): [3.0, 5.0], (2, "naa.1"): [7.0, None]}  # -1 is "no value"
+    assert result.values == {("1", "naa.1"): [3.0, 5.0], ("2", "naa.1"): [7.0, None]}  # -1 is "no value"
     assert result.dropped == {"length_mismatch": 1}  # a series shorter than its samples cannot be placed
 
 
@@ -248,7 +258,7 @@ def test_each_20s_sample_is_ingested_once():
     t0 = 1_700_000_000.0
 
     def answer(*stamps):
-        return perf.HostSeries(stamps=[(t, 20) for t in stamps], values={(10, "naa.1"): [100.0] * len(stamps)})
+        return perf.HostSeries(stamps=[(t, 20) for t in stamps], values={("10", "naa.1"): [100.0] * len(stamps)})
 
     target._ingest_host(topo, answer(t0), resolved)
     target._ingest_host(topo, answer(t0, t0 + 20), resolved)  # overlaps: t0 again
@@ -278,7 +288,7 @@ def test_query_perf_response_is_read_by_the_fast_parser():
 </QueryPerfResponse></soapenv:Body></soapenv:Envelope>"""
     first, second = soap.parse_response(ET.fromstring(body))
     assert (first.entity, first.sample_info) == ("host-10", "20,2026-01-01T00:00:20Z")
-    assert first.series == [(2, "", "2350"), (523, "fc.20:21-fc.50:51-naa.6&1", "14400")]
+    assert first.series == [("2", "", "2350"), ("523", "fc.20:21-fc.50:51-naa.6&1", "14400")]  # keys as written
     assert (second.entity, second.sample_info, second.series) == ("host-11", "", [])  # nothing newer: no samples
     # The scan that reads answers without building a tree reads them the same, or not at all.
     scanned = soap.scan_response(body)
@@ -287,7 +297,7 @@ def test_query_perf_response_is_read_by_the_fast_parser():
     ]
     other = body.replace(b"<value><id><counterId>2</counterId>", b"<value>\n<id><counterId>2</counterId>")
     assert soap.scan_response(other) is None  # a series in another form: the XML parser's job
-    assert [e.series for e in soap.parse_response(ET.fromstring(other))][0][0] == (2, "", "2350")
+    assert [e.series for e in soap.parse_response(ET.fromstring(other))][0][0] == ("2", "", "2350")
 
 
 def test_the_servers_own_query_limit_wins_when_lower():
@@ -329,6 +339,34 @@ def test_vm_totals_sum_rates_and_weigh_each_direction():
     )
     assert totals["idle"][m.GAVG_READ] == pytest.approx(0.001)  # no I/O that way: the plain mean
     assert m.OUTSTANDING_READS not in totals["idle"]  # a field a disk lacks is not made up
+
+
+def test_vm_totals_are_each_field_summed_over_its_disks_in_order_to_the_last_bit():
+    """The totals as the plain formula gives them, field by field and disk by disk, bit for bit
+    and in the same field order (the exposition is byte-identical): random disks, some fields
+    missing, some directions idle."""
+    rng = random.Random(45)
+    fields = [m.READS, m.WRITES, m.READ_BYTES, m.WRITTEN_BYTES, m.GAVG_READ, m.GAVG_WRITE, m.OUTSTANDING_READS]
+    for _ in range(300):
+        disks = {}
+        for vm in ("a", "b", "c"):
+            for disk in range(rng.randint(1, 4)):
+                stats = {f: rng.choice([0.0, rng.uniform(0, 1e4), rng.uniform(0, 1e-3)]) for f in fields if rng.random() < 0.9}
+                mapping.finish_vdisk(stats)
+                disks[(vm, f"scsi0:{disk}")] = stats
+        expected = {}
+        for vm in ("a", "b", "c"):
+            mine = [stats for (name, _), stats in disks.items() if name == vm]
+            total = {f: sum(d[f] for d in mine) for f in mapping._SUMMED if all(f in d for d in mine)}
+            for latency, weight in m.DIRECTIONAL_LATENCY_WEIGHT.items():
+                if all(latency in d and weight in d for d in mine):
+                    weights = sum(d[weight] for d in mine)
+                    mean = sum(d[latency] * d[weight] for d in mine) / weights if weights > 0 else None
+                    total[latency] = mean if mean is not None else sum(d[latency] for d in mine) / len(mine)
+            expected[vm] = total
+        totals = mapping.vm_totals(disks)
+        assert totals == expected
+        assert [list(t) for t in totals.values()] == [list(t) for t in expected.values()]
 
 
 # --- the answer size cap (exporter/vsphere/xmlguard.py) ------------------------------------------
