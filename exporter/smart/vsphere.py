@@ -67,23 +67,26 @@ class SmartOverVsphere:
         if topology is None:
             return
         try:
-            stub = target.client.content().propertyCollector._stub
+            target.client.content()
         except VsphereError as err:  # the server is away: the next round tries again
             log.warning("SMART on vsphere target %s: skipped: %s", target.name, err)
             return
 
         def one(topo) -> None:
             label, epoch = f"{target.name}/{topo.name}", self.rounds.epoch(topo.name)
+            step = ["RetrieveManagedMethodExecuter"]
+
+            def ask(content) -> None:  # on the call's own session: one that expired is logged in again, once
+                stub = content.propertyCollector._stub
+                step[0] = "RetrieveManagedMethodExecuter"
+                executer = esxcli.executer(stub, topo.ref._moId)
+                step[0] = "esxcli"
+                self.rounds.refresh(topo.name, ApiEsxcli(stub, executer, self.limits), label, epoch)
+
             try:
-                executer = target.client.call(lambda _content: esxcli.executer(stub, topo.ref._moId))
+                target.client.call(ask)
             except (EsxcliError, VsphereError) as err:
-                self.rounds.fail(topo.name, "RetrieveManagedMethodExecuter", str(err), epoch, label)
-                return
-            api = ApiEsxcli(stub, executer, self.limits)
-            try:
-                target.client.call(lambda _content: self.rounds.refresh(topo.name, api, label, epoch))
-            except VsphereError as err:
-                self.rounds.fail(topo.name, "esxcli", str(err), epoch, label)
+                self.rounds.fail(topo.name, step[0], str(err), epoch, label)
 
         with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
             list(pool.map(one, topology.hosts))

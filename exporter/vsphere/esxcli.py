@@ -9,6 +9,8 @@ import http.client
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
+from pyVmomi import vim
+
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError
 from exporter.esxcli.parse import key
 from exporter.vsphere import soap, xmlguard
@@ -29,9 +31,19 @@ def _call(stub, body: str, limit: int | None = None) -> ET.Element:
     except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError) as err:
         raise EsxcliError(describe(err)) from None
     if status != 200:
-        fault = root.findtext(".//faultstring") or f"HTTP {status}"
-        raise EsxcliError(fault.strip()[:200])
+        kind = _fault_kind(root)
+        text = (root.findtext(".//faultstring") or "").strip()
+        if kind == "NotAuthenticatedFault":  # the session ended: the client logs in again and asks once more
+            raise vim.fault.NotAuthenticated(msg=text)
+        raise EsxcliError((text or kind or f"HTTP {status}")[:200])
     return root
+
+
+def _fault_kind(root: ET.Element) -> str:
+    """The fault's type as the SOAP detail names it (NotAuthenticatedFault, ...), or ""."""
+    detail = root.find(".//detail")
+    first = next(iter(detail), None) if detail is not None else None
+    return first.tag.rsplit("}", 1)[-1] if first is not None else ""
 
 
 def executer(stub, host_moid: str) -> str:

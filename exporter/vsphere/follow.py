@@ -89,11 +89,10 @@ class Follower:
         after each stage is published (the source lets the first collection go first)."""
         start = time.perf_counter()
         try:
-            content = self.client.content()
-            self.mirror = Mirror(
-                content.propertyCollector._stub, self.config.selection, self.config.vm_selection, self.config.vms
-            )
             self.hosts = session = self.client.call(lambda c: PropertySession(c))
+            # the mirror's objects on the session the walk runs on: the client's may have expired
+            # under the stream that failed, and the call above logged in again
+            self.mirror = Mirror(session.stub, self.config.selection, self.config.vm_selection, self.config.vms)
             tree = session.container_view(TREE_TYPES)
             session.watch(tree, TREE, TREE_PROPERTIES)
             # every datastore's space, once per datastore (not per host), followed as it changes
@@ -256,10 +255,14 @@ class Follower:
                 mirror.host_read(moid, found.get(moid))
         if wants.settings:
             topos = [mirror.hosts[moid] for moid in wants.settings if moid in mirror.hosts]
-            stub, faults = mirror.stub, self.faults
+            faults = self.faults
             workers = max(1, min(len(topos), 4 * self.config.max_parallel_queries))
+
+            def read(topo):  # on the call's own session: a session that expired is logged in again, once
+                self.client.call(lambda content: discovery.read_settings(topo, content.propertyCollector._stub, faults))
+
             with ThreadPoolExecutor(max_workers=workers) as pool:  # two small calls a host, mostly round trips
-                list(pool.map(lambda topo: self.client.call(lambda _c: discovery.read_settings(topo, stub, faults)), topos))
+                list(pool.map(read, topos))
 
     def _read_hosts(self, moids: list[str]) -> dict:
         """Hosts' whole storage configuration, read again. One host's fault (gone since, no

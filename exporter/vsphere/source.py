@@ -307,13 +307,15 @@ class VsphereTarget:
         longer reports goes away) and handed to the store; a host that cannot answer keeps its last."""
         start = time.perf_counter()
         try:
-            stub = self.client.content().propertyCollector._stub
+            self.client.content()
         except VsphereError as err:  # the server went away after the topology: esxcli waits for the next discovery
             log.debug("vsphere target %s: esxcli skipped: %s", self.name, err)
             return
 
-        def one(topo):
-            found, problems = self.client.call(lambda _content: esxcli.read(stub, topo.ref._moId, topo.name))
+        def one(topo):  # on the call's own session: one that expired is logged in again, once
+            found, problems = self.client.call(
+                lambda content: esxcli.read(content.propertyCollector._stub, topo.ref._moId, topo.name)
+            )
             self._esxcli_problems(topo.name, problems)
             with self.publishing:
                 if found is not None:

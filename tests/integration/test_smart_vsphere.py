@@ -160,3 +160,59 @@ def test_hostile_answers_through_the_api_are_refused_and_counted(tmp_path):
     assert value(text, "esxi_disk_smart_raw", **failing) is None and value(text, "esxi_disk_smart_value", **failing) is not None
     assert value(text, "esxi_disk_smart_errors_total", host=FAILING, command=get, reason="out_of_range") == 1
     assert all(math.isfinite(v) for _, _, v in samples(text))
+
+
+def test_an_expired_session_is_logged_in_again_once_by_smart_and_esxcli_rounds(tmp_path, caplog):
+    """vCenter ends the exporter's session between rounds: the next SMART and esxcli rounds log in
+    again once and read every host, rather than asking again on the session that ended (each
+    host's round failed, and each re-login dropped the one just made)."""
+    import logging
+    import threading
+
+    from pyVim.connect import Disconnect
+
+    from exporter.serving.exposition import Exposition
+    from exporter.smart.vsphere import SmartOverVsphere
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from tests.support.vsphere_api import connect
+
+    fixture, answers = smart_sim.write(json.loads(FIXTURE.read_text()), tmp_path / "sim")
+    sim = StorageSim(tmp_path / "vcsim", "-smart", str(answers), fixture=fixture)
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password), ca_file=str(sim.cert), esxcli=True)
+    vc = VsphereTarget(config)
+    admin = connect(sim)
+    try:
+        assert vc.run_once(), vc.error
+        smart = SmartOverVsphere(vc, vc.store, threading.Event(), interval=3600.0)
+        smart.round()
+        before = Exposition(vc.store, ["smart", "vsphere"]).body().decode()
+        sessions = admin.content.sessionManager
+        caplog.set_level(logging.INFO, logger="exporter.vsphere.client")
+        for turn in ("smart", "esxcli"):  # each on a session ended just before
+            exporters = [s.key for s in sessions.sessionList if s.key != sessions.currentSession.key]
+            assert exporters, "the exporter holds no session: the last round did not log in again"
+            sessions.TerminateSession(sessionId=exporters)
+            if turn == "smart":
+                smart.round()
+            else:
+                vc._read_esxcli(vc.topology.hosts)
+        after = Exposition(vc.store, ["smart", "vsphere"]).body().decode()
+    finally:
+        vc.client.close()
+        Disconnect(admin)
+        sim.stop()
+    relogins = [r for r in caplog.records if "session expired" in r.getMessage()]
+    assert len(relogins) == 2, [r.getMessage() for r in relogins]  # once per ended session
+    for host in (HEALTHY, FAILING):
+        assert value(after, "esxi_disk_smart_up", host=host) == 1
+        failed = [
+            (n, labels) for n, labels, _ in samples(after) if n == "esxi_disk_smart_errors_total" and labels.get("host") == host
+        ]
+        assert value(after, "esxi_disk_smart_errors_total", host=host, reason="failed") is None, failed
+    errors = {(n, tuple(sorted(labels.items()))): v for n, labels, v in samples(after) if n == "esxi_esxcli_errors_total"}
+    assert errors == {
+        (n, tuple(sorted(labels.items()))): v for n, labels, v in samples(before) if n == "esxi_esxcli_errors_total"
+    }

@@ -465,3 +465,36 @@ def test_a_cold_start_publishes_luns_then_paths_then_vms_collecting_after_the_fi
         for thread in threads:
             thread.join(10)
         sim.stop()
+
+
+def test_a_walk_that_starts_on_an_expired_session_logs_in_once_and_completes(sim, api, tmp_path, caplog):
+    """The update stream is the first to see an expired session: the walk that follows starts on
+    the session the client still holds. It must log in again once and walk on the new session
+    (in the churn soak it built its objects on the dead one, logged in twice and failed)."""
+    import logging
+
+    from exporter.vsphere.client import Client
+    from exporter.vsphere.follow import Follower
+
+    target = _target(sim, tmp_path, vms=True)
+    client = Client(target.config)
+    published = []
+    first = Follower(client, target.config, lambda delta, mirror: published.append(delta))
+    try:
+        first.walk()
+    finally:
+        first.close()
+    own = api.sessionManager.currentSession.key
+    api.sessionManager.TerminateSession(sessionId=[s.key for s in api.sessionManager.sessionList if s.key != own])
+    caplog.set_level(logging.INFO, logger="exporter.vsphere.client")
+    caplog.clear()
+    second = Follower(client, target.config, lambda delta, mirror: published.append(delta))
+    try:
+        topology = second.walk()  # raised VsphereError("session not authenticated") before the fix
+    finally:
+        second.close()
+        client.close()
+    assert {t.name for t in topology.hosts} >= {"esx01.lab.local", "esx02.lab.local", "esx03.lab.local"}
+    assert [r.getMessage() for r in caplog.records if "session expired" in r.getMessage()] == [
+        "vsphere target vc: session expired, logging in again"
+    ]
