@@ -31,19 +31,26 @@ def _call(stub, body: str, limit: int | None = None) -> ET.Element:
     except (OSError, http.client.HTTPException, xmlguard.AnswerRefused, ET.ParseError) as err:
         raise EsxcliError(describe(err)) from None
     if status != 200:
-        kind = _fault_kind(root)
-        text = (root.findtext(".//faultstring") or "").strip()
+        kind, text = fault_of(root)
         if kind == "NotAuthenticatedFault":  # the session ended: the client logs in again and asks once more
             raise vim.fault.NotAuthenticated(msg=text)
         raise EsxcliError((text or kind or f"HTTP {status}")[:200])
     return root
 
 
-def _fault_kind(root: ET.Element) -> str:
-    """The fault's type as the SOAP detail names it (NotAuthenticatedFault, ...), or ""."""
+def fault_of(root: ET.Element) -> tuple[str, str]:
+    """A SOAP fault's type as its detail names it (NotAuthenticatedFault, VimEsxCLICLIFaultFault,
+    ...) and its message: esxcli's own errMsg lines where it sent them (ESXi's faultstring for them
+    is only "EsxCLI.CLIFault.summary"), else the faultstring."""
     detail = root.find(".//detail")
     first = next(iter(detail), None) if detail is not None else None
-    return first.tag.rsplit("}", 1)[-1] if first is not None else ""
+    kind = first.tag.rsplit("}", 1)[-1] if first is not None else ""
+    said = [" ".join(e.text.split()) for e in (first.iter() if first is not None else ()) if _is_err_msg(e) and e.text]
+    return kind, "; ".join(m for m in said if m) or (root.findtext(".//faultstring") or "").strip()
+
+
+def _is_err_msg(element: ET.Element) -> bool:
+    return element.tag.rsplit("}", 1)[-1] == "errMsg"
 
 
 def executer(stub, host_moid: str) -> str:
@@ -78,8 +85,12 @@ def run(stub, executer_moid: str, words: list[str], max_answer: int | None = Non
     if result is None:
         raise EsxcliError(f"esxcli {' '.join(path)}: no answer")
     fault = result.find(f"{_NS}fault")
-    if fault is not None:
-        raise EsxcliError((fault.findtext(f"{_NS}faultMsg") or "esxcli fault").strip()[:200])
+    if fault is not None:  # faultDetail may hold esxcli's own words, as a document of its own
+        raise EsxcliError(
+            (_detail_message(fault.findtext(f"{_NS}faultDetail")) or fault.findtext(f"{_NS}faultMsg") or "esxcli fault").strip()[
+                :200
+            ]
+        )
     response = result.findtext(f"{_NS}response") or ""
     if not response.strip():
         return [], []
@@ -94,6 +105,17 @@ def run(stub, executer_moid: str, words: list[str], max_answer: int | None = Non
         if obj.tag.rsplit("}", 1)[-1] == "DataObject":
             records.append({key(child.tag.rsplit("}", 1)[-1]): (child.text or "").strip() for child in obj})
     return records, []
+
+
+def _detail_message(detail: str | None) -> str:
+    """The errMsg lines of a returned fault's faultDetail document, or "" (none, or not XML)."""
+    if not detail or "errMsg" not in detail:
+        return ""
+    try:
+        document = xmlguard.parse(detail)
+    except (ET.ParseError, xmlguard.AnswerRefused):
+        return ""
+    return "; ".join(" ".join(e.text.split()) for e in document.iter() if _is_err_msg(e) and e.text and e.text.strip())
 
 
 # The per-device settings esxcli knows and the standard API does not (or knows less well).
