@@ -160,7 +160,9 @@ def test_a_sample_read_before_a_power_off_and_ingested_after_it_brings_nothing_b
     collect(vc)
     monkeypatch.undo()
     back = {key: value for key, value in vm_counters(vc, "web01").items() if key[0] == "esxi_vm_reads_total"}
-    assert back == {}, f"a powered-off VM's series came back from a sample read before: {back}, before {before.get(next(iter(back)))}"
+    assert back == {}, (
+        f"a powered-off VM's series came back from a sample read before: {back}, before {before.get(next(iter(back)))}"
+    )
     assert vm_counters(vc, "db01")  # the host's other VM was ingested
     wait(vm(api, "web01").PowerOnVM_Task())
     assert vc.discover(), vc.error
