@@ -13,11 +13,13 @@ simulator, each change made through the API behind the exporter's back and appli
 
 The simulator answers the same values at every 20 s step; stepping each host's newest sample time
 back by one step makes a collection ingest one more sample, as a collection 20 s later would.
-The fixture's VMs: db01 and web01 on esx01, app01 on esx02, batch01 on esx03.
+The fixture's VMs: db01 and web01 on esx01, app01 on esx02, batch01 on esx03. The last test runs
+a target as `serve` does, its update stream applying the change in its own thread.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -194,3 +196,73 @@ def test_a_vm_gone_longer_than_the_bound_is_forgotten(vc, api, monkeypatch):
     again = vm_counters(vc, "web01")
     assert again.keys() == before.keys()
     assert all(again[key] < before[key] for key in before if before[key]), (before, again)  # one sample: from 0
+
+
+def test_the_same_while_following_the_changes_as_serve_does(sim, api, tmp_path, monkeypatch):
+    """The soak's own path: a running target (a collection every second here), its update stream
+    applying db01's power-off in the discovery thread while the collection thread holds a
+    QueryPerf answer with a sample of db01."""
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")
+    password.chmod(0o600)
+    config = TargetConfig(
+        name="run", url=sim.url, user=USER, password_file=str(password), ca_file=str(sim.cert), esxcli=False, interval=1.0
+    )
+    target, stop = VsphereTarget(config), threading.Event()
+    query, armed, applied = perf.query, threading.Event(), threading.Event()
+
+    def db01():
+        return next((vm for topo in target.topology.hosts for vm in topo.vms if vm.name == "db01"), None)
+
+    def answered_then_powered_off(*args, **kwargs):
+        answer = query(*args, **kwargs)
+        placed = db01()
+        series = answer[0].get(placed.ref._moId) if armed.is_set() and placed is not None else None
+        if series is not None and series.stamps:  # an answer with a sample of db01
+            armed.clear()
+            wait(vm(api, "db01").PowerOffVM_Task())
+            until(lambda: db01() is None, "the update stream applies the power-off", 10.0)
+            applied.set()
+        return answer
+
+    def reads() -> float:
+        return sum(v for key, v in vm_counters(target, "db01").items() if key[0] == "esxi_vm_reads_total")
+
+    def rewind() -> None:
+        for host in list(target.last_timestamp):
+            target.last_timestamp[host] -= STEP  # the next collection reads a sample again
+
+    monkeypatch.setattr(perf, "query", answered_then_powered_off)
+    threads = target.start(stop)
+    try:
+        until(lambda: target.follower is not None and db01() is not None, "the walk", 30.0)
+        rewind()  # the first collection ran before the VMs were placed: one with db01's sample now
+        until(reads, "a sample of db01", 10.0)
+        first = reads()
+        rewind()
+        until(lambda: reads() > first, "more samples of db01", 10.0)
+        before = vm_counters(target, "db01")
+        armed.set()
+        while not applied.wait(1.5):  # till a collection's answer holds a sample of db01
+            rewind()
+        time.sleep(1.0)  # that collection ingests its answer
+        back = {key: value for key, value in vm_counters(target, "db01").items() if key[0] == "esxi_vm_reads_total"}
+        assert back == {}, (
+            f"db01's series came back from a sample read before its power-off: {back}, before {before.get(next(iter(back)))}"
+        )
+        wait(vm(api, "db01").PowerOnVM_Task())
+        until(lambda: db01() is not None, "db01 placed again", 10.0)
+        rewind()
+        until(lambda: reads(), "db01's samples again", 10.0)
+        assert_went_on(before, vm_counters(target, "db01"), "db01 powered off while its sample was on its way, then on")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10.0)
+
+
+def until(check, what: str, within: float) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {within:.0f}s"
+        time.sleep(0.05)
