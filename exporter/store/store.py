@@ -158,7 +158,9 @@ class HostState:
 
 class Store:
     """All hosts' state. Objects absent from the newest sample lose their gauges at once and
-    their counters after `stale_after` seconds (LUNs and worlds come and go).
+    their counters after `stale_after` seconds (LUNs and worlds come and go). Objects a source
+    knows are gone lose their series at once, their counters kept hidden for a while if it asks
+    (drop_objects' keep_for), to go on from their totals if they come back.
 
     State is kept per (origin, host): two vSphere targets that both report a host (its vCenter and
     the host itself) never add into one counter. `hosts` and `inventories` show each host once,
