@@ -150,11 +150,17 @@ class HostState:
     source: str = "esxtop"
     origin: str = ""  # the vSphere target that reports this host, "" for esxtop sources
     suspended: bool = False  # vCenter lists it but cannot read it: hidden, its counters kept (suspend_hosts)
+    # Objects a source said are gone (drop_objects with keep_for): family -> key -> (state, kept until:
+    # a sample time); hidden, taken up again if the object comes back before then.
+    retired: dict[str, dict] = field(default_factory=dict)
+    retired_until: float = _INF  # the soonest "kept until" among them
 
 
 class Store:
     """All hosts' state. Objects absent from the newest sample lose their gauges at once and
-    their counters after `stale_after` seconds (LUNs and worlds come and go).
+    their counters after `stale_after` seconds (LUNs and worlds come and go). Objects a source
+    knows are gone lose their series at once, their counters kept hidden for a while if it asks
+    (drop_objects' keep_for), to go on from their totals if they come back.
 
     State is kept per (origin, host): two vSphere targets that both report a host (its vCenter and
     the host itself) never add into one counter. `hosts` and `inventories` show each host once,
@@ -194,7 +200,7 @@ class Store:
                 for key, stats in incoming.items():
                     obj = objects.get(key)
                     if obj is None:
-                        obj = objects[key] = ObjectState()
+                        obj = objects[key] = _taken_up(host, family, key)
                     refused += integrate(obj, stats, sample.interval)
                     obj.last_seen = now
                 for key in [k for k, o in objects.items() if o.last_seen != now]:
@@ -202,6 +208,8 @@ class Store:
                     obj.gauges = {}
                     if now - obj.last_seen > self.stale_after:
                         del objects[key]
+            if now > host.retired_until:
+                _expire_retired(host, now)
             host.path_devices = sample.path_devices
             host.world_vms = sample.world_vms
             host.values = sample.host_values
@@ -396,16 +404,23 @@ class Store:
         return _first_per_host(self.host_disk_health)
 
     # --- what a source knows is gone (the vSphere source follows vCenter's changes) ----------
-    def drop_objects(self, host: str, gone: dict[str, set], origin: str = "") -> None:
+    def drop_objects(self, host: str, gone: dict[str, set], origin: str = "", keep_for: float = 0.0) -> None:
         """Objects a source knows are gone from a host (a VM destroyed, powered off or moved away,
-        a LUN or path removed): their series go now, not after stale_after. gone: family -> keys."""
+        a LUN or path removed): their series go now, not after stale_after. gone: family -> keys.
+
+        keep_for > 0: their counters are kept, hidden, for that many seconds (of sample time) after
+        their last sample, so that one that comes back (a VM powered on again, moved back) goes on
+        from its total instead of from 0, which Prometheus would take for a counter reset when no
+        scrape fell between; after that it is forgotten and would start again from 0."""
         with self.lock:
             state = self.host_states.get((origin, host))
             if state is not None:
                 for family, keys in gone.items():
                     objects = state.objects.get(family)
                     for key in keys if objects else ():
-                        objects.pop(key, None)
+                        obj = objects.pop(key, None)
+                        if obj is not None and keep_for > 0:
+                            _retire(state, family, key, obj, obj.last_seen + keep_for)
             self.version += 1
 
 
@@ -453,6 +468,39 @@ class StoreView:
     @property
     def snapshots(self) -> dict[str, m.VmSnapshots]:
         return dict(self.store.vm_snapshots.get(self.origin, {}))
+
+
+def _retire(host: HostState, family: str, key, obj: ObjectState, until: float) -> None:
+    obj.gauges = {}
+    host.retired.setdefault(family, {})[key] = (obj, until)
+    host.retired_until = min(host.retired_until, until)
+
+
+def _taken_up(host: HostState, family: str, key) -> ObjectState:
+    """A new object of a host's sample: one retired (dropped, kept) under this key goes on with its
+    counters; any other starts at 0."""
+    if host.retired:
+        kept = host.retired.get(family)
+        found = kept.pop(key, None) if kept else None
+        if found is not None:
+            if not kept:
+                del host.retired[family]
+            return found[0]
+    return ObjectState()
+
+
+def _expire_retired(host: HostState, now: float) -> None:
+    """Forget the retired objects kept long enough (memory stays bounded however many VMs come and go)."""
+    soonest = _INF
+    for family in list(host.retired):
+        kept = host.retired[family]
+        for key in [key for key, (_, until) in kept.items() if until < now]:
+            del kept[key]
+        if kept:
+            soonest = min(soonest, min(until for _, until in kept.values()))
+        else:
+            del host.retired[family]
+    host.retired_until = soonest
 
 
 def _first_per_host(by_origin: dict) -> dict:

@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 # How long a host vCenter lists but cannot read keeps its counters (hidden) for its return: an hour,
 # longer than a host's reboot or a network cut; a host away longer starts its series again from 0.
 SUSPEND_FOR = 3600.0
+# How long an object known gone from a host (a VM powered off, moved away or renamed; a LUN, path or
+# datastore removed) keeps its counters (hidden) for its return there: back within the hour, its
+# series goes on from its total (a counter with the same labels never goes down); later, from 0.
+RETIRED_FOR = 3600.0
 
 _UNROUTED, _WILDCARD, _NOT_A_DATASTORE = object(), object(), object()
 _TARGET = "target"  # the one key of a target's own failure (its outage FaultLog)
@@ -99,6 +103,7 @@ class VsphereTarget:
         self._iorm_due = 0.0  # monotonic time of the next iormConfiguration reading (0: at the next collection)
         self.refused = FaultLog(log)  # datastore and snapshot values refused: (object) -> count
         self.space_due = Delta()  # space and snapshots changed as they came, handed over with the next collection
+        self._hosts_by_name: tuple = (None, {})  # (topology, host name -> its HostTopology): _host_now
 
     # --- health --------------------------------------------------------------------------
     @property
@@ -285,7 +290,7 @@ class VsphereTarget:
                 self.published[topo.name] = topo.inventory
                 gone = gone_objects(before, topo.inventory) if before is not None else {}
                 if gone:
-                    self.store.drop_objects(topo.name, gone, origin=self.name)
+                    self.store.drop_objects(topo.name, gone, origin=self.name, keep_for=RETIRED_FOR)
             self._forget(set(removed))
             self._settle_suspended()
 
@@ -468,7 +473,7 @@ class VsphereTarget:
             series = results.get(topo.ref._moId)
             if series is not None:
                 vm_series = [(vm, results[vm.ref._moId]) for vm in running.get(topo.name, ()) if vm.ref._moId in results]
-                self._ingest_host(topo, series, resolved, vm_series)
+                self._ingest_host(topo, series, resolved, vm_series, read_with=topology)
         newer = self.topology
         if newer is not topology:  # a discovery swapped in meanwhile: hosts it dropped stay dropped
             self._forget({t.name for t in topology.hosts} - {t.name for t in newer.hosts})
@@ -571,7 +576,10 @@ class VsphereTarget:
         series: perf.HostSeries,
         resolved: perf.Resolved,
         vm_series: list[tuple[vms.VmTopology, perf.HostSeries]] = (),
+        read_with: discovery.Topology | None = None,
     ) -> None:
+        """One host's answer (and its VMs') into samples for the store. read_with: the topology the
+        collection asked with; a change applied since takes out what it dropped (_ingest)."""
         with self.lock:
             for reason, count in series.dropped.items():
                 self.dropped[reason] = self.dropped.get(reason, 0) + count
@@ -636,11 +644,37 @@ class VsphereTarget:
                 for stats in sample.vdisks.values():
                     mapping.finish_vdisk(stats)
                 sample.vms = mapping.vm_totals(sample.vdisks)
-            self.store.ingest(sample, origin=self.name)
-            self._count_sample(topo.name, wildcards, unknown)
+            if self._ingest(sample, topo, read_with):
+                self._count_sample(topo.name, wildcards, unknown)
             last = stamp
         with self.lock:
             self.last_timestamp[topo.name] = last
+
+    def _ingest(self, sample: m.Sample, topo: discovery.HostTopology, read_with: discovery.Topology | None) -> bool:
+        """Hand a sample to the store, less what a change applied since the collection asked took
+        away (a VM powered off, moved or renamed, a LUN or path removed: their series were dropped,
+        kept hidden; a sample read before would show them again, outliving the object). Under the
+        publishing lock: no change is applied between the look and the ingest. False: the host
+        itself left meanwhile (the end of _collect forgets or suspends it)."""
+        with self.publishing:
+            topology = self.topology
+            if read_with is not None and topology is not read_with:
+                current = self._host_now(topology, topo.name)
+                if current is None:
+                    return False
+                if current is not topo and current.inventory is not topo.inventory:
+                    for family, keys in gone_objects(topo.inventory, current.inventory).items():
+                        objects = getattr(sample, family)
+                        for key in keys:
+                            objects.pop(key, None)
+            self.store.ingest(sample, origin=self.name)
+        return True
+
+    def _host_now(self, topology: discovery.Topology | None, name: str) -> discovery.HostTopology | None:
+        """The host of that name in this topology (its index kept for the topology it was built for)."""
+        if self._hosts_by_name[0] is not topology:
+            self._hosts_by_name = (topology, {t.name: t for t in topology.hosts} if topology is not None else {})
+        return self._hosts_by_name[1].get(name)
 
     def _count_sample(self, host: str, wildcards: int, unknown: int = 0) -> None:
         with self.lock:
