@@ -198,3 +198,23 @@ def test_a_host_added_at_run_time_removes_an_nfs_datastore_it_mounted(sim, conte
     assert sorted(d.name for d in template.datastore) == before  # the template's own list untouched
     wait(host.EnterMaintenanceMode_Task(timeout=0))
     wait(host.Destroy_Task())
+
+
+def test_a_host_added_at_run_time_and_disconnected_refuses_calls_as_the_fixtures_hosts_do(sim, content):
+    """vCenter answers HostNotConnected for a call that needs a disconnected host
+    (tests/vcsim/hoststate.go); an added host answered as if connected. The host it was copied
+    from keeps answering."""
+    from pyVmomi import vim, vmodl
+
+    template = named(content, vim.HostSystem, "esx01.lab.local")
+    host = add_host(content, "place-esx4.lab.local", template="esx01.lab.local")
+    wait(host.DisconnectHost_Task())
+    with pytest.raises(vmodl.fault.HostNotConnected):
+        nfs(host, "place-nfs-4")
+    with pytest.raises(vmodl.fault.HostNotConnected):
+        host.configManager.storageSystem.RefreshStorageSystem()
+    template.configManager.storageSystem.RefreshStorageSystem()  # the template's own: connected
+    wait(host.ReconnectHost_Task())
+    host.configManager.datastoreSystem.RemoveDatastore(datastore=nfs(host, "place-nfs-4"))
+    wait(host.EnterMaintenanceMode_Task(timeout=0))
+    wait(host.Destroy_Task())

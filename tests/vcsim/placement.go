@@ -21,7 +21,8 @@
 //     runtime.host), whatever the host's list says, before churn.go forgets the host;
 //   - a host added after start (AddHost_Task) gets the datastore and storage systems of
 //     changes.go as the fixture's hosts have them (CreateNasDatastore and RemoveDatastore that
-//     change its mounts; the stock datastore system has no RemoveDatastore: MethodNotFound).
+//     change its mounts; the stock datastore system has no RemoveDatastore: MethodNotFound), and
+//     hoststate.go's refusals once disconnected (HostNotConnected from its managers, as vCenter).
 package main
 
 import (
@@ -233,4 +234,37 @@ func (r *refuser) RelocateVMTask(ctx *simulator.Context, req *refusal) soap.HasF
 
 func (r *refuser) DestroyTask(ctx *simulator.Context, req *refusal) soap.HasFault {
 	return &methods.Destroy_TaskBody{Res: &types.Destroy_TaskResponse{Returnval: r.run(ctx, req, "destroy")}}
+}
+
+// hostAdopter gives a host added after start hoststate.go's refusals and run-time control.
+type hostAdopter struct {
+	self   types.ManagedObjectReference
+	states *hostStates
+}
+
+func (a *hostAdopter) Reference() types.ManagedObjectReference { return a.self }
+
+func (*hostAdopter) UpdateObject(*simulator.Context, mo.Reference, []types.PropertyChange) {}
+
+func (*hostAdopter) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
+
+func (a *hostAdopter) PutObject(_ *simulator.Context, obj mo.Reference) {
+	h, ok := obj.(*simulator.HostSystem)
+	if !ok {
+		return
+	}
+	a.states.mu.Lock()
+	defer a.states.mu.Unlock()
+	if _, known := a.states.byName[h.Name]; known {
+		return
+	}
+	a.states.byName[h.Name] = h
+	// its own managers only: those it shares with the host it was copied from stay that host's
+	added := &hostStates{owner: map[types.ManagedObjectReference]*simulator.HostSystem{}}
+	added.own(h)
+	for ref := range added.owner {
+		if _, taken := a.states.owner[ref]; !taken {
+			a.states.owner[ref] = h
+		}
+	}
 }
