@@ -20,7 +20,7 @@
 //   - HostSystem.Destroy_Task fails with ResourceInUse while any VM runs on the host (its
 //     runtime.host), whatever the host's list says, before churn.go forgets the host;
 //   - a host added after start (AddHost_Task) gets the datastore and storage systems of
-//     changes.go as the fixture's hosts have them (CreateNasDatastore and RemoveDatastore that
+//     changes.go as the fixture's hosts have them, at its first call (CreateNasDatastore and RemoveDatastore that
 //     change its mounts; the stock datastore system has no RemoveDatastore: MethodNotFound), and
 //     hoststate.go's refusals once disconnected (HostNotConnected from its managers, as vCenter).
 package main
@@ -38,10 +38,13 @@ import (
 // installPlacement keeps VMs' placement consistent, refuses what vCenter refuses, and equips
 // hosts added later. Install after installChurn: its refusals run before churn.go's hook.
 func installPlacement(reg *simulator.Registry, perf *PerfManager) {
-	reg.AddHandler(&placement{self: types.ManagedObjectReference{Type: "StorageSimPlacement", Value: "placement"}, perf: perf})
+	reg.AddHandler(&placement{self: types.ManagedObjectReference{Type: "StorageSimPlacement", Value: "placement"}})
 	refusals := reg.Put(&refuser{self: types.ManagedObjectReference{Type: "StorageSimRefuser", Value: "placement"}})
 	previous := reg.Handler
 	reg.Handler = func(ctx *simulator.Context, method *simulator.Method) (mo.Reference, types.BaseMethodFault) {
+		if method.This.Type == "HostDatastoreSystem" || method.This.Type == "HostStorageSystem" {
+			equip(ctx, perf, method.This)
+		}
 		if refused := refusePlacement(ctx, method); refused != nil {
 			// the simulator looks the object up again by method.This after this hook (events.go):
 			// the call goes to the refuser, its body the refusal
@@ -58,29 +61,39 @@ func installPlacement(reg *simulator.Registry, perf *PerfManager) {
 // placement is a registry handler: it follows VMs' moves and hosts' arrivals.
 type placement struct {
 	self types.ManagedObjectReference
-	perf *PerfManager
 }
 
 func (p *placement) Reference() types.ManagedObjectReference { return p.self }
 
 func (*placement) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
 
-// PutObject: a host put in the registry after start (AddHost_Task) gets changes.go's managers.
-func (p *placement) PutObject(ctx *simulator.Context, obj mo.Reference) {
-	h, ok := obj.(*simulator.HostSystem)
-	if !ok {
-		return
+// PutObject: a host put in the registry after start (AddHost_Task) gets a list of its own.
+func (p *placement) PutObject(_ *simulator.Context, obj mo.Reference) {
+	if h, ok := obj.(*simulator.HostSystem); ok {
+		// the added host's list shares its template's array: an append to one must not reach the other
+		h.Datastore = append([]types.ManagedObjectReference(nil), h.Datastore...)
 	}
-	// the added host's list shares its template's array: an append to one must not reach the other
-	h.Datastore = append([]types.ManagedObjectReference(nil), h.Datastore...)
-	if ref := h.ConfigManager.DatastoreSystem; ref != nil {
-		if ds, ok := ctx.Map.Get(*ref).(*simulator.HostDatastoreSystem); ok {
-			ctx.Map.Put(&DatastoreSystem{HostDatastoreSystem: ds, host: h, perf: p.perf})
+}
+
+// equip gives a host added after start changes.go's datastore or storage system at the first call
+// to it (not when the host is put: AddHost_Task in a vSAN cluster still needs the stock type).
+func equip(ctx *simulator.Context, perf *PerfManager, ref types.ManagedObjectReference) {
+	owner := func(manager func(*simulator.HostSystem) *types.ManagedObjectReference) *simulator.HostSystem {
+		for _, e := range ctx.Map.All("HostSystem") {
+			if h, ok := e.(*simulator.HostSystem); ok && manager(h) != nil && *manager(h) == ref {
+				return h
+			}
 		}
+		return nil
 	}
-	if ref := h.ConfigManager.StorageSystem; ref != nil {
-		if ss, ok := ctx.Map.Get(*ref).(*simulator.HostStorageSystem); ok {
-			ctx.Map.Put(&StorageSystem{HostStorageSystem: ss, host: h})
+	switch stock := ctx.Map.Get(ref).(type) {
+	case *simulator.HostDatastoreSystem:
+		if h := owner(func(h *simulator.HostSystem) *types.ManagedObjectReference { return h.ConfigManager.DatastoreSystem }); h != nil {
+			ctx.Map.Put(&DatastoreSystem{HostDatastoreSystem: stock, host: h, perf: perf})
+		}
+	case *simulator.HostStorageSystem:
+		if h := owner(func(h *simulator.HostSystem) *types.ManagedObjectReference { return h.ConfigManager.StorageSystem }); h != nil {
+			ctx.Map.Put(&StorageSystem{HostStorageSystem: stock, host: h})
 		}
 	}
 }
