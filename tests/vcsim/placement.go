@@ -20,9 +20,10 @@
 //   - HostSystem.Destroy_Task fails with ResourceInUse while any VM runs on the host (its
 //     runtime.host), whatever the host's list says, before churn.go forgets the host;
 //   - a host added after start (AddHost_Task) gets the datastore and storage systems of
-//     changes.go as the fixture's hosts have them, at its first call (CreateNasDatastore and RemoveDatastore that
-//     change its mounts; the stock datastore system has no RemoveDatastore: MethodNotFound), and
-//     hoststate.go's refusals once disconnected (HostNotConnected from its managers, as vCenter).
+//     changes.go as the fixture's hosts have them, at their first call (CreateNasDatastore and
+//     RemoveDatastore that change its mounts; the stock datastore system has no RemoveDatastore:
+//     MethodNotFound), and hoststate.go's refusals once disconnected (HostNotConnected from its
+//     managers, as vCenter).
 package main
 
 import (
