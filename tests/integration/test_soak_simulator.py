@@ -124,6 +124,18 @@ def test_a_vm_moved_to_another_host_keeps_that_host_in_inventory_and_the_simulat
     assert "place-esx1.lab.local" not in listed
 
 
+def test_a_host_a_vm_left_no_longer_names_it_once_it_is_destroyed(sim, content):
+    """The soak driver's "ManagedObjectNotFound: The object has already been deleted": the host a
+    VM had moved from kept it in its vm list, and reading that VM once destroyed faulted."""
+    from pyVmomi import vim
+
+    home, other = named(content, vim.HostSystem, "esx03.lab.local"), named(content, vim.HostSystem, "esx01.lab.local")
+    vm = create_vm(content, home, "place-vm5", shared_datastores(content, home, other)[0])
+    wait(vm.RelocateVM_Task(spec=vim.vm.RelocateSpec(host=other)))
+    wait(vm.Destroy_Task())
+    assert [v.name for v in home.vm] == ["batch01"] and "place-vm5" not in [v.name for v in other.vm]
+
+
 def nfs(host, name: str):
     """An NFS datastore mounted on this host alone (the datacenter's list has only LocalDS_0)."""
     from pyVmomi import vim
