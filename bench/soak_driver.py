@@ -273,22 +273,27 @@ class Driver:
                 else:
                     self.change()
             except Exception as err:  # noqa: BLE001 - a failure of the driver itself fails the run
-                from pyVmomi import vmodl
-
-                said = getattr(err, "msg", None) or str(err)
-                if self._crashed():  # the crash's doing: reported with it
-                    with self.timeline.lock:
-                        self.timeline.crashes[-1] += f"; the driver's {self.action} failed with it ({type(err).__name__})"
-                elif isinstance(err, vmodl.fault.ManagedObjectNotFound):
-                    # an object gone between two calls: vCenter answers so too (another client removed
-                    # it); counted apart, visible in the events
-                    self._refused(f"{self.action}_object_gone")
-                else:
-                    self.errors.append(f"{elapsed:.0f}s driver: {type(err).__name__}: {' '.join(said.split())}"[:300])
+                self._failed(err, elapsed)
                 try:
                     self._connect()
                 except Exception:  # noqa: BLE001
                     pass
+
+    def _failed(self, err: Exception, elapsed: float, wait: float = 1.0) -> None:
+        """What a change or disturbance that raised is: the simulator's crash (said with it), an
+        object gone between two calls (vCenter answers so too when another client removed it:
+        counted as refused, `<action>_object_gone`, visible in the events), or the driver's own
+        failure (it fails the run)."""
+        from pyVmomi import vmodl
+
+        if self._crashed(wait):
+            with self.timeline.lock:
+                self.timeline.crashes[-1] += f"; the driver's {self.action} failed with it ({type(err).__name__})"
+        elif isinstance(err, vmodl.fault.ManagedObjectNotFound):
+            self._refused(f"{self.action}_object_gone")
+        else:
+            said = getattr(err, "msg", None) or str(err)
+            self.errors.append(f"{elapsed:.0f}s driver: {type(err).__name__}: {' '.join(said.split())}"[:300])
 
     def _connect(self) -> None:
         from pyVim.connect import Disconnect

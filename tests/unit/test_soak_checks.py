@@ -314,3 +314,21 @@ def test_the_drivers_watch_finds_a_crash_and_takes_a_planned_stop_for_none(tmp_p
         stop.set()
         watch.join(5)
         sim.sim.stop()
+
+
+def test_a_failed_change_is_the_crashs_an_object_gone_or_the_drivers_own(tmp_path):
+    from pyVmomi import vmodl
+
+    from bench.soak_driver import Driver
+
+    driver = Driver(object(), proxy=None, inventory=Inventory(), seed=1, every=1.0, duration=60.0)
+    driver.action = "host_remove"
+    gone = vmodl.fault.ManagedObjectNotFound(msg="The object has already been deleted or has not been completely created")
+    driver._failed(gone, 12.0, wait=0.0)
+    assert driver.refused == {"host_remove_object_gone": 1} and driver.errors == []
+    driver._failed(ValueError("a bug of the driver"), 13.0, wait=0.0)
+    assert driver.errors == ["13s driver: ValueError: a bug of the driver"]
+    driver.crash_span = driver.timeline.crash(T0, CRASH)
+    driver._failed(ConnectionResetError("reset"), 14.0, wait=0.0)  # the crash's doing: said with it
+    assert len(driver.errors) == 1
+    assert driver.crashes == [CRASH + "; the driver's host_remove failed with it (ConnectionResetError)"]
