@@ -191,6 +191,19 @@ def test_a_relocation_vcenter_refuses_fails_its_task_with_the_documented_fault(s
     assert sim.proc.poll() is None
 
 
+def test_a_vmotion_to_a_host_that_cannot_reach_a_disk_of_the_vm_is_refused(sim, content):
+    """app01's second disk is on nfs-vm-01, which esx01 does not mount: vCenter refuses the move
+    (InvalidDatastore). The simulator took it, and destroying the VM there later panicked it (its
+    disk's datastore looked up among its new host's)."""
+    from pyVmomi import vim
+
+    vm = named(content, vim.VirtualMachine, "app01")
+    move = vm.RelocateVM_Task(spec=vim.vm.RelocateSpec(host=named(content, vim.HostSystem, "esx01.lab.local")))
+    assert fault_of(move) == "vim.fault.InvalidDatastore"
+    assert "nfs-vm-01" in move.info.error.faultMessage[0].message
+    assert vm.runtime.host.name == "esx02.lab.local"
+
+
 def test_a_host_added_at_run_time_removes_an_nfs_datastore_it_mounted(sim, content):
     """The fixture's hosts had changes.go's datastore system; an added host had the stock one, and
     RemoveDatastore was MethodNotFound (vmodl.fault.MethodNotFound in the soak's driver)."""

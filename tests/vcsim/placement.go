@@ -16,7 +16,8 @@
 //     in relocate cannot be found"), InvalidState for a target host not connected or in
 //     maintenance mode ("if the host is in maintenance mode"), MaintenanceModeFileMove for a
 //     Storage vMotion off a host in maintenance mode, InvalidDatastore for a datastore the target
-//     host does not mount ("if the operation cannot be performed on the target datastores");
+//     host does not mount, the VM's or one its disks' files are on ("if the operation cannot be
+//     performed on the target datastores");
 //   - HostSystem.Destroy_Task fails with ResourceInUse while any VM runs on the host (its
 //     runtime.host), whatever the host's list says, before churn.go forgets the host;
 //   - a host added after start (AddHost_Task) gets the datastore and storage systems of
@@ -207,11 +208,34 @@ func refuseRelocation(ctx *simulator.Context, vm *simulator.VirtualMachine, spec
 				name = ds.Name
 			}
 			ref := ref
-			return &types.InvalidDatastore{VimFault: types.VimFault{MethodFault: said("The host %s does not mount the datastore %s.", target.Name, name)},
-				Datastore: &ref, Name: name}
+			return notMounted(target, name, &ref)
+		}
+	}
+	if spec.Host == nil || vm.Config == nil {
+		return nil
+	}
+	// the disks' own datastores (govmomi moves no disk file: they stay where their backing says,
+	// and a VM destroyed on a host that does not mount them panicked the simulator)
+	for _, device := range vm.Config.Hardware.Device {
+		disk, ok := device.(*types.VirtualDisk)
+		if !ok {
+			continue
+		}
+		backing, ok := disk.Backing.(types.BaseVirtualDeviceFileBackingInfo)
+		if !ok {
+			continue
+		}
+		name := datastoreName(backing.GetVirtualDeviceFileBackingInfo().FileName)
+		if name != "" && ctx.Map.FindByName(name, target.Datastore) == nil {
+			return notMounted(target, name, nil)
 		}
 	}
 	return nil
+}
+
+func notMounted(host *simulator.HostSystem, name string, ref *types.ManagedObjectReference) types.BaseMethodFault {
+	return &types.InvalidDatastore{VimFault: types.VimFault{MethodFault: said("The host %s does not mount the datastore %s.", host.Name, name)},
+		Datastore: ref, Name: name}
 }
 
 func said(format string, args ...any) types.MethodFault {
