@@ -5,7 +5,8 @@
   remains for an object gone for longer than that;
 - no counter goes down (a series that left a scrape and came back is a new series);
 - esxi_vsphere_up is 0 only while the simulator is down or stalled, or within RETURN of its
-  return (or of the start);
+  return (or of the start); a crash of the simulator (the driver starts it again) is a down time
+  like a planned restart, and the crash itself a failure of the simulator, reported apart;
 - the exporter's log has no traceback, and no ERROR or WARNING line logged again for the same
   cause (the same text, figures aside) more often than the simulator was disturbed, plus once.
 
@@ -184,6 +185,7 @@ class Checks:
 
     def scrape(self, at: float, body: str) -> tuple[list[str], int]:
         """The failed checks of the scrape taken at `at` (monotonic), and its number of series."""
+        self.timeline.wait_settled(at)  # a crash just before the scrape known before it is judged
         samples, counters = parse(body)
         failed = self.objects(at, samples) + self.counters(samples, counters) + self.up(at, samples)
         failed += self.ssh_host(at, samples) + self.lines()

@@ -2,7 +2,9 @@
 the vSphere API (pyVmomi, a session of its own straight to the simulator), as vCenter allows
 them; and disturbs it: restarts it on the same address, ends the exporter's sessions, stalls its
 answers (bench/soak_proxy.py). Before and after each change it records the simulator's inventory
-(bench/soak_checks.py's Inventory), and it keeps the timeline of the disturbances.
+(bench/soak_checks.py's Inventory), and it keeps the timeline of the disturbances. A watch looks at
+the simulator's process every WATCH_EVERY seconds: a crash is a down time in the timeline and a
+failure of the simulator (Driver.crashes); the driver starts it again.
 
 The changes follow vCenter's rules even where the simulator is laxer: a host goes into
 maintenance mode or is removed only once its VMs are off it (DRS would move them; a cluster
@@ -28,6 +30,7 @@ SHORT_DOWN, SHORT_STALL_BEYOND = (5.0, 10.0), (3.0, 6.0)  # in a run under 10 mi
 TIMEOUT = 30.0  # --vsphere.timeout's default
 MAX_ADDED_HOSTS = 3  # hosts the driver adds at most beside the fixture's (3 of fixture.json's: 6 in all)
 MAX_SOAK_VMS = 8
+WATCH_EVERY = 0.1  # seconds between two looks at the simulator's process
 
 
 class Simulator:
@@ -44,9 +47,9 @@ class Simulator:
         return self.sim.cert
 
     def stop(self) -> None:
-        if self.sim is not None:
-            self.sim.stop()
-            self.sim = None
+        sim, self.sim = self.sim, None  # first: the driver's watch takes no planned stop for a crash
+        if sim is not None:
+            sim.stop()
 
     def start(self) -> None:
         self.starts += 1
@@ -55,12 +58,39 @@ class Simulator:
 
 class Timeline:
     """When the simulator was disturbed: (start, end) of each down or stalled time (end None while
-    it lasts), and how many disturbances of every kind, session expiries included."""
+    it lasts), and how many disturbances of every kind, session expiries included. A crash of the
+    simulator is a down time too ("crash"); what it said is kept in `crashes`, a failure of the
+    simulator that the soak reports apart from the exporter's.
+
+    `settled`: the time up to which the driver's watch knows whether the simulator runs (None: no
+    watch); a check waits for it to pass its scrape, lest a crash found just after be judged as the
+    exporter's fault."""
 
     def __init__(self, started: float):
         self.lock = threading.Lock()
         self.spans: list[list] = [[started, started]]  # the start: the first walk is a return
         self.kinds: dict[str, int] = {}
+        self.crashes: list[str] = []
+        self.settled: float | None = None
+
+    def crash(self, at: float, said: str) -> list:
+        """The simulator found dead, last seen running at `at`: a down time from then."""
+        with self.lock:
+            self.crashes.append(said)
+        return self.begin("crash", at)
+
+    def settle(self, at: float) -> None:
+        with self.lock:
+            self.settled = at if self.settled is None else max(self.settled, at)
+
+    def wait_settled(self, at: float, timeout: float = 3.0) -> None:
+        """Until the watch knows the simulator's state at `at` (at most `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.settled is None or self.settled >= at:
+                    return
+            time.sleep(0.02)
 
     def begin(self, kind: str, at: float) -> list:
         with self.lock:
@@ -134,6 +164,9 @@ class Driver:
         self.done: dict[str, int] = {}  # action -> times done
         self.refused: dict[str, int] = {}  # action -> times the simulator refused it (a fault, not a soak failure)
         self.errors: list[str] = []  # the driver's own failures: make the run fail
+        self.crash_lock = threading.Lock()
+        self.crash_span: list | None = None  # the simulator's crash, until it is started again
+        self.action = ""  # the change or disturbance under way
         self.serial = 0
         self.si = None
         self.plan = self._plan()
@@ -160,12 +193,65 @@ class Driver:
         self._connect()
         self.max_hosts = len(self._hosts(usable=False)) + MAX_ADDED_HOSTS  # vsan.json has 6 hosts of its own
         self.snapshot()
+        self.watch = threading.Thread(target=self._watch, args=(stop,), name="soak-watch", daemon=True)
+        self.watch.start()
         self.thread = threading.Thread(target=self._loop, args=(stop,), name="soak-driver", daemon=True)
         self.thread.start()
 
     def join(self) -> None:
         if self.thread is not None:
             self.thread.join(120)
+            self.watch.join(5)
+
+    @property
+    def crashes(self) -> list[str]:
+        """The simulator's crashes: failures of the simulator, not of the exporter or the driver."""
+        return list(self.timeline.crashes)
+
+    def _watch(self, stop: threading.Event) -> None:
+        """Looks at the simulator's process every WATCH_EVERY: a crash is a down time from the last
+        look that found it running (the checks excuse the exporter for it as for a restart), and
+        the driver's loop starts it again."""
+        seen = time.monotonic()
+        while not stop.wait(WATCH_EVERY):
+            now = time.monotonic()
+            sim = self.sim.sim
+            if sim is not None and sim.proc.poll() is not None and sim is self.sim.sim:  # not a planned stop
+                with self.crash_lock:
+                    if self.crash_span is None:
+                        self.crash_span = self.timeline.crash(seen, self._said(sim, seen))
+            else:
+                seen = now
+            self.timeline.settle(now)
+
+    def _said(self, sim, at: float) -> str:
+        log = Path(sim.log.name)
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            text = ""
+        panic = next((line for line in text.splitlines() if line.startswith(("panic:", "fatal error:"))), "no panic logged")
+        return f"{at - self.started:.0f}s the simulator died (exit {sim.proc.returncode}: {panic}; its log: {log}); started again"
+
+    def _crashed(self, wait: float = 1.0) -> bool:
+        """Whether the simulator crashed (the watch given `wait` seconds to see it)."""
+        deadline = time.monotonic() + wait
+        while self.crash_span is None and time.monotonic() < deadline:
+            time.sleep(WATCH_EVERY / 2)
+        return self.crash_span is not None
+
+    def _recover(self) -> None:
+        """The simulator started again after its crash, on the same address (as after a restart)."""
+        with self.crash_lock:
+            span, dead = self.crash_span, self.sim.sim
+        if dead is not None:
+            dead.stop()
+        self.sim.start()
+        self.timeline.end(span, time.monotonic())
+        with self.crash_lock:
+            self.crash_span = None
+        self._connect()
+        self.snapshot()
 
     def counts(self) -> dict:
         return {"done": dict(sorted(self.done.items())), "refused": dict(sorted(self.refused.items()))}
@@ -176,27 +262,38 @@ class Driver:
             elapsed = time.monotonic() - self.started
             if elapsed > self.duration:
                 return
-            if self.sim.sim is not None and self.sim.sim.proc.poll() is not None:
-                self.errors.append(f"{elapsed:.0f}s the simulator died (its log: {self.sim.tmp}); started again")
-                span = self.timeline.begin("restart", self.alive_at)  # dead since after the last answer
-                self.sim.start()
-                self.timeline.end(span, time.monotonic())
-                self._connect()
-                self.snapshot()
             try:
+                if self.crash_span is not None:
+                    self._recover()
                 self.snapshot()  # the inventory as it is now, whatever comes next (a disturbance takes a while)
                 if plan and elapsed >= plan[0][0]:
                     _, kind = plan.pop(0)
+                    self.action = kind
                     getattr(self, kind)(stop)
                 else:
                     self.change()
             except Exception as err:  # noqa: BLE001 - a failure of the driver itself fails the run
-                said = getattr(err, "msg", None) or str(err)
-                self.errors.append(f"{elapsed:.0f}s driver: {type(err).__name__}: {' '.join(said.split())}"[:300])
+                self._failed(err, elapsed)
                 try:
                     self._connect()
                 except Exception:  # noqa: BLE001
                     pass
+
+    def _failed(self, err: Exception, elapsed: float, wait: float = 1.0) -> None:
+        """What a change or disturbance that raised is: the simulator's crash (said with it), an
+        object gone between two calls (vCenter answers so too when another client removed it:
+        counted as refused, `<action>_object_gone`, visible in the events), or the driver's own
+        failure (it fails the run)."""
+        from pyVmomi import vmodl
+
+        if self._crashed(wait):
+            with self.timeline.lock:
+                self.timeline.crashes[-1] += f"; the driver's {self.action} failed with it ({type(err).__name__})"
+        elif isinstance(err, vmodl.fault.ManagedObjectNotFound):
+            self._refused(f"{self.action}_object_gone")
+        else:
+            said = getattr(err, "msg", None) or str(err)
+            self.errors.append(f"{elapsed:.0f}s driver: {type(err).__name__}: {' '.join(said.split())}"[:300])
 
     def _connect(self) -> None:
         from pyVim.connect import Disconnect
@@ -309,6 +406,7 @@ class Driver:
             self.host_maintenance: 1, self.host_remove: 1, self.ds_add: 1, self.ds_remove: 1, self.ds_grow: 1,
         }  # fmt: skip
         action = self.rng.choices(list(actions), weights=list(actions.values()))[0]
+        self.action = action.__name__
         self.snapshot()
         action()
         self.snapshot()
@@ -494,8 +592,7 @@ class Driver:
     @staticmethod
     def _sees(host, vm) -> bool:
         """The host mounts every datastore of the VM: vCenter refuses a vMotion to one that does
-        not; the simulator takes it, and then panics destroying the VM (its disks' datastore is
-        looked up among its new host's: the vsan.json soak's simulator crashes)."""
+        not (InvalidDatastore; the simulator too, tests/vcsim/placement.go)."""
         mounted = set(host.datastore)
         return all(d in mounted for d in vm.datastore)
 

@@ -13,6 +13,9 @@ counts the exporter's requests and bytes. The driver's own session goes to the s
 
 Printed per window (5 minutes; 1 minute for runs under 15): RSS, CPU seconds, series, scrape
 time, vCenter requests and bytes, and the checks that failed. The checks: bench/soak_checks.py.
+A crash of the simulator (the driver starts it again) is printed last, as the simulator's
+failure, apart from the exporter's checks (its down time excuses the exporter as a restart does);
+the run fails all the same.
 """
 
 from __future__ import annotations
@@ -149,6 +152,7 @@ def run(
         proxy.stop()
         sim.stop()
     failures = [f for w in windows for f in w.failed] + driver.errors + (side.errors if side else [])
+    crashes = driver.crashes  # the simulator's own failures: not the exporter's checks, not hidden
     events = driver.counts()
     if side is not None:
         events["done"].update(side.done)
@@ -178,14 +182,29 @@ def run(
             for w in windows
         ],
         "failures": failures,
+        "simulator_failures": crashes,
     }
-    out(f"events: {json.dumps(summary['events'])}")
-    out(f"objects judged present or absent: {checks.judged} at {checks.judged_scrapes} scrapes; failed checks: {len(failures)}")
-    if vsan or ssh:
-        out(f"vSAN hosts judged: {checks.vsan_members_judged}; scrapes judging the SSH host: {checks.ssh_judged_scrapes}")
-    for f in failures[:50]:
-        out(f"  {f}")
+    report(summary, out)
     return summary
+
+
+def report(summary: dict, out) -> None:
+    """The summary's last lines: what changed, what was judged, the failed checks (the exporter's,
+    the driver's), then the simulator's own failures apart (a crash: its down time excused the
+    exporter, the crash is no less a failure of the run)."""
+    out(f"events: {json.dumps(summary['events'])}")
+    out(
+        f"objects judged present or absent: {summary['objects_judged']} at {summary['scrapes_judged']} scrapes; "
+        f"failed checks: {len(summary['failures'])}"
+    )
+    if summary["vsan"] or summary["ssh"]:
+        out(f"vSAN hosts judged: {summary['vsan_hosts_judged']}; scrapes judging the SSH host: {summary['ssh_scrapes_judged']}")
+    for f in summary["failures"][:50]:
+        out(f"  {f}")
+    crashes = summary.get("simulator_failures") or []
+    out(f"simulator failures (not the exporter's): {len(crashes)}")
+    for f in crashes:
+        out(f"  {f}")
 
 
 def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, window: float) -> None:
@@ -254,7 +273,7 @@ def main() -> int:
     )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))
-    return 1 if summary["failures"] else 0
+    return 1 if summary["failures"] or summary["simulator_failures"] else 0
 
 
 if __name__ == "__main__":

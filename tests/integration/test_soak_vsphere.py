@@ -29,6 +29,7 @@ def test_three_minutes_of_churn_fail_no_check(tmp_path):
     # outside the disturbances' grace)
     assert summary["scrapes_judged"] >= 3 and summary["objects_judged"] >= 30, summary
     assert summary["failures"] == [], "\n".join(summary["failures"])
+    assert summary["simulator_failures"] == [], "\n".join(summary["simulator_failures"])
 
 
 # --- what the soak found, each reproduced in seconds -----------------------------------------------

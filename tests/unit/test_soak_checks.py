@@ -209,3 +209,126 @@ def test_an_ssh_drop_allows_its_warning_once_more(tmp_path):
     (tmp_path / "exporter.log").open("a").write(warning)
     failed, _ = c.scrape(T0 + GRACE + 31, ssh_body())
     assert failed == ["WARNING logged 3 times for 1 disturbances: exporter.esxtop.ssh: esxtop ssh #: connection closed"]
+
+
+# --- a crash of the simulator: excused like a restart, reported apart --------------------------------
+CRASH = "100s the simulator died (exit 2: panic: interface conversion: mo.Reference is nil, not *simulator.HostSystem)"
+
+
+def test_a_crash_of_the_simulator_excuses_up_zero_like_a_restart_and_no_longer(tmp_path):
+    c = checks(tmp_path)
+    span = c.timeline.crash(T0 + 100, CRASH)  # last seen running at T0 + 100
+    assert c.scrape(T0 + 110, body(up=0))[0] == []  # down: the exporter cannot be up
+    c.timeline.end(span, T0 + 120)  # the driver started it again
+    assert c.scrape(T0 + 120 + RETURN - 1, body(up=0))[0] == []  # the same minute's grace as a restart
+    failed, _ = c.scrape(T0 + 120 + RETURN + 1, body(up=0))
+    assert failed == ["esxi_vsphere_up 0 while the simulator answers (longer than a minute after a return)"]
+    assert c.timeline.crashes == [CRASH] and c.timeline.kinds == {"crash": 1}
+
+
+def test_a_scrape_waits_for_the_watch_to_know_of_a_crash_just_before_it(tmp_path):
+    """The driver's watch looks at the simulator every 0.1 s: a scrape taken just after a crash is
+    judged once the watch has looked (else its up 0 was the exporter's fault, as in the 30-minute
+    soak at seed 45, where the driver found the crash seconds after the scrape)."""
+    import threading
+
+    c = checks(tmp_path)
+    c.timeline.settle(T0 + 105)
+    spans = []
+
+    def watch_finds_the_crash():
+        spans.append(c.timeline.crash(T0 + 105, CRASH))
+        c.timeline.settle(T0 + 111)
+
+    threading.Timer(0.3, watch_finds_the_crash).start()
+    assert c.scrape(T0 + 110, body(up=0))[0] == []
+    c.timeline.end(spans[0], T0 + 120)
+    # with no crash the wait ends too (the watch looked), and up 0 is the exporter's
+    c.timeline.settle(T0 + 10 * RETURN)
+    failed, _ = c.scrape(T0 + 9 * RETURN, body(up=0))
+    assert failed == ["esxi_vsphere_up 0 while the simulator answers (longer than a minute after a return)"]
+
+
+def test_the_soak_reports_a_crash_as_the_simulators_failure_apart_from_the_checks():
+    from bench.soak_vsphere import report
+
+    summary = {
+        "events": {"done": {"restart": 1}, "refused": {}}, "objects_judged": 40, "scrapes_judged": 4,
+        "vsan": False, "ssh": False, "failures": [], "simulator_failures": [CRASH],
+    }  # fmt: skip
+    lines: list[str] = []
+    report(summary, lines.append)
+    assert lines[1].endswith("failed checks: 0")  # the exporter's: none
+    assert lines[2:] == ["simulator failures (not the exporter's): 1", f"  {CRASH}"]
+
+
+class _Process:
+    """A stand-in for the simulator that a test's own process plays: it runs, or dies saying a panic."""
+
+    def __init__(self, tmp, die: bool):
+        import subprocess
+        import sys
+
+        self.log = open(tmp / f"sim-{die}.log", "wb")
+        code = (
+            "import sys, time; print('panic: boom', file=sys.stderr, flush=True); sys.exit(2)"
+            if die
+            else "import time; time.sleep(30)"
+        )
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stderr=self.log)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def test_the_drivers_watch_finds_a_crash_and_takes_a_planned_stop_for_none(tmp_path):
+    import threading
+    import time
+
+    from bench.soak_driver import Driver
+
+    class Sim:  # bench/soak_driver.py's Simulator, as the watch reads it
+        sim = None
+
+    sim = Sim()
+    driver = Driver(sim, proxy=None, inventory=Inventory(), seed=1, every=1.0, duration=60.0)
+    stop = threading.Event()
+    watch = threading.Thread(target=driver._watch, args=(stop,))
+    watch.start()
+    try:
+        sim.sim = _Process(tmp_path, die=False)
+        time.sleep(0.3)
+        planned, sim.sim = sim.sim, None  # a planned stop: None first, as Simulator.stop does
+        planned.stop()
+        time.sleep(0.3)
+        assert driver.timeline.crashes == [] and driver.crash_span is None
+        sim.sim = _Process(tmp_path, die=True)
+        assert driver._crashed(wait=5.0)
+        assert driver.crash_span[1] is None  # down until the driver starts it again
+        assert len(driver.crashes) == 1 and "died (exit 2: panic: boom;" in driver.crashes[0], driver.crashes
+        assert driver.timeline.settled is not None and driver.timeline.settled >= driver.crash_span[0]
+    finally:
+        stop.set()
+        watch.join(5)
+        sim.sim.stop()
+
+
+def test_a_failed_change_is_the_crashs_an_object_gone_or_the_drivers_own(tmp_path):
+    from pyVmomi import vmodl
+
+    from bench.soak_driver import Driver
+
+    driver = Driver(object(), proxy=None, inventory=Inventory(), seed=1, every=1.0, duration=60.0)
+    driver.action = "host_remove"
+    gone = vmodl.fault.ManagedObjectNotFound(msg="The object has already been deleted or has not been completely created")
+    driver._failed(gone, 12.0, wait=0.0)
+    assert driver.refused == {"host_remove_object_gone": 1} and driver.errors == []
+    driver._failed(ValueError("a bug of the driver"), 13.0, wait=0.0)
+    assert driver.errors == ["13s driver: ValueError: a bug of the driver"]
+    driver.crash_span = driver.timeline.crash(T0, CRASH)
+    driver._failed(ConnectionResetError("reset"), 14.0, wait=0.0)  # the crash's doing: said with it
+    assert len(driver.errors) == 1
+    assert driver.crashes == [CRASH + "; the driver's host_remove failed with it (ConnectionResetError)"]

@@ -28,7 +28,7 @@
 // runtime.connectionState and reports it to the property collector, as vCenter reports a host
 // that stops responding or comes back. EnterMaintenanceMode_Task and ExitMaintenanceMode_Task
 // report runtime.inMaintenanceMode when their task ends (the stock tasks change it silently).
-// Hosts added after start (AddHost_Task) are neither refused nor controlled: only the fixture's.
+// Hosts added after start (AddHost_Task) are refused and controlled too (placement.go adopts them).
 // The refusal is a hook of the registry (Registry.Handler), chained to any hook set before it.
 package main
 
@@ -120,6 +120,7 @@ func installHostStates(service *simulator.Service, reg *simulator.Registry, host
 		return nil, nil
 	}
 	service.HandleFunc("/storagesim/hoststate", states.serve)
+	reg.AddHandler(&hostAdopter{self: types.ManagedObjectReference{Type: "StorageSimHostAdopter", Value: "hoststate"}, states: states})
 	return func() {
 		for _, h := range hosts {
 			fh := fixtures[h.Name]
@@ -183,7 +184,9 @@ func (s *hostStates) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	s.mu.RLock()
 	host := s.byName[r.FormValue("host")]
+	s.mu.RUnlock()
 	if host == nil {
 		http.Error(w, fmt.Sprintf("no host %q", r.FormValue("host")), http.StatusNotFound)
 		return

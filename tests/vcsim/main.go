@@ -805,6 +805,7 @@ func main() {
 	hostStates := installHostStates(model.Service, reg, placed, *fixture, *esx) // hoststate.go: not-connected hosts, boot volumes
 	installEvents(model.Service, reg, placed)                                   // events.go: storage events, collectors, POST /storagesim/events
 	installChurn(model.Service, reg)                                            // churn.go: the soak's controls (a datastore grown)
+	installPlacement(reg, perf)                                                 // placement.go: VMs moved on both sides, relocations refused, added hosts equipped
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u
