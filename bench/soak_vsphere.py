@@ -48,6 +48,8 @@ VSAN_FIXTURE = ROOT / "tests" / "vcsim" / "vsan.json"
 class Window:
     start: float
     rss_mib: float = 0.0
+    rss_anon_mib: float = 0.0  # RssAnon and RssFile apart: is memory the exporter's own, or mapped files?
+    rss_file_mib: float = 0.0
     cpu_start: float = 0.0
     cpu_s: float = 0.0
     series: int = 0
@@ -66,11 +68,12 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def proc_rss_mib(pid: int) -> float:
+def proc_rss_mib(pid: int, field_name: str = "VmRSS") -> float:
+    """A memory field of /proc/PID/status (VmRSS, RssAnon, RssFile), in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field_name + ":"):
             return int(line.split()[1]) / 1024
-    raise KeyError("VmRSS")
+    raise KeyError(field_name)
 
 
 def run(
@@ -171,6 +174,8 @@ def run(
             {
                 "minute": w.end_minute,
                 "rss_mib": round(w.rss_mib, 1),
+                "rss_anon_mib": round(w.rss_anon_mib, 1),
+                "rss_file_mib": round(w.rss_file_mib, 1),
                 "cpu_s": round(w.cpu_s, 2),
                 "series": w.series,
                 "scrape_s_median": round(statistics.median(w.scrape_s), 3) if w.scrape_s else None,
@@ -214,6 +219,7 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
     pid = exporter.proc.pid
     if exporter.proc.poll() is None:
         w.rss_mib = proc_rss_mib(pid)
+        w.rss_anon_mib, w.rss_file_mib = proc_rss_mib(pid, "RssAnon"), proc_rss_mib(pid, "RssFile")
         w.cpu_s = proc_cpu_seconds(pid) - w.cpu_start
     w.requests, w.bytes = proxy.take_counts()
     if w.start == started:
