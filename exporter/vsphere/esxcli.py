@@ -44,13 +44,15 @@ def fault_of(root: ET.Element) -> tuple[str, str]:
     is only "EsxCLI.CLIFault.summary"), else the faultstring."""
     detail = root.find(".//detail")
     first = next(iter(detail), None) if detail is not None else None
-    kind = first.tag.rsplit("}", 1)[-1] if first is not None else ""
-    said = [" ".join(e.text.split()) for e in (first.iter() if first is not None else ()) if _is_err_msg(e) and e.text]
-    return kind, "; ".join(m for m in said if m) or (root.findtext(".//faultstring") or "").strip()
+    if first is None:
+        return "", (root.findtext(".//faultstring") or "").strip()
+    return first.tag.rsplit("}", 1)[-1], _err_msgs(first) or (root.findtext(".//faultstring") or "").strip()
 
 
-def _is_err_msg(element: ET.Element) -> bool:
-    return element.tag.rsplit("}", 1)[-1] == "errMsg"
+def _err_msgs(element: ET.Element) -> str:
+    """esxcli's errMsg lines under an element, each on one line, joined with "; " ("" if none)."""
+    said = (" ".join(e.text.split()) for e in element.iter() if e.tag.rsplit("}", 1)[-1] == "errMsg" and e.text)
+    return "; ".join(line for line in said if line)
 
 
 def executer(stub, host_moid: str) -> str:
@@ -115,7 +117,7 @@ def _detail_message(detail: str | None) -> str:
         document = xmlguard.parse(detail)
     except (ET.ParseError, xmlguard.AnswerRefused):
         return ""
-    return "; ".join(" ".join(e.text.split()) for e in document.iter() if _is_err_msg(e) and e.text and e.text.strip())
+    return _err_msgs(document)
 
 
 # The per-device settings esxcli knows and the standard API does not (or knows less well).

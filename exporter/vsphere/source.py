@@ -662,7 +662,7 @@ class VsphereTarget:
                 current = self._host_now(topology, topo.name)
                 if current is None:
                     return False
-                if current is not topo and current.inventory is not topo.inventory:
+                if current.inventory is not topo.inventory:
                     for family, keys in gone_objects(topo.inventory, current.inventory).items():
                         objects = getattr(sample, family)
                         for key in keys:

@@ -12,7 +12,7 @@ import pytest
 from exporter.events import catalog
 from tests.support import storage_events
 from tests.support.promtext import eventually, samples, value
-from tests.support.vsphere_api import connect, serve_vsphere
+from tests.support.vsphere_api import connect, end_other_sessions, serve_vsphere
 from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
@@ -58,8 +58,7 @@ def test_10000_distinct_ids_no_filter_asked_for_count_under_an_empty_id(stack):
     assert series(text) <= series(before) + 1  # one series for all of them, not 10,000
     # A new collector takes the catalog's ids, up to its cap: the rest logged once, counted
     api = connect(sim)
-    own = api.content.sessionManager.currentSession.key
-    api.content.sessionManager.TerminateSession(sessionId=[s.key for s in api.content.sessionManager.sessionList if s.key != own])
+    assert end_other_sessions(api.content)
     eventually(
         lambda: value(exporter.metrics(), "esxi_storage_events_errors_total", source="vsphere", fault="catalog") == 1,
         30,

@@ -14,7 +14,7 @@ from tests.support import storage_events
 from tests.support.promtext import eventually, value
 from tests.support.rules import rule_file
 from tests.support.servers import Prometheus, stop_all
-from tests.support.vsphere_api import connect, serve_vsphere
+from tests.support.vsphere_api import connect, end_other_sessions, serve_vsphere
 from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
@@ -154,11 +154,8 @@ def test_a_session_ended_under_the_follower_loses_nothing_and_counts_nothing_twi
     thin = dict(
         host=ESX2, event="esx.problem.scsi.device.thinprov.atquota", device=LUN1, datastore=DS
     )  # "Affected datastores: DS"
-    own = si.content.sessionManager.currentSession.key
-    others = [s.key for s in si.content.sessionManager.sessionList if s.key != own]
-    assert others
     before = value(exporter.metrics(), "esxi_storage_events_errors_total", source="vsphere", fault="collector") or 0
-    si.content.sessionManager.TerminateSession(sessionId=others)
+    assert end_other_sessions(si.content)
     storage_events.post(sim, [{"host": ESX2, "id": "esx.problem.scsi.device.thinprov.atquota", "arguments": [LUN1, DS]}] * 2)
     eventually(lambda: counted(exporter, **thin) == 2, 30, what="the events posted while the session was gone")
     time.sleep(3)

@@ -169,12 +169,10 @@ def test_an_expired_session_is_logged_in_again_once_by_smart_and_esxcli_rounds(t
     import logging
     import threading
 
-    from pyVim.connect import Disconnect
-
     from exporter.serving.exposition import Exposition
     from exporter.smart.vsphere import SmartOverVsphere
     from exporter.vsphere import TargetConfig, VsphereTarget
-    from tests.support.vsphere_api import connect
+    from tests.support.vsphere_api import end_other_sessions, session
 
     fixture, answers = smart_sim.write(json.loads(FIXTURE.read_text()), tmp_path / "sim")
     sim = StorageSim(tmp_path / "vcsim", "-smart", str(answers), fixture=fixture)
@@ -183,18 +181,15 @@ def test_an_expired_session_is_logged_in_again_once_by_smart_and_esxcli_rounds(t
     password.chmod(0o600)
     config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password), ca_file=str(sim.cert), esxcli=True)
     vc = VsphereTarget(config)
-    admin = connect(sim)
     try:
         assert vc.run_once(), vc.error
         smart = SmartOverVsphere(vc, vc.store, threading.Event(), interval=3600.0)
         smart.round()
         before = Exposition(vc.store, ["smart", "vsphere"]).body().decode()
-        sessions = admin.content.sessionManager
         caplog.set_level(logging.INFO, logger="exporter.vsphere.client")
         for turn in ("smart", "esxcli"):  # each on a session ended just before
-            exporters = [s.key for s in sessions.sessionList if s.key != sessions.currentSession.key]
-            assert exporters, "the exporter holds no session: the last round did not log in again"
-            sessions.TerminateSession(sessionId=exporters)
+            with session(sim) as admin:
+                assert end_other_sessions(admin), "the exporter holds no session: the last round did not log in again"
             if turn == "smart":
                 smart.round()
             else:
@@ -202,7 +197,6 @@ def test_an_expired_session_is_logged_in_again_once_by_smart_and_esxcli_rounds(t
         after = Exposition(vc.store, ["smart", "vsphere"]).body().decode()
     finally:
         vc.client.close()
-        Disconnect(admin)
         sim.stop()
     relogins = [r for r in caplog.records if "session expired" in r.getMessage()]
     assert len(relogins) == 2, [r.getMessage() for r in relogins]  # once per ended session

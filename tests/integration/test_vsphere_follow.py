@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.servers import Exporter
-from tests.support.vsphere_api import connect, named, wait
+from tests.support.vsphere_api import connect, end_other_sessions, named, session, wait
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -37,11 +37,8 @@ def sim(tmp_path_factory):
 @pytest.fixture(scope="module")
 def api(sim):
     """A pyVmomi session of the test's own, to change the inventory behind the exporter's back."""
-    from pyVim.connect import Disconnect
-
-    si = connect(sim)
-    yield si.RetrieveContent()
-    Disconnect(si)
+    with session(sim) as content:
+        yield content
 
 
 @pytest.fixture(scope="module")
@@ -331,10 +328,7 @@ def test_a_path_disabled_and_enabled(exporter, api):
 def test_a_session_lost_under_the_stream_is_walked_again_then_followed(exporter, api, sim):
     """vCenter ends the exporter's session (an administrator, an expiry): the update stream fails,
     the inventory is walked again (once, counted) on a new session, and changes are followed again."""
-    own = api.sessionManager.currentSession.key
-    others = [s.key for s in api.sessionManager.sessionList if s.key != own]
-    assert others
-    api.sessionManager.TerminateSession(sessionId=others)
+    assert end_other_sessions(api)
     exporter.until(
         lambda s: s.value("esxi_vsphere_walks_total", target="127.0.0.1", reason="error") == 1,
         "a walk after the stream failed",
@@ -484,8 +478,7 @@ def test_a_walk_that_starts_on_an_expired_session_logs_in_once_and_completes(sim
         first.walk()
     finally:
         first.close()
-    own = api.sessionManager.currentSession.key
-    api.sessionManager.TerminateSession(sessionId=[s.key for s in api.sessionManager.sessionList if s.key != own])
+    assert end_other_sessions(api)
     caplog.set_level(logging.INFO, logger="exporter.vsphere.client")
     caplog.clear()
     second = Follower(client, target.config, lambda delta, mirror: published.append(delta))

@@ -29,7 +29,7 @@ from exporter.collectors import COLLECTORS
 from exporter.serving.exposition import Exposition
 from exporter.vsphere import TargetConfig, VsphereTarget, perf, source
 from tests.support.promtext import samples
-from tests.support.vsphere_api import connect, named, wait
+from tests.support.vsphere_api import named, session, wait
 from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -45,11 +45,8 @@ def sim(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def api(sim):
-    from pyVim.connect import Disconnect
-
-    si = connect(sim)
-    yield si.RetrieveContent()
-    Disconnect(si)
+    with session(sim) as content:
+        yield content
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ssl
 import time
+from contextlib import contextmanager
 
 
 def connect(sim):
@@ -15,6 +16,28 @@ def connect(sim):
 
     context = ssl.create_default_context(cafile=str(sim.cert))
     return SmartConnect(host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=context)
+
+
+@contextmanager
+def session(sim):
+    """The service content of a session of the test's own, ended (Disconnect) on leaving."""
+    from pyVim.connect import Disconnect
+
+    si = connect(sim)
+    try:
+        yield si.RetrieveContent()
+    finally:
+        Disconnect(si)
+
+
+def end_other_sessions(content) -> list[str]:
+    """vCenter ends every session but this one (an expiry, an administrator): TerminateSession of
+    the others, whose keys are returned (none asked if there are none: the call refuses an empty list)."""
+    manager = content.sessionManager
+    others = [s.key for s in manager.sessionList if s.key != manager.currentSession.key]
+    if others:
+        manager.TerminateSession(sessionId=others)
+    return others
 
 
 def named(content, kind, name: str):
