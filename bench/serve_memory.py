@@ -10,8 +10,9 @@ default but the target's (and each --serve-arg). The process is scraped with gzi
 --scrape seconds, from its start until its inventory walk is over and every host's esxcli
 settings are in /metrics, then for --after seconds more (collections every 20 s, more scrapes).
 Its peak resident set is the kernel's (VmHWM in /proc/PID/status), read at the end with its CPU
-time (the same work in the same time for every code); the series are counted from the last
-body. Medians of --repeat runs, the codes alternating.
+time; its VmRSS every 0.2 s goes beside its log (NAME-RUN.rss.tsv) and the peak's moment is printed,
+so the phase that holds it can be found in the log (--serve-arg=--log.level=debug). The CPU time
+is the same work in the same time for every code; the series are counted from the last body. Medians of --repeat runs, the codes alternating.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -82,6 +84,10 @@ def run(
     start = time.monotonic()
     ready = None
     body = b""
+    timeline: list[tuple[float, float]] = []  # (seconds since start, VmRSS MiB): which phase holds the peak
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, start, timeline, done), daemon=True)
+    sampler.start()
     try:
         while True:
             if proc.poll() is not None:
@@ -100,12 +106,33 @@ def run(
             time.sleep(max(0.0, every - (time.monotonic() - now)))
         peak, rss, cpu = status_mib("VmHWM", proc.pid), status_mib("VmRSS", proc.pid), cpu_seconds(proc.pid)
     finally:
+        done.set()
+        sampler.join(5)
         proc.terminate()
         proc.wait(60)
+    log.with_suffix(".rss.tsv").write_text("".join(f"{t:.2f}\t{rss:.1f}\n" for t, rss in timeline))
+    peak_at = max(timeline, key=lambda point: point[1])[0] if timeline else float("nan")
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
     load = round(os.getloadavg()[0], 1)  # the machine is shared: the 1-minute load as the run ends
-    return {"ready_s": ready - start, "peak_mib": peak, "rss_mib": rss, "cpu_s": cpu, "series": series_count(body), "load": load}
+    return {
+        "ready_s": ready - start,
+        "peak_at_s": round(peak_at, 1),
+        "peak_mib": peak,
+        "rss_mib": rss,
+        "cpu_s": cpu,
+        "series": series_count(body),
+        "load": load,
+    }
+
+
+def _sample_rss(pid: int, start: float, timeline: list, done: threading.Event) -> None:
+    """VmRSS every 0.2 s until done (written beside the log as NAME.rss.tsv)."""
+    while not done.wait(0.2):
+        try:
+            timeline.append((time.monotonic() - start, status_mib("VmRSS", pid)))
+        except (OSError, KeyError):
+            return
 
 
 def main() -> int:

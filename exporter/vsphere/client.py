@@ -15,7 +15,10 @@ import time
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
-from exporter.vsphere import xmlguard  # guards every pyVmomi parser of the process, from its import on
+from exporter.vsphere import (
+    deserializer,  # noqa: F401 - pyVmomi lets go of each answer once read (no cycle)
+    xmlguard,  # guards every pyVmomi parser of the process, from its import on
+)
 from exporter.vsphere.settings import TargetConfig, read_password
 
 log = logging.getLogger(__name__)

@@ -589,7 +589,7 @@ class VsphereTarget:
         # Each VM's samples join the host's of the same time; one at a time no host sample has is dropped.
         vm_stamps = [(vm, one, {stamp: i for i, (stamp, _) in enumerate(one.stamps)}) for vm, one in vm_series]
         host_stamps = {stamp for stamp, _ in series.stamps}
-        unplaced = sum(len(one.values) for _, one, at in vm_stamps for stamp in at if stamp not in host_stamps)
+        unplaced = sum(len(one) for _, one, at in vm_stamps for stamp in at if stamp not in host_stamps)
         if unplaced:
             self._count_dropped("time_mismatch", unplaced)
         last = self.last_timestamp.get(topo.name, 0.0)
@@ -606,8 +606,7 @@ class VsphereTarget:
             # hosts) held more memory than every other part of the topology.
             routes = topo.routes
             counter_key, counter = None, None
-            for (key, instance), values in series.values.items():
-                raw = values[index]
+            for key, instance, raw in series.at(index):
                 if raw is None:
                     continue
                 if key != counter_key:  # an answer lists a counter's instances one after another
@@ -820,8 +819,7 @@ def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, in
     echoes met. Each instance's (vm, disk) key is cached per VM, as a host's per family."""
     wildcards, keys, vdisks = 0, vm.routes, sample.vdisks
     counter_key, counter = None, None
-    for (key, instance), values in series.values.items():
-        raw = values[index]
+    for key, instance, raw in series.at(index):
         if raw is None:
             continue
         if key != counter_key:  # an answer lists a counter's instances one after another

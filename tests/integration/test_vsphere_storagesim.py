@@ -556,7 +556,7 @@ def test_series_expected_per_call_bound_what_the_server_answers(vc, password_fil
         results, errors = perf.query(target.client, perf.chunk(specs, target.max_query_metrics), 4)
         assert not errors
         for spec, topo in zip(specs, target.topology.hosts):
-            answered = len(results[topo.ref._moId].values)
+            answered = len(results[topo.ref._moId])
             assert 0 < answered <= sum(spec.series), topo.name
         # The smallest host's answer as the limit: every call then holds one host, or a piece of one.
         limit = min(sum(s.series) for s in specs)

@@ -347,7 +347,7 @@ def test_a_vm_the_server_no_longer_knows_at_query_time_is_gone_not_an_error(vc, 
         gone: list[str] = []
         results, errors = perf.query(target.client, [specs], 2, gone)
         assert (gone, errors) == (["vm-gone"], [])
-        assert len(results[db01.ref._moId].values) == 8 * 2  # every counter of both its disks
+        assert len(results[db01.ref._moId]) == 8 * 2  # every counter of both its disks
     finally:
         target.client.close()
 

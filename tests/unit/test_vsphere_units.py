@@ -246,7 +246,8 @@ def test_csv_samples_are_put_oldest_first_and_gaps_kept_apart():
     )
     t20 = dt.datetime(2026, 1, 1, 0, 0, 20, tzinfo=dt.timezone.utc).timestamp()
     assert result.stamps == [(t20, 20), (t20 + 20, 20)]
-    assert result.values == {("1", "naa.1"): [3.0, 5.0], ("2", "naa.1"): [7.0, None]}  # -1 is "no value"
+    assert result.table() == {("1", "naa.1"): [3.0, 5.0], ("2", "naa.1"): [7.0, None]}  # -1 is "no value"
+    assert len(result) == 2
     assert result.dropped == {"length_mismatch": 1}  # a series shorter than its samples cannot be placed
 
 
@@ -258,7 +259,9 @@ def test_each_20s_sample_is_ingested_once():
     t0 = 1_700_000_000.0
 
     def answer(*stamps):
-        return perf.HostSeries(stamps=[(t, 20) for t in stamps], values={("10", "naa.1"): [100.0] * len(stamps)})
+        return perf.HostSeries(
+            stamps=[(t, 20) for t in stamps], keys=["10"], instances=["naa.1"], columns=[[100.0] for _ in stamps]
+        )
 
     target._ingest_host(topo, answer(t0), resolved)
     target._ingest_host(topo, answer(t0, t0 + 20), resolved)  # overlaps: t0 again
