@@ -7,6 +7,7 @@ import datetime as dt
 import http.client
 import random
 import ssl
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -436,3 +437,24 @@ def test_a_server_that_closed_the_connection_is_described_alike_on_every_python(
     from exporter.vsphere.client import describe
 
     assert describe(error) == "connection closed by the server"
+
+
+def test_one_sample_answers_read_in_bulk_equal_the_series_by_series_reading():
+    """The bulk reading of the common answer (one sample, every series one value) and the
+    series-by-series one give the same series; an empty or longer series sends the whole answer
+    the careful way."""
+    info = "20,2026-01-01T00:00:20Z"
+    plain = [("1", "naa.1", "5"), ("2", "naa.1", "-1"), ("1", "naa.2", "0.25")]
+    bulk = perf.HostSeries()
+    perf.merge_csv(bulk, info, plain)
+    assert bulk.table() == {("1", "naa.1"): [5.0], ("2", "naa.1"): [None], ("1", "naa.2"): [0.25]}
+    for odd in ([*plain, ("3", "naa.1", "")], [*plain, ("3", "naa.1", "1,2")]):
+        careful = perf.HostSeries()
+        perf.merge_csv(careful, info, odd)
+        assert careful.table() == bulk.table()  # the odd series left out, the others as in bulk
+    assert careful.dropped == {"length_mismatch": 1}
+    again = perf.HostSeries()  # a split host's second piece adds to the first
+    perf.merge_csv(again, info, plain[:1])
+    perf.merge_csv(again, info, plain[1:])
+    assert again.table() == bulk.table()
+    assert bulk.keys[0] is sys.intern("1") and bulk.instances[2] is sys.intern("naa.2")  # held once
