@@ -176,10 +176,13 @@ class Follower:
             except Exception as err:  # noqa: BLE001 - any failure of the stream: walk again
                 self.fail(describe(err))
                 return
-            if found is None:
+            if found is None and not self.mirror.unread:
                 continue
             try:
                 with self.lock:
+                    if found is None:  # nothing changed, but a host's re-read failed: try it again now
+                        self._settle()
+                        continue
                     self.mirror.apply(found.updates)
                     self._unreadable(found.updates)
                     if not found.truncated:
@@ -220,6 +223,7 @@ class Follower:
     def _settle(self) -> None:
         """Settle the mirror, read what it wants, settle again; publish what changed. Lock held."""
         total = Delta()
+        self.mirror.retry_unread()  # hosts whose re-read failed at the last settle: once per settle
         for _ in range(8):  # each round answers the last round's wants; a few suffice
             delta, wants = self.mirror.settle()
             total.changed.update(delta.changed)
@@ -250,9 +254,12 @@ class Follower:
         if wants.list_vms:
             self.vms.add_to(self._views[DEVICES], "VirtualMachine", wants.list_vms)
         if wants.reread:
-            found = self._read_hosts(wants.reread)
+            found, failed = self._read_hosts(wants.reread)
             for moid in wants.reread:
-                mirror.host_read(moid, found.get(moid))
+                if moid in failed:
+                    mirror.host_unread(moid)
+                else:
+                    mirror.host_read(moid, found.get(moid))
         if wants.settings:
             topos = [mirror.hosts[moid] for moid in wants.settings if moid in mirror.hosts]
             faults = self.faults
@@ -264,10 +271,11 @@ class Follower:
             with ThreadPoolExecutor(max_workers=workers) as pool:  # two small calls a host, mostly round trips
                 list(pool.map(read, topos))
 
-    def _read_hosts(self, moids: list[str]) -> dict:
-        """Hosts' whole storage configuration, read again. One host's fault (gone since, no
-        permission on it, not connected) fails the call whole, so the hosts are then asked one by
-        one: a host whose own call fails keeps its topology, and the fault is its own."""
+    def _read_hosts(self, moids: list[str]) -> tuple[dict, set[str]]:
+        """Hosts' whole storage configuration, read again: (moid -> properties, the moids whose own
+        call failed). One host's fault (gone since, no permission on it, not connected, timed out)
+        fails the call whole, so the hosts are then asked one by one: a host whose own call fails
+        keeps its topology, the fault is its own, and it is read again at the next settle."""
 
         def together(content):
             try:
@@ -278,19 +286,26 @@ class Follower:
                 raise
 
         found = self.client.call(together) if len(moids) > 1 else None
+        failed: set[str] = set()
         if found is None:
             found = {}
             for moid in moids:
                 answer = self.client.call(
                     lambda content, moid=moid: self.faults.call(
-                        self._host_name(moid), "RetrievePropertiesEx", lambda: dict(discovery.retrieve_hosts(content, [moid])), {}
+                        self._host_name(moid),
+                        "RetrievePropertiesEx",
+                        lambda: dict(discovery.retrieve_hosts(content, [moid])),
+                        None,
                     )
                 )
-                found.update(answer)
+                if answer is None:
+                    failed.add(moid)
+                else:
+                    found.update(answer)
         else:
             for moid in found:
                 self.faults.answered(self._host_name(moid), "RetrievePropertiesEx")
-        return found
+        return found, failed
 
     def _unreadable(self, updates) -> None:
         """Properties the server sent as missing, with the fault it could not read them with (no

@@ -124,6 +124,7 @@ class Mirror:
         self._dirty_vms: set[str] = set()
         self._places_dirty = False
         self._reread: set[str] = set()
+        self._reread_later: set[str] = set()  # hosts whose re-read failed (a fault of their own): next settle
         self._awaiting: set[str] = set()  # hosts added to the list views whose properties have not all come
         self._settings: set[str] = set()
         self._placed: dict[str, str] = {}  # VM moid -> host moid it was last published on
@@ -253,6 +254,26 @@ class Mirror:
             self.parts[moid] = {LUNS: props, PATHS: props}
         self._dirty_hosts.add(moid)
 
+    def host_unread(self, moid: str) -> None:
+        """A host's re-read failed with a fault of its own (timed out, hostd busy): it keeps its
+        topology and is read again at the next settle (retry_unread), not in this one's rounds;
+        until then a change it had (a datastore mounted) is not lost, only late."""
+        self._reread.discard(moid)
+        self._reread_later.add(moid)
+
+    def retry_unread(self) -> bool:
+        """The hosts whose re-read failed are wanted again; True if there were any."""
+        if not self._reread_later:
+            return False
+        self._reread |= self._reread_later
+        self._reread_later.clear()
+        return True
+
+    @property
+    def unread(self) -> bool:
+        """Some host's re-read failed and waits for the next settle."""
+        return bool(self._reread_later)
+
     def start_following(self) -> None:
         """The walk is over: from now on a host chosen is added to both list views at once, and one
         chosen again (reconnected) is read again; hosts that came during the walk are looked at."""
@@ -356,6 +377,7 @@ class Mirror:
                 delta.count("host_removed")
             self.parts.pop(moid, None)
             self._reread.discard(moid)
+            self._reread_later.discard(moid)
             self._awaiting.discard(moid)
             return
         parts = self.parts.get(moid, {})

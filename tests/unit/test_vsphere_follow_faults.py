@@ -46,9 +46,13 @@ class Mirror:
     """Wants a new host's LUNs listed (a host added), as the real mirror does."""
 
     following = True
+    unread = False  # no host's re-read waits for a retry
 
     def apply(self, updates):
         pass
+
+    def retry_unread(self):
+        return False
 
     def settle(self):
         return Delta(), Wants(list_luns=["host-99"])

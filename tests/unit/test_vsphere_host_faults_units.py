@@ -222,9 +222,9 @@ def test_a_reread_several_hosts_share_is_split_when_one_faults(monkeypatch):
     follower.mirror = Mirror(None)
     for moid, name in (("host-1", "esx01"), ("host-2", "esx02"), ("host-3", "esx03")):
         follower.mirror.entities[moid] = Entity("HostSystem", name=name)
-    found = follower._read_hosts(["host-1", "host-2", "host-3"])
+    found, failed = follower._read_hosts(["host-1", "host-2", "host-3"])
     assert asked == [["host-1", "host-2", "host-3"], ["host-1"], ["host-2"], ["host-3"]]
-    assert sorted(found) == ["host-1", "host-3"]
+    assert sorted(found) == ["host-1", "host-3"] and failed == {"host-2"}  # host-2 is read again later
     health = {name: (r.up, r.errors) for (kind, name), r in store.health.items() if kind == "vsphere_host"}
     assert health == {
         "esx01": (1, {"RetrievePropertiesEx": 0}),
@@ -232,7 +232,7 @@ def test_a_reread_several_hosts_share_is_split_when_one_faults(monkeypatch):
         "esx03": (1, {"RetrievePropertiesEx": 0}),
     }
     asked.clear()
-    assert sorted(follower._read_hosts(["host-1", "host-3"])) == ["host-1", "host-3"]  # together again
+    assert follower._read_hosts(["host-1", "host-3"]) == ({"host-1": {"name": "host-1"}, "host-3": {"name": "host-3"}}, set())
     assert asked == [["host-1", "host-3"]]
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 from exporter.store import model as m
 from exporter.vsphere import discovery
@@ -399,3 +400,87 @@ def test_a_host_removed_takes_its_vms_and_no_place_is_asked_of_it():
 def test_gone_objects_names_every_family():
     before = m.Inventory("h", luns={"a": m.LunConfig()}, vdisks={("vm1", "scsi0:0"): m.VirtualDiskConfig()})
     assert gone_objects(before, m.Inventory("h")) == {"luns": {"a"}, "vdisks": {("vm1", "scsi0:0")}, "vms": {"vm1"}}
+
+
+# --- a host whose re-read fails (the 24-hour soak, seed 47: a datastore mounted during a stall) ---
+def test_a_host_whose_reread_fails_keeps_its_topology_and_is_read_again_at_the_next_settle(monkeypatch):
+    """A change of a host's storage (a datastore mounted) is read with RetrievePropertiesEx; when
+    that host's call times out (vCenter stalled), the host keeps its topology and is asked again
+    at the next settle, also with no further change to come: the mount is late, never lost."""
+    from exporter.vsphere.follow import Follower
+    from exporter.vsphere.hostfaults import HostFaults
+    from exporter.vsphere.settings import TargetConfig
+
+    mounted = {"ds1": "naa.1", "ds2": "naa.2", "ds3": "naa.2"}
+    answers = [TimeoutError("timed out"), TimeoutError("timed out"), None]
+    asked = []
+
+    def retrieve(content, moids):
+        asked.append(list(moids))
+        answer = answers.pop(0)
+        if answer is not None:
+            raise answer
+        return [("host-1", {**luns("host-1", "naa.1", "naa.2").changes, **paths("host-1", mounted).changes})]
+
+    class Client:  # client.call(fn) -> fn(content)
+        def call(self, fn, *args):
+            return fn(SimpleNamespace(propertyCollector=SimpleNamespace(_stub=None)), *args)
+
+    monkeypatch.setattr(discovery, "retrieve_hosts", retrieve)
+    settings_read = []
+    monkeypatch.setattr(discovery, "read_settings", lambda topo, _stub, _faults: settings_read.append(topo.name))
+    published = []
+    follower = Follower(
+        Client(), TargetConfig(name="vc", url="https://vc"), lambda delta, mirror: published.append(delta), HostFaults(None, "vc")
+    )
+    follower.mirror = mirror = walked()
+    mirror.apply([paths("host-1", mounted, event="modify")])
+    for attempt in (1, 2):
+        follower._settle()  # the read times out: host-1 as it was, asked once per settle, not 8 times
+        assert asked == [["host-1"]] * attempt
+        assert set(mirror.hosts["host-1"].inventory.datastore_hosts) == {"ds1", "ds2"}
+        assert mirror.unread
+    follower._settle()  # the next settle (the follower makes one when the wait ends with no change)
+    assert asked == [["host-1"]] * 3 and not mirror.unread
+    assert "ds3" in mirror.hosts["host-1"].inventory.datastore_hosts
+    assert published and "host-1" in published[-1].changed
+    assert settings_read == ["esx01"]  # its DSNRO and iSCSI bindings read again with it
+
+
+def test_a_host_that_leaves_while_its_reread_waits_is_not_asked_again():
+    mirror = walked()
+    mirror.apply([paths("host-1", {"ds1": "naa.1"}, event="modify")])
+    _, wants = mirror.settle()
+    assert wants.reread == ["host-1"]
+    mirror.host_unread("host-1")
+    mirror.apply([ObjectUpdate(TREE, "leave", "HostSystem", "host-1", {})])
+    mirror.settle()
+    assert not mirror.unread and not mirror.retry_unread()
+
+
+def test_the_follower_retries_a_failed_reread_when_a_wait_ends_with_no_change(monkeypatch):
+    import threading
+    import time
+
+    from exporter.vsphere.follow import Follower
+    from exporter.vsphere.hostfaults import HostFaults
+    from exporter.vsphere.settings import TargetConfig
+
+    asked = []
+    monkeypatch.setattr(discovery, "retrieve_hosts", lambda content, moids: asked.append(list(moids)) or [])
+    monkeypatch.setattr(discovery, "read_settings", lambda topo, _stub, _faults: None)
+
+    class Quiet:  # WaitForUpdatesEx that ends with nothing changed
+        def wait(self, max_wait, page=None):
+            time.sleep(0.02)
+
+    follower = Follower(None, TargetConfig(name="vc", url="https://vc"), lambda delta, mirror: None, HostFaults(None, "vc"))
+    follower.client = SimpleNamespace(
+        call=lambda fn, *args: fn(SimpleNamespace(propertyCollector=SimpleNamespace(_stub=None)), *args)
+    )
+    follower.mirror = mirror = walked()
+    follower.follow(Quiet(), time.monotonic() + 0.1, threading.Event())
+    assert asked == []  # nothing failed: a quiet wait asks for nothing
+    mirror.host_unread("host-1")
+    follower.follow(Quiet(), time.monotonic() + 0.1, threading.Event())
+    assert asked == [["host-1"]] and not mirror.unread  # asked again once, and answered
