@@ -50,6 +50,13 @@ def test_process_metrics_are_there_plausible_and_fresh(tmp_path):
     assert value(second, "process_cpu_seconds_total") >= value(first, "process_cpu_seconds_total") > 0
     assert value(second, "process_start_time_seconds") == value(first, "process_start_time_seconds")
     assert "# TYPE process_cpu_seconds_total counter" in first
+    for generation in ("0", "1", "2"):  # the garbage collector's, as client_python exports them
+        assert value(first, "python_gc_collections_total", generation=generation) is not None, generation
+        assert value(first, "python_gc_objects_collected_total", generation=generation) is not None, generation
+    assert value(second, "python_gc_collections_total", generation="0") >= value(
+        first, "python_gc_collections_total", generation="0"
+    )
+    assert "# TYPE python_gc_collections_total counter" in first
     if shutil.which("promtool"):
         check = subprocess.run(["promtool", "check", "metrics"], input=first, capture_output=True, text=True)
         assert "error" not in (check.stdout + check.stderr).lower(), check.stdout + check.stderr
@@ -61,7 +68,7 @@ def test_the_switch_turns_them_off_and_dump_has_none(tmp_path):
         text = scrape(exporter.url)
     finally:
         exporter.stop()
-    assert "esxi_lun_queue_depth{" in text and "process_" not in text
+    assert "esxi_lun_queue_depth{" in text and "process_" not in text and "python_gc_" not in text
     dump = run_cli("dump", "--esxtop-file", REAL)
     assert dump.returncode == 0, dump.stderr
     assert "esxi_lun_" in dump.stdout and "process_" not in dump.stdout
