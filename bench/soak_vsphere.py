@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import threading
@@ -40,6 +41,9 @@ from tests.support.servers import Exporter  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER  # noqa: E402
 
 SCRAPE_EVERY = 15.0  # as Prometheus scrapes
+# The garbage collector's full collections: a step down in RSS is told from one (the hour-long runs'
+# RSS halved at ~57 min, memory given back, not grown).
+FULL_GCS = re.compile(r'^python_gc_collections_total\{generation="2"\} (\S+)$', re.M)
 VSAN_INTERVAL = 60.0  # --vsan: vSAN read every minute (accelerated: 300 s by default)
 VSAN_FIXTURE = ROOT / "tests" / "vcsim" / "vsan.json"
 
@@ -50,6 +54,7 @@ class Window:
     rss_mib: float = 0.0
     rss_anon_mib: float = 0.0  # RssAnon and RssFile apart: is memory the exporter's own, or mapped files?
     rss_file_mib: float = 0.0
+    full_gcs: float | None = None  # python_gc_collections_total{generation="2"} at the window's last scrape
     cpu_start: float = 0.0
     cpu_s: float = 0.0
     series: int = 0
@@ -141,6 +146,9 @@ def run(
             took = time.monotonic() - t0
             w = windows[-1]
             w.scrape_s.append(took)
+            full = FULL_GCS.search(body)
+            if full:
+                w.full_gcs = float(full.group(1))
             failed, series = checks.scrape(t0, body)
             w.series = series
             w.failed += [f"{t0 - started:.0f}s {f}" for f in failed]
@@ -176,6 +184,9 @@ def run(
                 "rss_mib": round(w.rss_mib, 1),
                 "rss_anon_mib": round(w.rss_anon_mib, 1),
                 "rss_file_mib": round(w.rss_file_mib, 1),
+                "full_gcs": (w.full_gcs - before.full_gcs)
+                if w.full_gcs is not None and before and before.full_gcs is not None
+                else w.full_gcs,
                 "cpu_s": round(w.cpu_s, 2),
                 "series": w.series,
                 "scrape_s_median": round(statistics.median(w.scrape_s), 3) if w.scrape_s else None,
@@ -184,7 +195,7 @@ def run(
                 "bytes": w.bytes,
                 "failed": len(w.failed),
             }
-            for w in windows
+            for before, w in zip([None, *windows], windows)
         ],
         "failures": failures,
         "simulator_failures": crashes,
@@ -223,12 +234,13 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
         w.cpu_s = proc_cpu_seconds(pid) - w.cpu_start
     w.requests, w.bytes = proxy.take_counts()
     if w.start == started:
-        out("minute  RSS MiB  CPU s  series  scrape s (median/max)  requests  MiB     failed")
+        out("minute  RSS MiB  (anon)  CPU s  series  scrape s (median/max)  requests  MiB     full GCs  failed")
     median = statistics.median(w.scrape_s) if w.scrape_s else float("nan")
     peak = max(w.scrape_s) if w.scrape_s else float("nan")
     out(
-        f"{w.end_minute:>6.1f}  {w.rss_mib:>7.1f}  {w.cpu_s:>5.1f}  {w.series:>6}  "
-        f"{median:>8.3f} / {peak:<8.3f}      {w.requests:>8}  {w.bytes / 2**20:>6.1f}  {len(w.failed)}"
+        f"{w.end_minute:>6.1f}  {w.rss_mib:>7.1f}  {w.rss_anon_mib:>6.1f}  {w.cpu_s:>5.1f}  {w.series:>6}  "
+        f"{median:>8.3f} / {peak:<8.3f}      {w.requests:>8}  {w.bytes / 2**20:>6.1f}  {w.full_gcs if w.full_gcs is not None else '-':>8}  "
+        f"{len(w.failed)}"
     )
     for f in w.failed[:10]:
         out(f"    {f}")

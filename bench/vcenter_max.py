@@ -14,7 +14,11 @@ measured, not lost), until its walk is over and every host's esxcli settings are
   window (median and maximum);
 - collection: esxi_vsphere_collection_duration_seconds{phase="collection"} of each collection
   seen in that window (median and maximum);
-- peak memory: the kernel's VmHWM of the serve process at the end;
+- peak memory: the kernel's VmHWM of the serve process at the end, and the highest VmRSS (read
+  every 0.2 s, written beside each log as .rss.tsv) up to the walk's and esxcli's end and after it:
+  which phase holds the peak;
+- CPU: the process's CPU seconds per second over the --after window (collections, renders and
+  scrapes; one core is 1.0);
 - series: the sample lines of the last body, and a digest of their names and labels (order
   free), so "series unchanged" is checked, not assumed.
 The load average is printed with each run: the machine may be shared.
@@ -31,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -40,7 +45,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(HERE))  # runnable as a script or with -m
 
-from serve_memory import cpu_seconds  # noqa: E402
+from serve_memory import _sample_rss, cpu_seconds  # noqa: E402
 from vsphere_common import series_count, status_mib  # noqa: E402
 
 from tests.support.servers import free_port  # noqa: E402
@@ -82,6 +87,11 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
         proc = subprocess.Popen(args, cwd=code, env=env, stdout=out, stderr=subprocess.STDOUT)
     start = time.monotonic()
     ready, body, scrapes, collections = None, b"", [], []
+    cpu_at_ready = None
+    timeline: list[tuple[float, float]] = []  # (s since start, VmRSS MiB): does the walk or the steady state peak?
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, start, timeline, done), daemon=True)
+    sampler.start()
     try:
         while True:
             if proc.poll() is not None:
@@ -97,21 +107,32 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
             # every host's esxcli is in /metrics (it runs after the walk; a walk that timed out on a loaded
             # machine counts as walks_total{reason="error"}, so serve_memory.py's reason="start" test may never hold)
             if ready is None and body.count(b"\nesxi_esxcli_up{") >= hosts:
-                ready = time.monotonic()
+                ready, cpu_at_ready = time.monotonic(), cpu_seconds(proc.pid)
             if ready is not None and time.monotonic() - ready >= after:
                 break
             if time.monotonic() - start > 1800:
                 raise RuntimeError(f"not ready in 30 minutes: see {log}")
             time.sleep(max(0.0, every - (time.monotonic() - now)))
         peak, cpu = status_mib("VmHWM", proc.pid), cpu_seconds(proc.pid)
+        measured = time.monotonic() - ready
     finally:
+        done.set()
+        sampler.join(5)
         proc.terminate()
         proc.wait(60)
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
     distinct = sorted(set(collections))  # each collection's duration, seen by one scrape or more
+    log.with_suffix(".rss.tsv").write_text("".join(f"{t:.2f}\t{rss:.1f}\n" for t, rss in timeline))
+    walk = [rss for t, rss in timeline if t <= ready - start]
+    steady = [rss for t, rss in timeline if t > ready - start]
     return {
         "ready_s": round(ready - start, 1),
+        # the peak's phase: VmRSS sampled every 0.2 s up to every host's esxcli, and after
+        "rss_peak_walk_mib": round(max(walk, default=0)),
+        "rss_peak_after_mib": round(max(steady, default=0)),
+        # the process's CPU per second once walked: collections, renders and scrapes (one core is 1.0)
+        "cpu_share_after": round((cpu - cpu_at_ready) / measured, 2),
         "scrapes_s": [round(s, 3) for s in scrapes],
         "collections_s": [round(c, 3) for c in distinct],
         "peak_mib": round(peak),
@@ -153,14 +174,16 @@ def main() -> int:
         f"\n# {args.hosts} hosts x {args.luns} LUNs, {args.vms} VMs a host; {args.after:g} s measured after the walk and esxcli"
     )
     print(
-        "| code | load (1 min) | gzip scrape s: median / max | collection s: median / max | peak MiB | series | series digest |"
+        "| code | load (1 min) | gzip scrape s: median / max | collection s: median / max | peak MiB "
+        "| RSS peak MiB: walk / after | CPU share after | series | series digest |"
     )
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, r in results.items():
         s, c = r["scrapes_s"], r["collections_s"] or [float("nan")]
         print(
             f"| {name} | {r['load']:.1f} | {statistics.median(s):.2f} / {max(s):.2f} | {statistics.median(c):.2f} / {max(c):.2f} "
-            f"| {r['peak_mib']:,} | {r['series']:,} | {r['digest']} |"
+            f"| {r['peak_mib']:,} | {r.get('rss_peak_walk_mib', '-')} / {r.get('rss_peak_after_mib', '-')} "
+            f"| {r.get('cpu_share_after', '-')} | {r['series']:,} | {r['digest']} |"
         )
     digests = {r["digest"] for r in results.values()}
     print("series identical across codes" if len(digests) == 1 else "SERIES DIFFER across codes")
