@@ -67,10 +67,12 @@ def timed_scrape(url: str) -> tuple[float, bytes]:
 
 def series_digest(body: bytes) -> str:
     """An order-free digest of the series' names and labels (their values left out): the sum of
-    each one's hash, so two bodies with the same set of series have the same digest."""
+    each one's hash, so two bodies with the same set of series have the same digest. The
+    process's own families (process_*, python_*: client_python's) are left out: they describe the
+    exporter's process, not vCenter, and a release may add to them."""
     total = 0
     for line in body.split(b"\n"):
-        if line and not line.startswith(b"#"):
+        if line and not line.startswith((b"#", b"process_", b"python_")):
             key = line.rpartition(b" ")[0]
             total = (total + int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")) % (1 << 64)
     return f"{total:016x}"
@@ -123,6 +125,7 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
     distinct = sorted(set(collections))  # each collection's duration, seen by one scrape or more
+    log.with_suffix(".prom.gz").write_bytes(gzip.compress(body))  # the last body, for a diff of two codes' series
     log.with_suffix(".rss.tsv").write_text("".join(f"{t:.2f}\t{rss:.1f}\n" for t, rss in timeline))
     walk = [rss for t, rss in timeline if t <= ready - start]
     steady = [rss for t, rss in timeline if t > ready - start]
