@@ -10,7 +10,6 @@ import json
 import threading
 
 import pytest
-from pyVim.task import WaitForTask
 from pyVmomi import vim
 
 from exporter.collectors import COLLECTORS
@@ -20,6 +19,7 @@ from exporter.vsphere import TargetConfig, VsphereTarget
 from tests.support import smart_sim
 from tests.support.fake_esxcli import HDD
 from tests.support.promtext import samples, value
+from tests.support.vsphere_api import wait  # pyVim's WaitForTask trips over a running task's name from the simulator
 from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
@@ -63,7 +63,7 @@ def test_a_host_that_leaves_takes_its_disk_health_at_once_and_comes_back_countin
         content = vc.client.content()
         ref = next(t.ref for t in vc.topology.hosts if t.name == HEALTHY)
         host = vim.HostSystem(ref._moId, content.propertyCollector._stub)
-        WaitForTask(host.DisconnectHost_Task())
+        wait(host.DisconnectHost_Task())
         assert vc.discover(), vc.error
         vc.collect()
         text = exposition(vc)
@@ -71,7 +71,7 @@ def test_a_host_that_leaves_takes_its_disk_health_at_once_and_comes_back_countin
         assert disk_families(text, FAILING) == failing_before  # the other host keeps its own
         assert ("smart", HEALTHY) not in vc.store.health and HEALTHY not in smart.rounds.last
 
-        WaitForTask(host.ReconnectHost_Task())
+        wait(host.ReconnectHost_Task())
         assert vc.discover(), vc.error
         assert vc.collect(), vc.error
         smart.round()
@@ -83,9 +83,9 @@ def test_a_host_that_leaves_takes_its_disk_health_at_once_and_comes_back_countin
         # first (govmomi's simulator panics destroying a VM with a raw disk mapping)
         for vm in host.vm:
             if vm.runtime.powerState == vim.VirtualMachinePowerState.poweredOn:
-                WaitForTask(vm.PowerOffVM_Task())
+                wait(vm.PowerOffVM_Task())
             vm.UnregisterVM()
-        WaitForTask(host.Destroy_Task())
+        wait(host.Destroy_Task())
         assert vc.discover(), vc.error
         vc.collect()
         text = exposition(vc)
