@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -35,16 +34,10 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(HERE))  # runnable as a script or with -m
 
-from vsphere_common import series_count, status_mib  # noqa: E402
+from vsphere_common import RssTimeline, cpu_seconds, series_count, status_mib  # noqa: E402
 
 from tests.support.servers import free_port  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of the process so far (/proc/PID/stat, fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def scrape(url: str) -> bytes:
@@ -84,10 +77,7 @@ def run(
     start = time.monotonic()
     ready = None
     body = b""
-    timeline: list[tuple[float, float]] = []  # (seconds since start, VmRSS MiB): which phase holds the peak
-    done = threading.Event()
-    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, start, timeline, done), daemon=True)
-    sampler.start()
+    timeline = RssTimeline(proc.pid, start)  # which phase holds the peak
     try:
         while True:
             if proc.poll() is not None:
@@ -106,12 +96,11 @@ def run(
             time.sleep(max(0.0, every - (time.monotonic() - now)))
         peak, rss, cpu = status_mib("VmHWM", proc.pid), status_mib("VmRSS", proc.pid), cpu_seconds(proc.pid)
     finally:
-        done.set()
-        sampler.join(5)
+        timeline.stop()
         proc.terminate()
         proc.wait(60)
-    log.with_suffix(".rss.tsv").write_text("".join(f"{t:.2f}\t{rss:.1f}\n" for t, rss in timeline))
-    peak_at = max(timeline, key=lambda point: point[1])[0] if timeline else float("nan")
+    timeline.write(log.with_suffix(".rss.tsv"))
+    peak_at = max(timeline.points, key=lambda point: point[1])[0] if timeline.points else float("nan")
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
     load = round(os.getloadavg()[0], 1)  # the machine is shared: the 1-minute load as the run ends
@@ -124,15 +113,6 @@ def run(
         "series": series_count(body),
         "load": load,
     }
-
-
-def _sample_rss(pid: int, start: float, timeline: list, done: threading.Event) -> None:
-    """VmRSS every 0.2 s until done (written beside the log as NAME.rss.tsv)."""
-    while not done.wait(0.2):
-        try:
-            timeline.append((time.monotonic() - start, status_mib("VmRSS", pid)))
-        except (OSError, KeyError):
-            return
 
 
 def main() -> int:

@@ -37,6 +37,7 @@ from bench.soak_checks import Checks, Inventory  # noqa: E402
 from bench.soak_driver import Driver, Simulator  # noqa: E402
 from bench.soak_proxy import SoakProxy  # noqa: E402
 from bench.soak_ssh import SMART_INTERVAL, SshSide  # noqa: E402
+from bench.vsphere_common import cpu_seconds, status_mib  # noqa: E402
 from tests.support.servers import Exporter  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER  # noqa: E402
 
@@ -63,22 +64,6 @@ class Window:
     bytes: int = 0
     failed: list[str] = field(default_factory=list)
     end_minute: float = 0.0
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process, from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    import os
-
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_rss_mib(pid: int, field_name: str = "VmRSS") -> float:
-    """A memory field of /proc/PID/status (VmRSS, RssAnon, RssFile), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field_name + ":"):
-            return int(line.split()[1]) / 1024
-    raise KeyError(field_name)
 
 
 def run(
@@ -130,7 +115,7 @@ def run(
             if not windows or now - windows[-1].start >= window - 1.0:
                 if windows:
                     close(windows[-1], exporter, proxy, out, started, window)
-                windows.append(Window(start=started + window * len(windows), cpu_start=proc_cpu_seconds(exporter.proc.pid)))
+                windows.append(Window(start=started + window * len(windows), cpu_start=cpu_seconds(exporter.proc.pid)))
                 proxy.take_counts()
             time.sleep(max(0.0, next_scrape - time.monotonic()))
             next_scrape += SCRAPE_EVERY
@@ -229,9 +214,9 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
     w.end_minute = round(min(time.monotonic() - started, (w.start - started) + window) / 60, 1)
     pid = exporter.proc.pid
     if exporter.proc.poll() is None:
-        w.rss_mib = proc_rss_mib(pid)
-        w.rss_anon_mib, w.rss_file_mib = proc_rss_mib(pid, "RssAnon"), proc_rss_mib(pid, "RssFile")
-        w.cpu_s = proc_cpu_seconds(pid) - w.cpu_start
+        w.rss_mib = status_mib("VmRSS", pid)
+        w.rss_anon_mib, w.rss_file_mib = status_mib("RssAnon", pid), status_mib("RssFile", pid)
+        w.cpu_s = cpu_seconds(pid) - w.cpu_start
     w.requests, w.bytes = proxy.take_counts()
     if w.start == started:
         out("minute  RSS MiB  (anon)  CPU s  series  scrape s (median/max)  requests  MiB     full GCs  failed")

@@ -34,9 +34,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # runnable as a script or with -m
-from serve_memory import cpu_seconds, scrape, serve, walked  # noqa: E402
+from serve_memory import scrape, serve, walked  # noqa: E402
 from space_follow import change  # noqa: E402
-from vsphere_common import ROOT, password_file  # noqa: E402
+from vsphere_common import (  # noqa: E402
+    ROOT,
+    cpu_seconds,
+    password_file,
+)
 
 from tests.vcsim.sims import PASSWORD, StorageSim  # noqa: E402
 

@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -45,8 +44,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(HERE))  # runnable as a script or with -m
 
-from serve_memory import _sample_rss, cpu_seconds  # noqa: E402
-from vsphere_common import series_count, status_mib  # noqa: E402
+from vsphere_common import RssTimeline, cpu_seconds, series_count, status_mib  # noqa: E402
 
 from tests.support.servers import free_port  # noqa: E402
 from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
@@ -90,10 +88,7 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
     start = time.monotonic()
     ready, body, scrapes, collections = None, b"", [], []
     cpu_at_ready = None
-    timeline: list[tuple[float, float]] = []  # (s since start, VmRSS MiB): does the walk or the steady state peak?
-    done = threading.Event()
-    sampler = threading.Thread(target=_sample_rss, args=(proc.pid, start, timeline, done), daemon=True)
-    sampler.start()
+    timeline = RssTimeline(proc.pid, start)  # does the walk or the steady state peak?
     try:
         while True:
             if proc.poll() is not None:
@@ -118,17 +113,16 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
         peak, cpu = status_mib("VmHWM", proc.pid), cpu_seconds(proc.pid)
         measured = time.monotonic() - ready
     finally:
-        done.set()
-        sampler.join(5)
+        timeline.stop()
         proc.terminate()
         proc.wait(60)
     if PASSWORD in log.read_text(errors="replace"):
         raise RuntimeError(f"the password is in {log}")
     distinct = sorted(set(collections))  # each collection's duration, seen by one scrape or more
     log.with_suffix(".prom.gz").write_bytes(gzip.compress(body))  # the last body, for a diff of two codes' series
-    log.with_suffix(".rss.tsv").write_text("".join(f"{t:.2f}\t{rss:.1f}\n" for t, rss in timeline))
-    walk = [rss for t, rss in timeline if t <= ready - start]
-    steady = [rss for t, rss in timeline if t > ready - start]
+    timeline.write(log.with_suffix(".rss.tsv"))
+    walk = [rss for t, rss in timeline.points if t <= ready - start]
+    steady = [rss for t, rss in timeline.points if t > ready - start]
     return {
         "ready_s": round(ready - start, 1),
         # the peak's phase: VmRSS sampled every 0.2 s up to every host's esxcli, and after

@@ -42,11 +42,43 @@ class Timer:
 
 
 def status_mib(field: str, pid: int | str = "self") -> float:
-    """A memory field of /proc/PID/status (VmRSS, VmHWM), in MiB."""
+    """A memory field of /proc/PID/status (VmRSS, VmHWM, RssAnon, RssFile), in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024  # kB -> MiB
     raise KeyError(field)
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User and system CPU of the process so far (/proc/PID/stat, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class RssTimeline:
+    """A process's VmRSS every 0.2 s, in a thread of its own, from its making until stop(): which
+    phase of a run holds the peak. points: (seconds since `start`, MiB)."""
+
+    def __init__(self, pid: int, start: float):
+        self.pid, self.start, self.points = pid, start, []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.2):
+            try:
+                self.points.append((time.monotonic() - self.start, status_mib("VmRSS", self.pid)))
+            except (OSError, KeyError):  # the process is gone
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(5)
+
+    def write(self, path: Path) -> None:
+        """One "seconds<TAB>MiB" line a reading."""
+        path.write_text("".join(f"{t:.2f}\t{rss:.1f}\n" for t, rss in self.points))
 
 
 def series_count(body: bytes) -> int:

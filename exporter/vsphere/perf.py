@@ -221,9 +221,12 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
         result.columns = [[] for _ in range(count)]
     keys, instances, columns = result.keys, result.instances, result.columns
     reorder = None if order == list(range(count)) else order
+    # Held until every call is answered: one copy of each counter key and instance name (a LUN's
+    # is in each of its 15 counters' series, a disk's "scsi0:0" in every VM's).
     if count == 1 and series:
-        # The common answer (one 20 s sample since the last collection): every series one value.
-        # Read with C-level maps, not a Python step per series; any other shape goes below.
+        # The common answer (maxSample=1, or one 20 s step since the last collection): every
+        # series one value, read with C-level maps, not a Python step per series; any other
+        # shape (several samples, an empty or misaligned series) is read series by series below.
         keys_of, instances_of, texts = zip(*series)
         if "" not in texts and not any("," in text for text in texts):
             keys += map(intern, keys_of)
@@ -233,16 +236,6 @@ def merge_csv(result: HostSeries, sample_info: str, series) -> None:
     for key, instance, text in series:
         if not text:
             continue  # an empty series means no sample
-        # Held until every call is answered: one copy of each counter key and instance name
-        # (a LUN's is in each of its 15 counters' series, a disk's "scsi0:0" in every VM's).
-        # One sample per series is the common case (maxSample=1, or one 20 s step since the
-        # last collection): no split; otherwise one C-level map(float) per series.
-        if count == 1 and "," not in text:
-            value = float(text)
-            keys.append(intern(key))
-            instances.append(intern(instance))
-            columns[0].append(value if value >= 0 else None)
-            continue
         parsed = list(map(float, text.split(",")))
         if len(parsed) != count:
             # vcsim drops zero values from a series; a misaligned series cannot be placed in time.
