@@ -91,6 +91,7 @@ def test_a_growing_file_is_counted_once_per_event_from_the_exporter_s_start(stac
 
 def test_a_rotated_file_is_followed_by_name(stack):
     _, exporter, log = stack
+    following(exporter, log)  # alone, this test must not rotate the file before tail has opened it
     log.rename(log.with_name("vobd.0.log"))  # vobd rotates by renaming and opening a new file
     log.write_text("")
     time.sleep(2)  # tail -F notices the new file within a second
