@@ -18,7 +18,7 @@ measured, not lost), until its walk is over and every host's esxcli settings are
   every 0.2 s, written beside each log as .rss.tsv) up to the walk's and esxcli's end and after it:
   which phase holds the peak;
 - CPU: the process's CPU seconds per second over the --after window (collections, renders and
-  scrapes; one core is 1.0);
+  scrapes; one core is 1.0), and the simulator's beside it (its answers share the same cores);
 - series: the sample lines of the last body, and a digest of their names and labels (order
   free), so "series unchanged" is checked, not assumed.
 The load average is printed with each run: the machine may be shared.
@@ -87,7 +87,7 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
         proc = subprocess.Popen(args, cwd=code, env=env, stdout=out, stderr=subprocess.STDOUT)
     start = time.monotonic()
     ready, body, scrapes, collections = None, b"", [], []
-    cpu_at_ready = None
+    cpu_at_ready = sim_cpu_at_ready = None
     timeline = RssTimeline(proc.pid, start)  # does the walk or the steady state peak?
     try:
         while True:
@@ -105,12 +105,13 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
             # machine counts as walks_total{reason="error"}, so serve_memory.py's reason="start" test may never hold)
             if ready is None and body.count(b"\nesxi_esxcli_up{") >= hosts:
                 ready, cpu_at_ready = time.monotonic(), cpu_seconds(proc.pid)
+                sim_cpu_at_ready = cpu_seconds(sim.proc.pid)
             if ready is not None and time.monotonic() - ready >= after:
                 break
             if time.monotonic() - start > 1800:
                 raise RuntimeError(f"not ready in 30 minutes: see {log}")
             time.sleep(max(0.0, every - (time.monotonic() - now)))
-        peak, cpu = status_mib("VmHWM", proc.pid), cpu_seconds(proc.pid)
+        peak, cpu, sim_cpu = status_mib("VmHWM", proc.pid), cpu_seconds(proc.pid), cpu_seconds(sim.proc.pid)
         measured = time.monotonic() - ready
     finally:
         timeline.stop()
@@ -130,6 +131,8 @@ def run(code: Path, sim: StorageSim, secret: Path, hosts: int, after: float, eve
         "rss_peak_after_mib": round(max(steady, default=0)),
         # the process's CPU per second once walked: collections, renders and scrapes (one core is 1.0)
         "cpu_share_after": round((cpu - cpu_at_ready) / measured, 2),
+        # the simulator's, on the same cores: what answering the collections (and the scrapes' nothing) costs vCenter here
+        "sim_cpu_share_after": round((sim_cpu - sim_cpu_at_ready) / measured, 2),
         "scrapes_s": [round(s, 3) for s in scrapes],
         "collections_s": [round(c, 3) for c in distinct],
         "peak_mib": round(peak),
@@ -172,7 +175,7 @@ def main() -> int:
     )
     print(
         "| code | load (1 min) | gzip scrape s: median / max | collection s: median / max | peak MiB "
-        "| RSS peak MiB: walk / after | CPU share after | series | series digest |"
+        "| RSS peak MiB: walk / after | CPU share after: exporter / simulator | series | series digest |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, r in results.items():
@@ -180,7 +183,7 @@ def main() -> int:
         print(
             f"| {name} | {r['load']:.1f} | {statistics.median(s):.2f} / {max(s):.2f} | {statistics.median(c):.2f} / {max(c):.2f} "
             f"| {r['peak_mib']:,} | {r.get('rss_peak_walk_mib', '-')} / {r.get('rss_peak_after_mib', '-')} "
-            f"| {r.get('cpu_share_after', '-')} | {r['series']:,} | {r['digest']} |"
+            f"| {r.get('cpu_share_after', '-')} / {r.get('sim_cpu_share_after', '-')} | {r['series']:,} | {r['digest']} |"
         )
     digests = {r["digest"] for r in results.values()}
     print("series identical across codes" if len(digests) == 1 else "SERIES DIFFER across codes")
