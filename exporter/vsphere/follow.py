@@ -57,6 +57,10 @@ COALESCE = 1.0  # seconds to wait after an answer before asking for the next one
 PAGE = 100  # objects per answer while walking (as RetrievePropertiesEx pages did): bounds one answer's memory
 
 
+class WalkTimedOut(VsphereError):
+    """An answer of the walk took longer than its walk timeout."""
+
+
 def max_wait_for(timeout: float) -> int:
     """How long a WaitForUpdatesEx may block on the server: well inside the call timeout, so a
     server that went silent is told from one with nothing to say."""
@@ -67,9 +71,20 @@ class Follower:
     """One walk and what follows it, until closed. publish(delta, mirror) is called with the lock
     held after every settled change, from the walk's thread or either follow thread."""
 
-    def __init__(self, client, config, publish: Callable[[Delta, Mirror], None], faults: HostFaults | None = None):
+    def __init__(
+        self,
+        client,
+        config,
+        publish: Callable[[Delta, Mirror], None],
+        faults: HostFaults | None = None,
+        walk_timeout: float | None = None,
+    ):
         self.client = client
         self.config = config
+        # How long the walk waits for each answer of its stages (the source lengthens it after a
+        # walk timed out: a large inventory's first answer can take vCenter longer than a call).
+        self.walk_timeout = walk_timeout or config.timeout
+        self.slowest_answer = 0.0  # seconds: the walk's slowest answer, for the source to settle walk_timeout
         self.publish = publish
         self.faults = faults or HostFaults(None, config.name)  # one host's failing calls (hostfaults.py)
         self.max_wait = max_wait_for(config.timeout)
@@ -137,23 +152,29 @@ class Follower:
         with self.lock:
             ask()
             self._settle()  # serves what the tree asked for (the VMs to list)
-        deadline = time.monotonic() + self.config.timeout
+        deadline = time.monotonic() + self.walk_timeout
         while True:
             with self.lock:
                 waiting = self.mirror.waiting_for(role)
             if not waiting:
                 return
             if time.monotonic() > deadline:
-                raise VsphereError(
-                    f"the server sent no {role} properties of {len(waiting)} object(s) within {self.config.timeout:g}s"
+                raise WalkTimedOut(
+                    f"the server sent no {role} properties of {len(waiting)} object(s) within {self.walk_timeout:g}s"
                 )
             if self._drain(session, self.max_wait):
-                deadline = time.monotonic() + self.config.timeout  # still coming: a large inventory takes its time
+                deadline = time.monotonic() + self.walk_timeout  # still coming: a large inventory takes its time
 
     def _drain(self, session: PropertySession, max_wait: int = 0) -> bool:
         """One answer and every page after it, applied and settled; False if nothing came."""
         while True:
-            found = session.wait(max_wait, PAGE)
+            asked = time.monotonic()
+            try:
+                found = session.wait(max_wait, PAGE, timeout=self.walk_timeout + max_wait)
+            except TimeoutError:
+                raise WalkTimedOut(f"timed out (an answer of the walk, after {self.walk_timeout + max_wait:g}s)") from None
+            if found is not None:  # a wait that ended with nothing to say is not a slow answer
+                self.slowest_answer = max(self.slowest_answer, time.monotonic() - asked)
             if found is None:
                 return False
             with self.lock:

@@ -20,7 +20,7 @@ from exporter.store import model as m
 from exporter.store.faultlog import FaultLog
 from exporter.vsphere import discovery, esxcli, gcpause, iorm, mapping, perf, vms
 from exporter.vsphere.client import Client, VsphereError
-from exporter.vsphere.follow import Follower
+from exporter.vsphere.follow import Follower, WalkTimedOut
 from exporter.vsphere.hostfaults import HostFaults
 from exporter.vsphere.mirror import LUNS, Delta, Mirror, gone_objects
 from exporter.vsphere.overruns import Overruns
@@ -35,6 +35,9 @@ SUSPEND_FOR = 3600.0
 # datastore removed) keeps its counters (hidden) for its return there: back within the hour, its
 # series goes on from its total (a counter with the same labels never goes down); later, from 0.
 RETIRED_FOR = 3600.0
+# How far a walk's wait for each answer may grow past --vsphere.timeout after walks that timed out
+# (30 s: up to 4 minutes; 40,000 VMs' first answer from the simulator on a loaded machine took over 30 s).
+WALK_TIMEOUT_FACTOR = 8
 
 _UNROUTED, _WILDCARD, _NOT_A_DATASTORE = object(), object(), object()
 _TARGET = "target"  # the one key of a target's own failure (its outage FaultLog)
@@ -98,6 +101,7 @@ class VsphereTarget:
         self._esxcli_due: set[str] = set()  # hosts whose esxcli is to be read again now (storage changed)
         self._esxcli_all = False  # every host's, now (after a walk)
         self._esxcli_wake = threading.Event()
+        self.walk_timeout = config.timeout  # each answer of a walk's stages: lengthened after a walk timed out
         self._esxcli_failed: set[str] = set()  # hosts whose last esxcli refresh failed: read again after a walk
         self.iorm: dict[str, dict[str, m.SiocConfig]] = {}  # host -> datastore -> its SIOC configuration (iorm.py)
         self.iorm_faults = FaultLog(log)  # iormConfiguration's failures: counted every time, logged once
@@ -184,7 +188,7 @@ class VsphereTarget:
         old, self.follower = self.follower, None
         if old is not None:
             old.close()  # its changes stop here: the walk reads the state as it is now
-        follower = Follower(self.client, self.config, self._followed, self.host_faults)
+        follower = Follower(self.client, self.config, self._followed, self.host_faults, self.walk_timeout)
         follower.staged = self.topology is None  # a cold start publishes stage by stage
         self.walking = follower  # a stop ends the walk too
         try:
@@ -198,12 +202,17 @@ class VsphereTarget:
                 topology = follower.walk(lambda stage: self._between(stage, None))
         except VsphereError as err:
             self._took("discovery", start)
+            if isinstance(err, WalkTimedOut) and not self.stopping:
+                self._lengthen_walk_timeout()
             if not self.stopping:
                 self._failed("discovery", str(err))
             return False
         finally:
             self.walking = None
         self._took("discovery", start)
+        # Back towards --vsphere.timeout once the walk's answers come quicker (a stall passed),
+        # never below it: twice the slowest answer of this walk.
+        self.walk_timeout = max(self.config.timeout, min(self.walk_timeout, 2 * follower.slowest_answer))
         with self.lock:
             self.walks[reason] = self.walks.get(reason, 0) + 1
         self.host_status = follower.mirror.host_status()
@@ -241,6 +250,22 @@ class VsphereTarget:
             for topo in topology.hosts
             if topo.name not in self.esxcli_found or topo.name in failed or before.get(topo.name) != topo.inventory
         }
+
+    def _lengthen_walk_timeout(self) -> None:
+        """A walk's answer took longer than it may: the next walk waits twice as long for each,
+        up to WALK_TIMEOUT_FACTOR times --vsphere.timeout. Without this a vCenter whose first
+        answer for 40,000 VMs takes longer than a call's timeout is walked again and again, each
+        walk thrown away at the same answer and each costing vCenter that answer again."""
+        longest = WALK_TIMEOUT_FACTOR * self.config.timeout
+        if self.walk_timeout >= longest:
+            return
+        self.walk_timeout = min(longest, 2 * self.walk_timeout)
+        log.warning(
+            "vsphere target %s: the walk timed out; the next walk waits up to %gs for each of its answers (--vsphere.timeout %gs)",
+            self.name,
+            self.walk_timeout,
+            self.config.timeout,
+        )
 
     def _between(self, stage: str, counters) -> None:
         """After a stage of the walk is published: collection starts once the hosts' LUNs are in

@@ -133,6 +133,14 @@ def missing_fault(missing) -> str:
     return f"{name or 'fault'}: {message}" if message else name or "fault"
 
 
+def _set_timeout(conn, timeout: float | None) -> None:
+    """The socket timeout of the session's own connection, for this call and after (http.client
+    reads conn.timeout when it connects, the socket's own once connected)."""
+    conn.timeout = timeout
+    if conn.sock is not None:
+        conn.sock.settimeout(timeout)
+
+
 class PropertySession:
     """One private PropertyCollector with its views and filters. Not thread-safe but for
     `interrupt`, which any thread may call."""
@@ -147,6 +155,7 @@ class PropertySession:
         self.closed = False
         self._lock = threading.Lock()  # guards _conn against interrupt()
         self._conn = None
+        self._timeout = None
 
     # --- views and filters ---------------------------------------------------------------
     def container_view(self, types: list) -> object:
@@ -184,10 +193,11 @@ class PropertySession:
         soap.invoke(view, _MODIFY, None, soap.envelope(body))
 
     # --- waiting -------------------------------------------------------------------------
-    def wait(self, max_wait: int, max_objects: int | None = None) -> UpdateSet | None:
+    def wait(self, max_wait: int, max_objects: int | None = None, timeout: float | None = None) -> UpdateSet | None:
         """The changes since the last answer (the first call: every object's current state),
-        waiting up to max_wait seconds for one (0: answer at once). Raises Interrupted when
-        another thread closed the session meanwhile."""
+        waiting up to max_wait seconds for one (0: answer at once). timeout: this call's socket
+        timeout (None: the session's, --vsphere.timeout). Raises Interrupted when another thread
+        closed the session meanwhile."""
         options = f"<maxWaitSeconds>{int(max_wait)}</maxWaitSeconds>"
         if max_objects:
             options += f"<maxObjectUpdates>{int(max_objects)}</maxObjectUpdates>"
@@ -201,7 +211,9 @@ class PropertySession:
                 raise Interrupted()
             if self._conn is None:
                 self._conn = self.stub.GetConnection()
+                self._timeout = self._conn.timeout  # the pool's: --vsphere.timeout
             conn = self._conn
+        _set_timeout(conn, timeout or self._timeout)
         try:
             root = soap.invoke(self.collector, _WAIT, None, soap.envelope(body), conn=conn)
         except (OSError, http.client.HTTPException, xmlguard.AnswerRefused):

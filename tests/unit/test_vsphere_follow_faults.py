@@ -25,7 +25,7 @@ class Session:
         self.refusal = refusal
         self.answered = False
 
-    def wait(self, max_wait, max_objects=None):
+    def wait(self, max_wait, max_objects=None, timeout=None):
         if self.answered:
             time.sleep(0.01)
             return None

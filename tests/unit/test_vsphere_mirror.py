@@ -471,7 +471,7 @@ def test_the_follower_retries_a_failed_reread_when_a_wait_ends_with_no_change(mo
     monkeypatch.setattr(discovery, "read_settings", lambda topo, _stub, _faults: None)
 
     class Quiet:  # WaitForUpdatesEx that ends with nothing changed
-        def wait(self, max_wait, page=None):
+        def wait(self, max_wait, page=None, timeout=None):
             time.sleep(0.02)
 
     follower = Follower(None, TargetConfig(name="vc", url="https://vc"), lambda delta, mirror: None, HostFaults(None, "vc"))
