@@ -37,6 +37,11 @@ class SmartRounds:
         with self.lock:
             return self.epochs.get(host, 0)
 
+    def epochs_now(self) -> dict[str, int]:
+        """Every host's epoch now (a host never forgotten: 0)."""
+        with self.lock:
+            return dict(self.epochs)
+
     def refresh(self, host: str, esxcli: reader.Esxcli, label: str = "", epoch: int | None = None) -> bool:
         """One round on `host`; False if its devices could not be listed (the last report stays).
         epoch: the host's epoch when the round began (now, if not given)."""

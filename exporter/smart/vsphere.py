@@ -63,6 +63,11 @@ class SmartOverVsphere:
             self.stop.wait(self.interval)
 
     def round(self) -> None:
+        # Each host's epoch before the topology: a host the target forgets after this (the topology
+        # loses it first) has a newer epoch, and its result, whenever its turn in the pool comes,
+        # is thrown away. Read at its turn, a host forgotten meanwhile published a failure of the
+        # call that found it gone: series of a host no longer there, for good (#45's soak).
+        epochs = self.rounds.epochs_now()
         target, topology = self.target, self.target.topology
         if topology is None:
             return
@@ -73,7 +78,7 @@ class SmartOverVsphere:
             return
 
         def one(topo) -> None:
-            label, epoch = f"{target.name}/{topo.name}", self.rounds.epoch(topo.name)
+            label, epoch = f"{target.name}/{topo.name}", epochs.get(topo.name, 0)
             step = ["RetrieveManagedMethodExecuter"]
 
             def ask(content) -> None:  # on the call's own session: one that expired is logged in again, once

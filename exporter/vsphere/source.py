@@ -365,10 +365,15 @@ class VsphereTarget:
             found, problems = self.client.call(
                 lambda content: esxcli.read(content.propertyCollector._stub, topo.ref._moId, topo.name)
             )
-            failed = self._esxcli_problems(topo.name, problems)
-            with self.lock:
-                (self._esxcli_failed.add if failed else self._esxcli_failed.discard)(topo.name)
             with self.publishing:
+                # A host forgotten while its esxcli ran (it left, or vCenter cannot read it) gets no
+                # health record again: it would stay, a host no longer there, for good.
+                now = next((t for t in self.topology.hosts if t.name == topo.name), None) if self.topology else None
+                if now is None:
+                    return
+                failed = self._esxcli_problems(topo.name, problems)
+                with self.lock:
+                    (self._esxcli_failed.add if failed else self._esxcli_failed.discard)(topo.name)
                 if found is not None:
                     self.esxcli_found[topo.name] = found
                 elif topo.name in self.esxcli_found:
@@ -376,8 +381,7 @@ class VsphereTarget:
                 else:  # never answered: the host option or none, on a copy (the published one is not changed)
                     found = m.Inventory(host=topo.name)
                 # laid over the host's configuration as it is now (a change may have come meanwhile)
-                now = next((t for t in self.topology.hosts if t.name == topo.name), None) if self.topology else None
-                if now is not None and now.families == discovery.ALL_FAMILIES:
+                if now.families == discovery.ALL_FAMILIES:
                     self.store.set_inventory(self._with_esxcli(now, found), origin=self.name)
 
         with ThreadPoolExecutor(max_workers=max(1, self.config.max_parallel_queries)) as pool:
