@@ -193,6 +193,7 @@ def report(summary: dict, out) -> None:
     """The summary's last lines: what changed, what was judged, the failed checks (the exporter's,
     the driver's), then the simulator's own failures apart (a crash: its down time excused the
     exporter, the crash is no less a failure of the run)."""
+    out(flatness(summary["windows"]))
     out(f"events: {json.dumps(summary['events'])}")
     out(
         f"objects judged present or absent: {summary['objects_judged']} at {summary['scrapes_judged']} scrapes; "
@@ -231,6 +232,27 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
         out(f"    {f}")
 
 
+def flatness(windows: list[dict]) -> str:
+    """Issue 45's item 2 in one line: RSS at the end against minute 10, and each window's CPU
+    against the median window's (the spread) and the first half's against the second's (a trend)."""
+    if len(windows) < 2:
+        return "flatness: fewer than two windows"
+    at_10 = next((w for w in windows if w["minute"] >= 10), windows[0])
+    end, cpu = windows[-1], [w["cpu_s"] for w in windows]
+    median = statistics.median(cpu)
+    half = len(cpu) // 2
+    first, second = statistics.mean(cpu[:half]), statistics.mean(cpu[half:])
+
+    def pct(value: float, base: float) -> str:
+        return f"{(value / base - 1) * 100:+.0f} %" if base else "n/a"
+
+    return (
+        f"flatness: RSS minute {at_10['minute']:g} -> end: {at_10['rss_mib']} -> {end['rss_mib']} MiB ({pct(end['rss_mib'], at_10['rss_mib'])}); "
+        f"CPU a window: median {median:.2f} s, {min(cpu):.2f}-{max(cpu):.2f} ({pct(min(cpu), median)} / {pct(max(cpu), median)}); "
+        f"first half {first:.2f}, second half {second:.2f} s a window ({pct(second, first)})"
+    )
+
+
 def markdown(summary: dict) -> str:
     """The summary's windows as a Markdown table (docs/benchmarks.md)."""
     rows = [
@@ -265,7 +287,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.table:
-        print(markdown(json.loads(args.table.read_text())))
+        summary = json.loads(args.table.read_text())
+        print(markdown(summary))
+        print(f"\n{flatness(summary['windows'])}")
         return 0
     import tempfile
 

@@ -332,3 +332,19 @@ def test_a_failed_change_is_the_crashs_an_object_gone_or_the_drivers_own(tmp_pat
     driver._failed(ConnectionResetError("reset"), 14.0, wait=0.0)  # the crash's doing: said with it
     assert len(driver.errors) == 1
     assert driver.crashes == [CRASH + "; the driver's host_remove failed with it (ConnectionResetError)"]
+
+
+def test_the_flatness_line_reads_rss_at_minute_10_and_the_end_and_cpu_against_its_median():
+    from bench.soak_vsphere import flatness
+
+    windows = [
+        {"minute": 5.0, "rss_mib": 101.4, "cpu_s": 1.9},
+        {"minute": 10.0, "rss_mib": 101.6, "cpu_s": 1.8},
+        {"minute": 15.0, "rss_mib": 101.6, "cpu_s": 1.5},
+        {"minute": 20.0, "rss_mib": 50.7, "cpu_s": 2.4},
+    ]
+    assert flatness(windows) == (
+        "flatness: RSS minute 10 -> end: 101.6 -> 50.7 MiB (-50 %); "
+        "CPU a window: median 1.85 s, 1.50-2.40 (-19 % / +30 %); first half 1.85, second half 1.95 s a window (+5 %)"
+    )
+    assert flatness(windows[:1]) == "flatness: fewer than two windows"
