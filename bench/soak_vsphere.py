@@ -193,7 +193,8 @@ def report(summary: dict, out) -> None:
     """The summary's last lines: what changed, what was judged, the failed checks (the exporter's,
     the driver's), then the simulator's own failures apart (a crash: its down time excused the
     exporter, the crash is no less a failure of the run)."""
-    out(flatness(summary["windows"]))
+    if "windows" in summary:
+        out(flatness(summary["windows"]))
     out(f"events: {json.dumps(summary['events'])}")
     out(
         f"objects judged present or absent: {summary['objects_judged']} at {summary['scrapes_judged']} scrapes; "
