@@ -43,6 +43,7 @@ def run(args) -> int:
     except OSError as err:
         return fail(f"cannot listen on {settings['web.listen_address']}: {err.strerror}")
     log.debug("malloc settings: %s", allocator.tune() or "left as they are")
+    allocator.release_every(app.stop)  # freed memory back to the system, not only from the heap's top
     app.start_live()
     for exposition in (metrics, *probes.values()):  # each rendered ahead once it is scraped
         exposition.start(app.stop)
