@@ -60,6 +60,11 @@ class EsxcliHealth:
             return None
         return f"{where}: {command} answers again" if reason == FAILED else f"{where}: {command}: no {reason} any more"
 
+    def failing(self, host: str) -> bool:
+        """The host's last refresh failed (a command that could not run, not yet answered again)."""
+        with self.faults.lock:
+            return any(key[0] == host and key[1].endswith("/" + FAILED) for key in self.faults.failing)
+
     def errors(self, host: str) -> dict[str, int]:
         """ "command/reason" -> errors so far of one host."""
         return {key: n for (_, key), n in self.faults.snapshot(lambda k: k[0] == host).items()}

@@ -20,6 +20,7 @@ minute. Elsewhere than glibc nothing is done.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 
@@ -43,6 +44,7 @@ def tune() -> dict[str, int]:
     return done
 
 
+@functools.cache
 def _malloc_trim():
     try:
         trim = ctypes.CDLL(None).malloc_trim
@@ -61,13 +63,12 @@ def release() -> bool:
 
 def release_every(stop: threading.Event, every: float = RELEASE_EVERY) -> threading.Thread | None:
     """release() every `every` seconds until stop, in a thread of its own (None off glibc)."""
-    trim = _malloc_trim()
-    if trim is None:
+    if _malloc_trim() is None:
         return None
 
     def loop() -> None:
         while not stop.wait(every):
-            trim(0)
+            release()
 
     thread = threading.Thread(target=loop, name="malloc-release", daemon=True)
     thread.start()

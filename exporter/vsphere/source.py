@@ -102,7 +102,6 @@ class VsphereTarget:
         self._esxcli_all = False  # every host's, now (after a walk)
         self._esxcli_wake = threading.Event()
         self.walk_timeout = config.timeout  # each answer of a walk's stages: lengthened after a walk timed out
-        self._esxcli_failed: set[str] = set()  # hosts whose last esxcli refresh failed: read again after a walk
         self.iorm: dict[str, dict[str, m.SiocConfig]] = {}  # host -> datastore -> its SIOC configuration (iorm.py)
         self.iorm_faults = FaultLog(log)  # iormConfiguration's failures: counted every time, logged once
         self._iorm_due = 0.0  # monotonic time of the next iormConfiguration reading (0: at the next collection)
@@ -243,12 +242,12 @@ class VsphereTarget:
         the hosts whose esxcli must be read now. Settings esxcli alone reports live on the hosts
         and do not change with vCenter, so the others wait for the esxcli-interval refresh: after
         a vCenter restart at 2,500 hosts that is 17,500 calls not sent to a server just back."""
-        with self.lock:
-            failed = set(self._esxcli_failed)
         return {
             topo.name
             for topo in topology.hosts
-            if topo.name not in self.esxcli_found or topo.name in failed or before.get(topo.name) != topo.inventory
+            if topo.name not in self.esxcli_found
+            or self.esxcli_health.failing(topo.name)
+            or before.get(topo.name) != topo.inventory
         }
 
     def _lengthen_walk_timeout(self) -> None:
@@ -371,9 +370,7 @@ class VsphereTarget:
                 now = next((t for t in self.topology.hosts if t.name == topo.name), None) if self.topology else None
                 if now is None:
                     return
-                failed = self._esxcli_problems(topo.name, problems)
-                with self.lock:
-                    (self._esxcli_failed.add if failed else self._esxcli_failed.discard)(topo.name)
+                self._esxcli_problems(topo.name, problems)
                 if found is not None:
                     self.esxcli_found[topo.name] = found
                 elif topo.name in self.esxcli_found:
@@ -390,8 +387,6 @@ class VsphereTarget:
         names = {topo.name for topo in topology.hosts} if topology is not None else set()
         for gone in set(self.esxcli_found) - names:
             del self.esxcli_found[gone]
-        with self.lock:
-            self._esxcli_failed &= names
         self._took("esxcli", start)
         self._publish()
 

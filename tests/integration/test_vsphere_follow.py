@@ -516,8 +516,8 @@ def test_a_walk_again_reads_esxcli_only_of_the_hosts_it_finds_stale(tmp_path, mo
             time.sleep(0.05)
         assert sorted(read) == sorted(hosts)  # the first walk: every host
         read.clear()
-        with target.lock:
-            target._esxcli_failed.add("esx02.lab.local")  # its last refresh failed
+        # its last refresh failed
+        target.esxcli_health.report("esx02.lab.local", [("storage core device list", "failed", "timed out")])
         content = _api_content(sim)
         assert end_other_sessions(content)
         deadline = time.monotonic() + 60
