@@ -152,6 +152,14 @@ def _is_datastore(volume) -> bool:
     return bool(volume.name) and (volume.type or "").lower() not in NOT_DATASTORE_TYPES
 
 
+def _entity(task) -> str:
+    """The name of the object a task acted on, for the journal ("" if the simulator cannot say)."""
+    try:
+        return task.info.entityName or ""
+    except Exception:  # the simulator gone under the task: the journal line goes without it
+        return ""
+
+
 class Driver:
     def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float, vsan: bool = False):
         """vsan: the snapshots also name the vSAN clusters' hosts (the vSAN fixture), and each
@@ -164,6 +172,7 @@ class Driver:
         self.done: dict[str, int] = {}  # action -> times done
         self.refused: dict[str, int] = {}  # action -> times the simulator refused it (a fault, not a soak failure)
         self.errors: list[str] = []  # the driver's own failures: make the run fail
+        self.journal: list[str] = []  # "<s since start> <action> <done|refused> [object]", for a failure's reading
         self.crash_lock = threading.Lock()
         self.crash_span: list | None = None  # the simulator's crash, until it is started again
         self.action = ""  # the change or disturbance under way
@@ -411,20 +420,25 @@ class Driver:
         action()
         self.snapshot()
 
-    def _done(self, name: str) -> None:
+    def _done(self, name: str, entity: str = "") -> None:
         self.done[name] = self.done.get(name, 0) + 1
+        self._note(name, "done", entity)
 
-    def _refused(self, name: str) -> None:
+    def _refused(self, name: str, entity: str = "") -> None:
         self.refused[name] = self.refused.get(name, 0) + 1
+        self._note(name, "refused", entity)
+
+    def _note(self, name: str, outcome: str, entity: str) -> None:
+        self.journal.append(f"{time.monotonic() - self.started:.1f}s {name} {outcome} {entity}".rstrip())
 
     def _task(self, name: str, task) -> bool:
         """Waits for the task; a fault of the simulator is counted as refused, not as a failure."""
         try:
             wait(task)
         except AssertionError:
-            self._refused(name)
+            self._refused(name, _entity(task))
             return False
-        self._done(name)
+        self._done(name, _entity(task))
         return True
 
     def _objects(self, kind):

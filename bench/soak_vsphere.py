@@ -16,6 +16,10 @@ time, vCenter requests and bytes, and the checks that failed. The checks: bench/
 A crash of the simulator (the driver starts it again) is printed last, as the simulator's
 failure, apart from the exporter's checks (its down time excuses the exporter as a restart does);
 the run fails all the same.
+
+Left in the run's directory for reading a failure afterwards: the exporter's and the simulator's
+logs, actions.log (every change and disturbance, seconds from the start, the object it acted on),
+and each failing scrape with the one before it (scrape-<s>s.prom, scrape-<s>s-before.prom).
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ def run(
         if side is not None:
             side.start(stop)
         next_scrape = started
+        previous = ""
         while time.monotonic() - started < duration:
             now = time.monotonic()
             if not windows or now - windows[-1].start >= window - 1.0:
@@ -136,6 +141,10 @@ def run(
                 w.full_gcs = float(full.group(1))
             failed, series = checks.scrape(t0, body)
             w.series = series
+            if failed:  # the failing scrape and the one before it, for reading the failure afterwards
+                (tmp / f"scrape-{t0 - started:.0f}s.prom").write_text(body)
+                (tmp / f"scrape-{t0 - started:.0f}s-before.prom").write_text(previous)
+            previous = body
             w.failed += [f"{t0 - started:.0f}s {f}" for f in failed]
         close(windows[-1], exporter, proxy, out, started, window)
     finally:
@@ -147,6 +156,7 @@ def run(
         exporter.stop()
         proxy.stop()
         sim.stop()
+        (tmp / "actions.log").write_text("".join(f"{line}\n" for line in driver.journal))
     failures = [f for w in windows for f in w.failed] + driver.errors + (side.errors if side else [])
     crashes = driver.crashes  # the simulator's own failures: not the exporter's checks, not hidden
     events = driver.counts()
