@@ -21,8 +21,8 @@ import urllib.request
 from pathlib import Path
 
 from bench.soak_checks import RETURN, Inventory, inventory_keys
+from simulators.storagesim.sims import FIXTURE, StorageSim
 from tests.support.vsphere_api import connect, wait
-from tests.vcsim.sims import FIXTURE, StorageSim
 
 DOWN = (5.0, 30.0)  # seconds the simulator stays down on a restart
 STALL_BEYOND = (5.0, 15.0)  # seconds a stall lasts beyond the exporter's timeout
@@ -606,7 +606,7 @@ class Driver:
     @staticmethod
     def _sees(host, vm) -> bool:
         """The host mounts every datastore of the VM: vCenter refuses a vMotion to one that does
-        not (InvalidDatastore; the simulator too, tests/vcsim/placement.go)."""
+        not (InvalidDatastore; the simulator too, simulators/storagesim/placement.go)."""
         mounted = set(host.datastore)
         return all(d in mounted for d in vm.datastore)
 
@@ -690,7 +690,7 @@ class Driver:
             self._refused("ds_remove")
 
     def ds_grow(self) -> None:
-        """A datastore grows (an extent added, a LUN grown): the simulator's control, tests/vcsim/churn.go."""
+        """A datastore grows (an extent added, a LUN grown): the simulator's control, simulators/storagesim/churn.go."""
         from pyVmomi import vim
 
         datastores = self._objects(vim.Datastore)

@@ -1,4 +1,4 @@
-"""The soak's vCenter front: a local HTTPS proxy (tests/support/hostile_vsphere.py's) in front of
+"""The soak's vCenter front: a local HTTPS proxy (simulators/hostile_vsphere.py's) in front of
 the storage simulator, with a certificate of its own that outlives the simulator's restarts (a
 vCenter keeps its certificate across a restart of vpxd).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.support.hostile_vsphere import HostileProxy
+from simulators.hostile_vsphere import HostileProxy
 
 UNAVAILABLE = b"<html><body>503 Service Unavailable</body></html>"
 

@@ -42,15 +42,15 @@ from bench.soak_driver import Driver, Simulator  # noqa: E402
 from bench.soak_proxy import SoakProxy  # noqa: E402
 from bench.soak_ssh import SMART_INTERVAL, SshSide  # noqa: E402
 from bench.vsphere_common import cpu_seconds, status_mib  # noqa: E402
+from simulators.storagesim.sims import PASSWORD, USER  # noqa: E402
 from tests.support.servers import Exporter  # noqa: E402
-from tests.vcsim.sims import PASSWORD, USER  # noqa: E402
 
 SCRAPE_EVERY = 15.0  # as Prometheus scrapes
 # The garbage collector's full collections: a step down in RSS is told from one (the hour-long runs'
 # RSS halved at ~57 min, memory given back, not grown).
 FULL_GCS = re.compile(r'^python_gc_collections_total\{generation="2"\} (\S+)$', re.M)
 VSAN_INTERVAL = 60.0  # --vsan: vSAN read every minute (accelerated: 300 s by default)
-VSAN_FIXTURE = ROOT / "tests" / "vcsim" / "vsan.json"
+VSAN_FIXTURE = ROOT / "simulators" / "storagesim" / "vsan.json"
 
 
 @dataclass

@@ -24,7 +24,7 @@ sys.path.insert(0, {bench!r})
 from vsphere_common import following, status_mib, target
 import space_follow
 from exporter.vsphere import updates
-from tests.vcsim.sims import StorageSim
+from simulators.storagesim.sims import StorageSim
 
 class Sim:  # the parent's simulator, by its url and certificate
     url, cert = {url!r}, {cert!r}

@@ -42,7 +42,7 @@ from vsphere_common import (  # noqa: E402
     password_file,
 )
 
-from tests.vcsim.sims import PASSWORD, StorageSim  # noqa: E402
+from simulators.storagesim.sims import PASSWORD, StorageSim  # noqa: E402
 
 SCRAPE = 15.0
 

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 from tests.support.servers import Exporter, Prometheus, VictoriaMetrics  # noqa: E402
 from tests.support.shards import hashmod  # noqa: E402
-from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 
 
 def counter(url: str, name: str) -> float:

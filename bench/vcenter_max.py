@@ -46,8 +46,8 @@ sys.path.insert(1, str(HERE))  # runnable as a script or with -m
 
 from vsphere_common import RssTimeline, cpu_seconds, series_count, status_mib  # noqa: E402
 
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
-from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 
 COLLECTION = re.compile(rb'^esxi_vsphere_collection_duration_seconds\{[^}]*phase="collection"[^}]*\} (\S+)$', re.M)
 

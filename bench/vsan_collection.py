@@ -56,7 +56,7 @@ def worker(root: str, url: str, cert: str, secret: str, k: int, n: int, rounds: 
     from exporter.vsan.source import VsanSource
     from exporter.vsphere import TargetConfig, VsphereTarget
     from exporter.vsphere.selection import HostSelection
-    from tests.vcsim.sims import USER
+    from simulators.storagesim.sims import USER
 
     def median(values):
         return sorted(values)[len(values) // 2]
@@ -228,7 +228,7 @@ def main() -> int:
     if unknown:
         parser.error(f"--forms: {', '.join(unknown)} not one of {', '.join(FORMS)}")
     sys.path.insert(0, str(ROOT))
-    from tests.vcsim import sims
+    from simulators.storagesim import sims
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-vsan-"))
     secret = tmp / "password"
@@ -237,7 +237,7 @@ def main() -> int:
     sim_args = ("-hosts", str(args.hosts), "-vms", str(args.vms), "-vsan-clusters", str(args.clusters))
     runs = [("this", ROOT, None, forms)]
     if args.base:
-        built = subprocess.run([sys.executable, "tests/vcsim/sims.py"], cwd=args.base, capture_output=True, text=True)
+        built = subprocess.run([sys.executable, "simulators/storagesim/sims.py"], cwd=args.base, capture_output=True, text=True)
         if built.returncode:
             raise SystemExit(f"the base's simulator did not build:\n{built.stderr[-3000:]}")
         runs.append(("base", args.base.resolve(), Path(built.stdout.strip().splitlines()[-1]), ["old"]))

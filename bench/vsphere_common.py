@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 from exporter.collectors import COLLECTORS  # noqa: E402
 from exporter.serving.exposition import Exposition  # noqa: E402
 from exporter.vsphere import TargetConfig, VsphereTarget  # noqa: E402
-from tests.vcsim.sims import PASSWORD, USER, StorageSim  # noqa: E402
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim  # noqa: E402
 
 
 def password_file(tmp: Path) -> Path:

@@ -185,7 +185,7 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    from tests.vcsim.sims import PASSWORD, USER, StorageSim
+    from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-vsphere-traffic-"))
     secret = tmp / "password"

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support.captures import device_columns, header, row
 from tests.support.rules import FAST, rule_file
 from tests.support.servers import Alertmanager, Exporter, Prometheus, stop_all
-from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -23,14 +23,14 @@ from dashboards.evaluate import PROVISIONED, evaluate, report
 from dashboards.evaluate import Prometheus as PromAPI
 from dashboards.preview import render
 from dashboards.render import all_panels
+from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support.servers import ROOT, Exporter, Prometheus
-from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 # disk-reallocating: a host's local disks (HDD, SATA SSD, NVMe, a USB device without SMART) for the
 # Disks board, its HDD reallocating sectors from two minutes in.
 # demo: two hosts, two LUNs, every metric family. queue-overrun (the paper's Figure 2): four VMs with
 # 16 outstanding I/Os each on one LUN with DQLEN 32, so Table 2 has known answers: a = 16, m = d/a = 2.
-# Beside them an exporter reads the vSphere storage simulator (tests/vcsim/): its VMs' virtual disks
+# Beside them an exporter reads the vSphere storage simulator (simulators/storagesim/): its VMs' virtual disks
 # with what backs them (VMFS LUNs, an RDM, NFS; pvscsi, lsilogic, ahci and nvme controllers, an IOPS
 # limit), which only the vSphere API reports. Its hosts are renamed (esx01.vc.lab.local): the
 # scenarios' hosts have its hosts' names, and one host is not two.
@@ -132,7 +132,7 @@ def test_every_panel_query_returns_data(tmp_path, capsys):
 
 def with_host_states(fixture: dict) -> dict:
     """The overview's host states: esx02 in maintenance mode, and a fourth host (esx03's storage,
-    no VMs) that vCenter lists as not responding (tests/vcsim/hoststate.go)."""
+    no VMs) that vCenter lists as not responding (simulators/storagesim/hoststate.go)."""
     hosts = fixture["hosts"]
     hosts[1]["maintenance"] = True
     hosts.append({**hosts[2], "name": "esx04.vc.lab.local", "vms": [], "connection_state": "notResponding"})
@@ -171,7 +171,7 @@ def check_table2(panels) -> None:
 
 def check_table2_from_the_vsphere_api(panels) -> None:
     """The capacity dashboard on hosts that only the vSphere API reports (no esxtop worlds): a is
-    each VM's outstanding reads + writes over its disks on the LUN (tests/vcsim/fixture.json)."""
+    each VM's outstanding reads + writes over its disks on the LUN (simulators/storagesim/fixture.json)."""
     per_host = "m = d/a: VMs per host on each LUN"
     # web01's lsilogic disk on ds-shared-02: readOIO 16 + writeOIO 0, LUN queue depth 32
     lun = {"host": "esx01.vc.lab.local", "device": "naa.600a098038303053453f463045727a62"}

@@ -1,4 +1,4 @@
-"""A hostile vCenter's storage events (tests/vcsim/events.go's switches), each bounded and counted,
+"""A hostile vCenter's storage events (simulators/storagesim/events.go's switches), each bounded and counted,
 logged once, the rest of the answer kept: 10,000 distinct event ids no filter asked for, 100,000
 events in one page past maxCount, 1 MB arguments, events out of order and repeated. One simulator
 and exporter for the module; each test checks what its own events changed."""
@@ -10,10 +10,10 @@ import time
 import pytest
 
 from exporter.events import catalog
+from simulators.storagesim.sims import StorageSim
 from tests.support import storage_events
 from tests.support.promtext import eventually, samples, value
 from tests.support.vsphere_api import connect, end_other_sessions, serve_vsphere
-from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 ESX1, ESX2 = "esx01.lab.local", "esx02.lab.local"

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
+from simulators.storagesim.sims import StorageSim
 from tests.support import storage_events
 from tests.support.promtext import eventually, value
 from tests.support.servers import free_port
 from tests.support.vsphere_api import serve_vsphere
-from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 ESX1 = "esx01.lab.local"

@@ -1,4 +1,4 @@
-"""ESXi's storage events through the storage simulator's event manager (tests/vcsim/events.go),
+"""ESXi's storage events through the storage simulator's event manager (simulators/storagesim/events.go),
 the exporter's event follower (exporter/events/vsphere.py) and a real Prometheus with the
 project's rules: each event counted once with its device and datastore, every event alert firing
 where the events say and nowhere else, and a session ended under the follower losing nothing and
@@ -10,12 +10,12 @@ import time
 
 import pytest
 
+from simulators.storagesim.sims import StorageSim
 from tests.support import storage_events
 from tests.support.promtext import eventually, value
 from tests.support.rules import rule_file
 from tests.support.servers import Prometheus, stop_all
 from tests.support.vsphere_api import connect, end_other_sessions, serve_vsphere
-from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 ESX1, ESX2, ESX3 = "esx01.lab.local", "esx02.lab.local", "esx03.lab.local"

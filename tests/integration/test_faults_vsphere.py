@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from pyVim.connect import Disconnect, SmartConnect
 
-pytest.importorskip("tests.vcsim.sims", reason="the vSphere source (issue 4) is not merged yet")
+pytest.importorskip("simulators.storagesim.sims", reason="the vSphere source (issue 4) is not merged yet")
 from exporter.vsphere import TargetConfig, VsphereTarget  # noqa: E402
+from simulators.storagesim.sims import PASSWORD, USER, Vcsim  # noqa: E402
 from tests.support.failed_connections import Listener  # noqa: E402
 from tests.support.servers import free_port  # noqa: E402
-from tests.vcsim.sims import PASSWORD, USER, Vcsim  # noqa: E402
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

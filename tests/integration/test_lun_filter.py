@@ -113,10 +113,10 @@ def test_a_posix_class_is_refused_not_matched_as_a_plain_set():
 
 @pytest.mark.integration
 def test_vsphere_dump_and_probe_leave_the_filtered_lun_out(tmp_path):
-    """Against the project's storage simulator (tests/vcsim): the filter applies to the vSphere
+    """Against the project's storage simulator (simulators/storagesim): the filter applies to the vSphere
     source too, in `dump` and in serve's /metrics and per-target /probe."""
+    from simulators.storagesim.sims import PASSWORD, USER, StorageSim
     from tests.support.servers import Exporter
-    from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
     shared_lun = "naa.600a098038303053453f463045727a61"  # ds-shared-01 in the fixture, on every host
     exclude = f"--lun.exclude=^{re.escape(shared_lun)}$"

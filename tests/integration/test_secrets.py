@@ -220,8 +220,8 @@ def test_password_auth_from_file_or_environment(tmp_path, how):
 def test_vsphere_password_appears_nowhere(tmp_path):
     """The vSphere password from a file, right and wrong: not in the log, metrics or `ps` output
     (vcsim itself is started with the password in its arguments: its own line is skipped)."""
-    pytest.importorskip("tests.vcsim.sims", reason="the vSphere source (issue 4) is not merged yet")
-    from tests.vcsim.sims import USER, Vcsim
+    pytest.importorskip("simulators.storagesim.sims", reason="the vSphere source (issue 4) is not merged yet")
+    from simulators.storagesim.sims import USER, Vcsim
 
     PASSWORD = "vSphere-Secret-Of-This-Test-77"  # not the fixtures' shared one: other tests' vcsim show that one
     sim = Vcsim(tmp_path / "vcsim", free_port(), False, "-password", PASSWORD)  # the last -password wins

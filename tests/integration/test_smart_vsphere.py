@@ -1,5 +1,5 @@
 """Disk health with no SSH: the same esxcli commands through each host's managed method executer on
-the vSphere storage simulator (tests/vcsim/smart.go answers them as a real host does), through
+the vSphere storage simulator (simulators/storagesim/smart.go answers them as a real host does), through
 vCenter: exact values per host on /metrics and on the target's /probe, the USB device a state,
 the healthy host raising nothing that the failing one does (tests/support/smart_sim.py); and
 `dump --vsphere`, which reads them once as serve's first round does."""
@@ -13,12 +13,12 @@ import urllib.request
 
 import pytest
 
+from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support import smart_sim
 from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, samples, value
 from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.support.vsphere_api import dump as vsphere_dump
-from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 HEALTHY, FAILING = "esx01.lab.local", "esx02.lab.local"

@@ -1,6 +1,6 @@
 """The storage simulator under the churn soak's changes (bench/soak_driver.py, issue 45), driven
 with pyVmomi as the driver drives it: what the soak found the simulator doing that vCenter does
-not, each reproduced in seconds (tests/vcsim/placement.go).
+not, each reproduced in seconds (simulators/storagesim/placement.go).
 
 - vMotion left the VM in its old host's vm list and out of the new one's: the new host could be
   removed with the VM on it, and the next power-on of the VM panicked the simulator (twice in the
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bench.soak_driver import _collect
+from simulators.storagesim.sims import StorageSim
 from tests.support.vsphere_api import connect, named, wait
-from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 
@@ -227,7 +227,7 @@ def test_a_host_added_at_run_time_removes_an_nfs_datastore_it_mounted(sim, conte
 
 def test_a_host_added_at_run_time_and_disconnected_refuses_calls_as_the_fixtures_hosts_do(sim, content):
     """vCenter answers HostNotConnected for a call that needs a disconnected host
-    (tests/vcsim/hoststate.go); an added host answered as if connected. The host it was copied
+    (simulators/storagesim/hoststate.go); an added host answered as if connected. The host it was copied
     from keeps answering."""
     from pyVmomi import vim, vmodl
 

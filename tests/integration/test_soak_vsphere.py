@@ -42,9 +42,9 @@ def test_a_host_added_with_boot_volumes_has_no_datastore_series_named_by_a_uuid(
 
     from bench.vsphere_common import password_file, render
     from exporter.vsphere import TargetConfig, VsphereTarget
+    from simulators.storagesim.sims import USER, StorageSim
     from tests.support.promtext import samples
     from tests.support.vsphere_api import connect, named, wait
-    from tests.vcsim.sims import USER, StorageSim
 
     sim = StorageSim(tmp_path / "sim")
     try:
@@ -72,14 +72,14 @@ def test_a_host_added_with_boot_volumes_has_no_datastore_series_named_by_a_uuid(
 
 
 def test_the_simulator_removes_a_host_from_its_cluster_as_vcenter_does(tmp_path):
-    """tests/vcsim/churn.go: a host removed from a cluster leaves the cluster's host list (a
+    """simulators/storagesim/churn.go: a host removed from a cluster leaves the cluster's host list (a
     container view of the tree then named a deleted object: ManagedObjectNotFound), and a host added
     after a removal no longer crashes the simulator (its environment browser kept the removed one)."""
     from pyVmomi import vim
 
     from bench.soak_driver import _collect
+    from simulators.storagesim.sims import StorageSim
     from tests.support.vsphere_api import connect, named, wait
-    from tests.vcsim.sims import StorageSim
 
     sim = StorageSim(tmp_path / "sim")
     try:
@@ -110,8 +110,8 @@ def test_a_host_that_joins_or_leaves_a_vsan_cluster_is_followed_at_the_next_vsan
     from bench.vsphere_common import password_file
     from exporter.vsan.source import VsanSource
     from exporter.vsphere import TargetConfig, VsphereTarget
+    from simulators.storagesim.sims import USER, StorageSim
     from tests.support.vsphere_api import connect, named, wait
-    from tests.vcsim.sims import USER, StorageSim
 
     sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
     try:

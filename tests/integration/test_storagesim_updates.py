@@ -1,5 +1,5 @@
 """The storage simulator's property collector answers a wait as vCenter does: with what changed
-and nothing else (tests/vcsim/testdata/simulator/wait_updates.go). The exporter's follow tests
+and nothing else (simulators/storagesim/testdata/simulator/wait_updates.go). The exporter's follow tests
 and bench/vsphere_traffic.py's bytes per change stand on this, so it is checked on its own,
 through pyVmomi's WaitForUpdatesEx, with no exporter code.
 
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
+from simulators.storagesim.sims import StorageSim
 from tests.support.vsphere_api import connect, named, wait
-from tests.vcsim.sims import StorageSim
 
 pytestmark = pytest.mark.integration
 

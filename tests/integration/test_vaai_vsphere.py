@@ -1,5 +1,5 @@
 """VAAI and VMFS locking through the vSphere API's esxcli (issue 44 item 4), as DSNRO is read: the
-storage simulator (tests/vcsim/vaai.go, `-vaai FILE`) answers `storage core device vaai status
+storage simulator (simulators/storagesim/vaai.go, `-vaai FILE`) answers `storage core device vaai status
 get`, `system settings advanced list -o` and `storage vmfs lockmode list` through each host's
 managed method executer; `dump --vsphere` shows them, and a host whose answers are bad says so."""
 
@@ -10,8 +10,8 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from simulators.storagesim.sims import PASSWORD, StorageSim
 from tests.support.vsphere_api import dump
-from tests.vcsim.sims import PASSWORD, StorageSim
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The storage simulator's vSAN (tests/vcsim/vsan.go, fixture tests/vcsim/vsan.json) through pyVmomi's
+"""The storage simulator's vSAN (simulators/storagesim/vsan.go, fixture simulators/storagesim/vsan.json) through pyVmomi's
 own vSAN bindings, over the real wire protocol, with the vCenter session's cookie.
 
 The Python calls that work (the exporter's vSAN client uses the same ones):
@@ -59,7 +59,7 @@ import pytest
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import SoapStubAdapter, VmomiSupport, vim, vmodl
 
-from tests.vcsim.sims import HERE, PASSWORD, USER, StorageSim, storagesim_binary
+from simulators.storagesim.sims import HERE, PASSWORD, USER, StorageSim, storagesim_binary
 
 pytestmark = pytest.mark.integration
 

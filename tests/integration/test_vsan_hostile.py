@@ -2,7 +2,7 @@
 memory bounded by what is kept, one deadline per cluster round.
 
 Unit tests pin each refusal of the readers (perfcsv, health). The integration tests put a local
-HTTPS endpoint (tests/support/hostile_vsphere.py) in front of the project's vSphere storage
+HTTPS endpoint (simulators/hostile_vsphere.py) in front of the project's vSphere storage
 simulator with its vSAN fixture, and rewrite its real answers with hostile values, answer
 VsanPerfQueryPerf with thousands of entities nobody asked about, or answer /vsanHealth late; the
 exposition stays finite, in range and bounded, the refusals are counted by reason and logged once
@@ -28,8 +28,8 @@ from exporter.store import model as m
 from exporter.store.store import Store
 from exporter.vsan import health, perf, perfcsv, refused
 from exporter.vsphere import xmlguard
-from tests.support import hostile_vsphere as hostile
-from tests.vcsim.sims import HERE, PASSWORD, USER, StorageSim
+from simulators import hostile_vsphere as hostile
+from simulators.storagesim.sims import HERE, PASSWORD, USER, StorageSim
 
 T0 = perfcsv.parse_time("2026-11-25 15:20:00")
 MIB = 1 << 20

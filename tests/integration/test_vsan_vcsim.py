@@ -1,5 +1,5 @@
-"""The vSAN source against the project's vSphere storage simulator (tests/vcsim/, fixture
-tests/vcsim/vsan.json: an OSA cluster with disk groups, an ESA cluster without, a host without
+"""The vSAN source against the project's vSphere storage simulator (simulators/storagesim/, fixture
+simulators/storagesim/vsan.json: an OSA cluster with disk groups, an ESA cluster without, a host without
 vSAN), over the real wire protocol: exact values from the simulator's fixture to the exposition,
 blank cells absent (never zero), ESA without disk groups and without an error, no vSAN call for a
 target without vSAN, one cluster's faults hiding nothing else; and every vSAN alert through a real
@@ -21,10 +21,10 @@ from exporter.configuration import thresholds
 from exporter.store import model as m
 from exporter.vsan import metrics as vm
 from exporter.vsan import perf as vperf
+from simulators.storagesim.sims import FIXTURE, HERE, PASSWORD, USER, StorageSim
 from tests.support.promtext import samples, value
 from tests.support.rules import rule_file
 from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env, stop_all
-from tests.vcsim.sims import FIXTURE, HERE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

@@ -3,8 +3,8 @@ exporter's back, reaches `serve`'s /metrics within one collection interval with 
 settings, its stale series gone with it, and without a second walk of the inventory (the safety
 net's is an hour away): a VM created, destroyed, powered on or off, moved or given a disk; a host
 added, disconnected, reconnected or removed; an NFS datastore mounted and unmounted; a path
-disabled and enabled. Against the project's storage simulator (tests/vcsim), whose property
-collector reports these changes as vCenter does (tests/vcsim/changes.go).
+disabled and enabled. Against the project's storage simulator (simulators/storagesim), whose property
+collector reports these changes as vCenter does (simulators/storagesim/changes.go).
 
 The fixture's VMs: db01 and web01 on esx01, app01 and old01 (powered off) on esx02, batch01 on
 esx03. One exporter follows them through the whole module, in order.
@@ -17,9 +17,9 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.servers import Exporter
 from tests.support.vsphere_api import connect, end_other_sessions, named, session, wait
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

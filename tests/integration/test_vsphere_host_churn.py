@@ -20,9 +20,9 @@ from pyVmomi import vim
 from exporter.collectors import COLLECTORS
 from exporter.serving.exposition import Exposition
 from exporter.vsphere import TargetConfig, VsphereTarget, perf, source
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.promtext import samples
 from tests.support.vsphere_api import wait  # pyVim's WaitForTask trips over a running task's name from the simulator
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 CYCLES = 8

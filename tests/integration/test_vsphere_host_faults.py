@@ -1,5 +1,5 @@
 """One host's failing call stays that host's (issue #36, goal 3), against the storage simulator
-(tests/vcsim) with managers taken away as real vCenters have them (tests/vcsim/faults.go): four
+(simulators/storagesim) with managers taken away as real vCenters have them (simulators/storagesim/faults.go): four
 hosts, esx02 and esx04 without an advanced-option manager (QueryOptions: ManagedObjectNotFound),
 esx01 without an iSCSI manager (QueryBoundVnics: the same) though it has a software iSCSI adapter.
 
@@ -19,9 +19,9 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support.servers import Exporter
 from tests.support.vsphere_api import connect, named
-from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

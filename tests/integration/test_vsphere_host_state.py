@@ -1,5 +1,5 @@
 """Hosts vCenter lists but cannot read, and volumes that are no datastores (issue 36), on the
-storage simulator (tests/vcsim/hoststate.go):
+storage simulator (simulators/storagesim/hoststate.go):
 
 - a host vCenter lists as notResponding from the start keeps its config properties (stale) and
   answers every manager and esxcli call with vmodl.fault.HostNotReachable; the exporter shows it
@@ -26,11 +26,11 @@ from pyVmomi import vim, vmodl
 
 from exporter.esxcli.inventory import EsxcliError
 from exporter.vsphere import discovery, esxcli, soap
+from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support.promtext import samples, value
 from tests.support.servers import Exporter
 from tests.support.vsphere_api import connect, named, wait
 from tests.support.vsphere_api import dump as vsphere_dump
-from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 ESX01, ESX02, ESX03 = "esx01.lab.local", "esx02.lab.local", "esx03.lab.local"

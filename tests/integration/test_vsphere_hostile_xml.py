@@ -1,6 +1,6 @@
 """Hostile XML from a vSphere endpoint (issue 27): a local HTTPS endpoint in front of the storage
 simulator answers one kind of request with billion laughs, quadratic blowup or an external entity
-(tests/support/hostile_vsphere.py), on every parse path the exporter has:
+(simulators/hostile_vsphere.py), on every parse path the exporter has:
 
 - pyVim's read of vimServiceVersions.xml at login (ElementTree),
 - pyVmomi's own expat deserializer: the first SOAP call (RetrieveServiceContent) and a fault
@@ -27,10 +27,10 @@ from pyVmomi import vim
 from pyVmomi.SoapAdapter import SoapStubAdapter
 
 from exporter.vsphere import TargetConfig, VsphereTarget, xmlguard
-from tests.support import hostile_vsphere as hostile
+from simulators import hostile_vsphere as hostile
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.promtext import eventually, value
 from tests.support.servers import Exporter
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 PAYLOADS = {

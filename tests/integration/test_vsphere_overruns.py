@@ -10,8 +10,8 @@ import pytest
 
 from exporter.collectors.vsphere import collect as render_vsphere
 from exporter.vsphere import TargetConfig, VsphereTarget
-from tests.support import hostile_vsphere as hostile
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from simulators import hostile_vsphere as hostile
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.configuration.sharding import parse_shard, shard_of
 from exporter.vsphere.selection import HostSelection, path_regex
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.servers import ROOT, exporter_env
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Storage I/O Control end to end: the storage simulator (tests/vcsim/sioc.go, the fixture's
+"""Storage I/O Control end to end: the storage simulator (simulators/storagesim/sioc.go, the fixture's
 "sioc" section) -> dump --vsphere -> exact values in the exposition.
 
 ds-shared-01 (esx01, esx02, esx03): SIOC on, manual, 30 ms, its counters under the VMFS uuid (as
@@ -20,9 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyVim.connect import SmartConnect
 from pyVmomi import vim, vmodl
 
+from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.support.vsphere_api import dump as vsphere_dump
-from tests.vcsim.sims import FIXTURE, PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 
@@ -193,7 +193,7 @@ def test_lun_shows_sioc_depth_beside_dqlen(samples):
 
 
 def _dump_refusing(tmp_path, refuse: str) -> subprocess.CompletedProcess:
-    """dump against a simulator whose property collector refuses iormConfiguration (tests/vcsim/sioc.go)."""
+    """dump against a simulator whose property collector refuses iormConfiguration (simulators/storagesim/sioc.go)."""
     fixture = json.loads(FIXTURE.read_text())
     fixture["sioc"]["refuse"] = refuse
     path = tmp_path / "fixture.json"

@@ -1,5 +1,5 @@
-"""Datastore space and VM snapshots through the storage simulator (tests/vcsim/datastores.go, the
-fixture plus tests/vcsim/space.json), `serve` following them, and a real Prometheus with the
+"""Datastore space and VM snapshots through the storage simulator (simulators/storagesim/datastores.go, the
+fixture plus simulators/storagesim/space.json), `serve` following them, and a real Prometheus with the
 project's rules: exact figures once per datastore, capacity 0 and inaccessible without figures,
 snapshot trees and their size on disk, figures that move followed without a walk, and every space
 and snapshot alert firing where the fixture says and nowhere else. One context for the module."""
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from simulators.storagesim.sims import FIXTURE, HERE, StorageSim
 from tests.support.promtext import samples as all_samples
 from tests.support.rules import rule_file
 from tests.support.servers import Prometheus, stop_all
 from tests.support.vsphere_api import serve_vsphere
-from tests.vcsim.sims import FIXTURE, HERE, StorageSim
 
 pytestmark = pytest.mark.integration
 

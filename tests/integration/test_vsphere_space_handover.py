@@ -14,7 +14,7 @@ import pytest
 from bench.space_follow import change
 from bench.vsphere_common import following
 from exporter.vsphere import TargetConfig, VsphereTarget
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 DATASTORE = "ds-shared-01"

@@ -1,7 +1,7 @@
-"""End to end against the project's storage simulator (tests/vcsim): simulator -> exporter ->
+"""End to end against the project's storage simulator (simulators/storagesim): simulator -> exporter ->
 Prometheus text (and a real Prometheus through /probe), exact values and labels.
 
-The fixture (tests/vcsim/fixture.json) has three hosts on two shared VMFS datastores:
+The fixture (simulators/storagesim/fixture.json) has three hosts on two shared VMFS datastores:
 esx02 with a LUN whose device latency is 62 ms (above the paper's 50 ms), esx03 with an 8 Gb
 HBA running at its link speed, dead paths and reservation conflicts. esx02 and esx03 also mount
 NFS datastores over their own vmkernel networks. Expected values below are worked out by hand
@@ -20,8 +20,8 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.servers import ROOT, Exporter, Prometheus, exporter_env, free_port
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

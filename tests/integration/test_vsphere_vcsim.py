@@ -2,7 +2,7 @@
 connect, counter resolution by name, batching, faults.
 
 vcsim's perf instances are fake (a disk is "datastore-50") and a "*" query is echoed back as
-instance "*", so exact values are tested against tests/vcsim's storage simulator instead
+instance "*", so exact values are tested against simulators/storagesim's storage simulator instead
 (test_vsphere_storagesim.py); here the samples must arrive, and the wildcard echoes must be
 counted rather than exported.
 """
@@ -17,8 +17,8 @@ import pytest
 
 from exporter.vsphere import TargetConfig, VsphereTarget, perf
 from exporter.vsphere.discovery import perf_counters, retrieve_hosts
+from simulators.storagesim.sims import PASSWORD, USER, Vcsim
 from tests.support.servers import ROOT, exporter_env, free_port
-from tests.vcsim.sims import PASSWORD, USER, Vcsim
 
 pytestmark = pytest.mark.integration
 

@@ -28,9 +28,9 @@ from pyVmomi import vim
 from exporter.collectors import COLLECTORS
 from exporter.serving.exposition import Exposition
 from exporter.vsphere import TargetConfig, VsphereTarget, perf, source
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.promtext import samples
 from tests.support.vsphere_api import named, session, wait
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 STEP = 20.0  # the real-time interval

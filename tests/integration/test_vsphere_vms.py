@@ -1,8 +1,8 @@
-"""vSphere VMs against the project's storage simulator (tests/vcsim): each powered-on VM's virtual
+"""vSphere VMs against the project's storage simulator (simulators/storagesim): each powered-on VM's virtual
 disks with what backs them, their virtualDisk.* counters per instance, the VM selection, and VMs
 that change between discovery and collection.
 
-The fixture's VMs (tests/vcsim/fixture.json): on esx01, db01 (folder prod) with scsi0:0 thick
+The fixture's VMs (simulators/storagesim/fixture.json): on esx01, db01 (folder prod) with scsi0:0 thick
 eager on ds-shared-01 and scsi0:1 a physical RDM of N5 on pvscsi, and web01 (folder prod) thin on
 ds-shared-02 behind an LSI Logic controller with an IOPS limit of 500; on esx02, app01 on
 ds-shared-01 (pvscsi) and on the NFS datastore nfs-vm-01 (AHCI), and old01, powered off; on
@@ -22,9 +22,9 @@ from exporter.store import model as m
 from exporter.store.store import Store
 from exporter.vsphere import TargetConfig, VsphereTarget, perf, vms
 from exporter.vsphere.selection import HostSelection
+from simulators.storagesim.sims import PASSWORD, USER, StorageSim
 from tests.support.vsphere_api import connect, named, wait
 from tests.support.vsphere_api import dump as vsphere_dump
-from tests.vcsim.sims import PASSWORD, USER, StorageSim
 
 pytestmark = pytest.mark.integration
 

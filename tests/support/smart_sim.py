@@ -1,7 +1,7 @@
-"""The vSphere storage simulator (tests/vcsim/) with local disks that answer SMART: the fixture's
+"""The vSphere storage simulator (simulators/storagesim/) with local disks that answer SMART: the fixture's
 first host gets the healthy SATA HDD, SATA SSD and NVMe namespace of tests/fixtures/smart/, its
 second host the failing ones, both beside their SAN LUNs; the pages and logs are handed to the
-simulator (`-smart FILE`, tests/vcsim/smart.go) as the API's records of those fixture texts."""
+simulator (`-smart FILE`, simulators/storagesim/smart.go) as the API's records of those fixture texts."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _log(text: str) -> dict[str, str]:
 
 
 def smart_answers(fixture: dict) -> dict:
-    """host -> what its esxcli answers (tests/vcsim/smart.go's -smart file)."""
+    """host -> what its esxcli answers (simulators/storagesim/smart.go's -smart file)."""
     out = {}
     for host, bad in zip((h["name"] for h in fixture["hosts"][:2]), ("", "-failing")):
         pages = {

@@ -1,4 +1,4 @@
-"""Posting ESXi's storage events to the storage simulator (tests/vcsim/events.go) and reading the
+"""Posting ESXi's storage events to the storage simulator (simulators/storagesim/events.go) and reading the
 names they carry: a datastore's VMFS uuid as its hosts mount it."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ def connect(sim):
     """The service instance of a session on the simulator (pyVim.connect.Disconnect ends it)."""
     from pyVim.connect import SmartConnect
 
-    from tests.vcsim.sims import PASSWORD, USER
+    from simulators.storagesim.sims import PASSWORD, USER
 
     context = ssl.create_default_context(cafile=str(sim.cert))
     return SmartConnect(host="127.0.0.1", port=sim.port, user=USER, pwd=PASSWORD, sslContext=context)
@@ -64,8 +64,8 @@ def dump(sim, password_file, *extra: str, timeout: float = 120):
     import subprocess
     import sys
 
+    from simulators.storagesim.sims import USER
     from tests.support.servers import ROOT, exporter_env
-    from tests.vcsim.sims import USER
 
     return subprocess.run(
         [sys.executable, "-m", "exporter", "dump", "--vsphere", sim.url, "--vsphere.user", USER]
@@ -81,8 +81,8 @@ def dump(sim, password_file, *extra: str, timeout: float = 120):
 def serve_vsphere(sim, tmp, *args: str):
     """`serve` on the simulator as a user runs it (the password in a file only its owner reads),
     with these further arguments; its log in tmp/exporter.log."""
+    from simulators.storagesim.sims import PASSWORD, USER
     from tests.support.servers import Exporter
-    from tests.vcsim.sims import PASSWORD, USER
 
     password = tmp / "password"
     password.write_text(PASSWORD + "\n")

@@ -1,5 +1,5 @@
 // Added to govmomi v0.52.0's simulator package at build time (a patched copy; see
-// tests/vcsim/sims.py). Not built on its own: a testdata directory is ignored by the go tool.
+// simulators/storagesim/sims.py). Not built on its own: a testdata directory is ignored by the go tool.
 //
 // Why: the stock WaitForUpdatesEx answers a waiting collector by re-collecting every filter
 // whole, once per filter for each queued change, and a view whose list changed has its filter

@@ -6,7 +6,7 @@
   collectors are answered from what changed, as vCenter answers them (see `_patched_govmomi`).
 - `Vcsim`: stock vcsim (`go install github.com/vmware/govmomi/vcsim@v0.46.0`, by .ci/install).
 
-`python3 tests/vcsim/sims.py` builds the storage simulator (used by .ci/install) and prints its path.
+`python3 simulators/storagesim/sims.py` builds the storage simulator (used by .ci/install) and prints its path.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _patched_govmomi(go: str, env: dict, workdir: Path) -> Path:
     target = copy / "simulator" / "property_collector.go"
     text = target.read_text()
     if text.count(_WAIT_LOOP_START) != 1:
-        raise RuntimeError(f"{module}: WaitForUpdatesEx's filter loop not found; update tests/vcsim/sims.py")
+        raise RuntimeError(f"{module}: WaitForUpdatesEx's filter loop not found; update simulators/storagesim/sims.py")
     start = text.index(_WAIT_LOOP_START)
     end = text.index(_WAIT_LOOP_END, start) + len(_WAIT_LOOP_END)
     target.write_text(text[:start] + _WAIT_LOOP_NEW + text[end:])

@@ -1,4 +1,4 @@
-module github.com/esxi-storage-exporter/tests/vcsim
+module github.com/esxi-storage-exporter/simulators/storagesim
 
 go 1.23.0
 
