@@ -30,19 +30,8 @@ from exporter.esxtop import EsxtopReader  # noqa: E402
 from exporter.serving.exposition import Exposition  # noqa: E402
 from exporter.serving.http import MetricsServer  # noqa: E402
 from exporter.store.store import Store  # noqa: E402
-from tests.support.captures import DEVICE_COUNTERS, header, row  # noqa: E402
-
-IO = [
-    "Commands/sec",
-    "Reads/sec",
-    "Writes/sec",
-    "MBytes Read/sec",
-    "MBytes Written/sec",
-    "Average Driver MilliSec/Command",
-    "Average Kernel MilliSec/Command",
-    "Average Guest MilliSec/Command",
-    "Average Queue MilliSec/Command",
-]
+from simulators.esxtop_csv import DEVICE_COUNTERS, header, row  # noqa: E402
+from simulators.esxtop_csv import IO_COUNTERS as IO  # noqa: E402
 
 
 def wide_columns(total: int):

@@ -31,8 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 # --base: the dump runs read the other checkout's exporter package (this file is the same).
 sys.path.insert(0, os.environ.get("BENCH_EXPORTER_ROOT", str(ROOT)))
+sys.path.insert(1, str(ROOT))  # this checkout's simulators, whichever exporter is measured
 
 from exporter.esxtop.reader import parse_column  # noqa: E402
+from simulators.esxtop_csv import DEVICE_COUNTERS  # noqa: E402
 
 
 def generate(path: Path, columns: int, rows: int, seed: int = 0) -> None:
@@ -40,23 +42,7 @@ def generate(path: Path, columns: int, rows: int, seed: int = 0) -> None:
     PCPUs with the malformed PCPU Power State cells, and Vcpu columns filling the rest."""
     host = "esx-big.example.org"
     cells = ["(PDH-CSV 4.0) (UTC)(0)"]
-    dev_counters = [
-        "Device Q Depth",
-        "World Q Depth",
-        "Active Commands",
-        "Queued Commands",
-        "% Used",
-        "Load",
-        "Commands/sec",
-        "Reads/sec",
-        "Writes/sec",
-        "MBytes Read/sec",
-        "MBytes Written/sec",
-        "Average Driver MilliSec/Command",
-        "Average Kernel MilliSec/Command",
-        "Average Guest MilliSec/Command",
-        "Average Queue MilliSec/Command",
-    ]
+    dev_counters = [DEVICE_COUNTERS[0], "World Q Depth", *DEVICE_COUNTERS[1:]]
     io = dev_counters[6:]
     for cpu in list(range(48)) + ["_Total"]:
         cells += [f"\\\\{host}\\Physical Cpu({cpu})\\{c}" for c in ("% Processor Time", "% Util Time", "% Core Util Time")]

@@ -3,7 +3,7 @@ megabytes (issue 37): its peak memory and its scrape times while the page is ref
 
   python3 bench/smart_flood.py [--flood-mb 100] [--rounds 3] [--interval 2] [--base DIR ...]
 
-A real sshd on 127.0.0.1 (tests/support/sshd.py) whose esxcli is tests/support/fake_esxcli.py:
+A real sshd on 127.0.0.1 (simulators/esxi_ssh/sshd.py) whose esxcli is simulators/esxi_ssh/esxcli.py:
 the SMART host of tests/fixtures/smart/, its HDD's page streamed as --flood-mb MB of well-formed
 vendor rows. `python -m exporter serve --esxtop-ssh ... --smart.interval=--interval` of each code
 (each --base DIR, then this checkout) in turn: a first good round, then the flood on, then
@@ -32,9 +32,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.fake_esxcli import HDD, NVME, SSD  # noqa: E402
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD  # noqa: E402
+from simulators.esxi_ssh.sshd import Sshd  # noqa: E402
 from tests.support.servers import free_port, wait_http  # noqa: E402
-from tests.support.sshd import Sshd  # noqa: E402
 
 HOST = "esx-sim"
 GET = "storage core device smart get"

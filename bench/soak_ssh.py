@@ -1,4 +1,4 @@
-"""The soak's SSH host (--ssh, issue 45 item 4): a real sshd on loopback (tests/support/sshd.py)
+"""The soak's SSH host (--ssh, issue 45 item 4): a real sshd on loopback (simulators/esxi_ssh/sshd.py)
 whose sessions run the stand-in esxtop and esxcli (the SMART host of tests/fixtures/smart/), and
 a dropper that, at random from the seed, ends its SSH session: every process of the open sessions
 killed at once (a dropped connection), or sshd stopped for a few seconds and started again on the
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from bench.soak_checks import SMART_INTERVAL, SshHost, ssh_return
 from bench.soak_driver import Timeline
-from tests.support.fake_esxcli import HDD, NVME, SMART_DEVICES, SSD
-from tests.support.sshd import Sshd
+from simulators.esxi_ssh.esxcli import HDD, NVME, SMART_DEVICES, SSD
+from simulators.esxi_ssh.sshd import Sshd
 
 HOST = "esx-sim"  # the host name the stand-in esxtop's header gives
 DEVICES = (HDD, SSD, NVME)  # its LUNs (esxtop) and the SMART host's local disks (esxcli)

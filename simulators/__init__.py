@@ -4,7 +4,12 @@
   vSAN, SMART, events, SIOC, VAAI and churn a real vCenter has (a Go program; sims.py builds and
   starts it, and starts VMware's plain vcsim);
 - hostile_vsphere: an HTTPS front that passes a simulator's answers through, or answers chosen
-  calls slowly, hostile or oversized.
+  calls slowly, hostile or oversized;
+- esxi_ssh/: an ESXi host over SSH: a real OpenSSH server on 127.0.0.1 (sshd.py) whose sessions
+  run stand-ins for esxtop (esxtop.py) and esxcli (esxcli.py: real hosts' answers, from
+  tests/fixtures/esxcli and tests/fixtures/smart, where they are kept with their provenance);
+- esxtop_csv: esxtop's batch CSV, written as esxtop writes it (quoted cells, trailing comma);
+- ports: a free port on 127.0.0.1.
 
 The exporter's own --simulate (exporter/simulator/) is part of the product, not of these.
 """

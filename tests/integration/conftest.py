@@ -1,11 +1,12 @@
-"""Fixtures shared by the integration test files: a real sshd per test (tests/support/sshd.py) and
+"""Fixtures shared by the integration test files: a real sshd per test (simulators/esxi_ssh/sshd.py) and
 exporters streaming esxtop from it over SSH, each stopped after its test."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.sshd import Sshd, start_exporter
+from simulators.esxi_ssh.sshd import Sshd
+from tests.support.ssh_exporter import start_exporter
 
 
 @pytest.fixture

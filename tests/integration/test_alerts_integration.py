@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simulators.esxtop_csv import device_columns, header, row
 from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
-from tests.support.captures import device_columns, header, row
 from tests.support.rules import FAST, rule_file
 from tests.support.servers import Alertmanager, Exporter, Prometheus, stop_all
 

@@ -10,8 +10,8 @@ import pytest
 
 from exporter.analysis import capacity
 from exporter.analysis.capture import load
+from simulators.esxtop_csv import header, row
 from tests.support.analysis_captures import DEVICE, Setup, write
-from tests.support.captures import header, row
 from tests.support.cli import run_cli
 
 

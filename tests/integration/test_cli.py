@@ -9,7 +9,7 @@ import time
 import pytest
 
 from exporter.configuration import config
-from tests.support.captures import device_columns, header, row
+from simulators.esxtop_csv import device_columns, header, row
 from tests.support.cli import run
 from tests.support.servers import CAPTURES, ROOT, Exporter, exporter_env
 

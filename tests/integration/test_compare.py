@@ -12,8 +12,8 @@ import pytest
 from exporter.analysis import compare as cmp
 from exporter.analysis.capture import CaptureError, load
 from exporter.esxtop.reader import read_file
+from simulators.esxtop_csv import device_columns, header, row
 from tests.support.analysis_captures import DEVICE, Setup, write
-from tests.support.captures import device_columns, header, row
 from tests.support.cli import REAL, run_cli
 from tests.support.servers import CAPTURES, ROOT, exporter_env
 

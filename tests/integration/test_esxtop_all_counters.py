@@ -142,7 +142,7 @@ def test_a_conflict_in_a_followed_file_and_on_stdin_is_counted_and_the_rows_go_o
 def test_a_conflict_over_ssh_is_counted_once_and_the_session_goes_on(captures_dir, tmp_path):
     from exporter.esxtop.ssh import SshStream
     from exporter.ssh.target import SshTarget
-    from tests.support.sshd import Sshd
+    from simulators.esxi_ssh.sshd import Sshd
 
     sshd = Sshd(tmp_path)
     try:

@@ -1,5 +1,5 @@
 """A host's storage events over SSH: `tail -F /var/log/vobd.log` through a real sshd on loopback
-(tests/support/sshd.py), the log a file the test writes as vobd does: lines appended to a growing
+(simulators/esxi_ssh/sshd.py), the log a file the test writes as vobd does: lines appended to a growing
 file, the file rotated, the connection dropped while lines are written. Each event counted once,
 under its esx id, its vob twin not counted again. One sshd and exporter for the module."""
 
@@ -10,9 +10,10 @@ import time
 
 import pytest
 
+from simulators.esxi_ssh.sshd import Sshd
 from tests.support.esxcli_devices import GOLD, SAN
 from tests.support.promtext import eventually, value
-from tests.support.sshd import Sshd, start_exporter
+from tests.support.ssh_exporter import start_exporter
 
 pytestmark = pytest.mark.integration
 HOST = "esx-sim"  # the fake esxtop's host name, which the follower counts under

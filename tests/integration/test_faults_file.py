@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import captures
+from simulators import esxtop_csv
 from tests.support.promtext import eventually, value
 from tests.support.servers import Exporter
 
@@ -24,15 +24,15 @@ class Capture:
 
     def header(self, devices=None):
         self.devices = devices or self.devices
-        columns = [col for device in self.devices for col in captures.device_columns(device)]
-        return captures.header(HOST, columns) + "\n"
+        columns = [col for device in self.devices for col in esxtop_csv.device_columns(device)]
+        return esxtop_csv.header(HOST, columns) + "\n"
 
     def row(self):
         self.ts += 5
         values = []
         for _ in self.devices:
             values += [32, 4, 0, 12, 0.12, 200, 120, 80, 2, 1, 3, 0.1, 3.1, 0.05]
-        return captures.row(self.ts, values) + "\n"
+        return esxtop_csv.row(self.ts, values) + "\n"
 
     def append(self, text):
         with open(self.path, "a") as handle:

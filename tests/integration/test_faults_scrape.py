@@ -13,7 +13,7 @@ from exporter.esxtop.streams import pump
 from exporter.serving.exposition import Exposition
 from exporter.serving.http import MetricsServer
 from exporter.store.store import Store
-from tests.support import captures
+from simulators import esxtop_csv
 from tests.support.promtext import samples
 
 DEVICES = [f"naa.6000000000000000000000000000{n:04d}" for n in range(50)]
@@ -40,15 +40,15 @@ class RenderProbe:
 
 def feed_forever(store: Store, stop: threading.Event) -> None:
     """Every row gives all LUNs the same ACTV, the row number: a mixed scrape would show two values."""
-    columns = [col for device in DEVICES for col in captures.device_columns(device)]
+    columns = [col for device in DEVICES for col in esxtop_csv.device_columns(device)]
     reader = EsxtopReader("writer")
-    pump([captures.header("esx-load", columns)], reader, store.ingest, store.count_parse_error)
+    pump([esxtop_csv.header("esx-load", columns)], reader, store.ingest, store.count_parse_error)
     n, ts = 0, 1_700_000_000
     while not stop.is_set():
         values = []
         for _ in DEVICES:
             values += [64, n, 0, 10, 0.1, 100, 50, 50, 1, 1, 2, 0.1, 2.1, 0.05]
-        pump([captures.row(ts, values)], reader, store.ingest, store.count_parse_error)
+        pump([esxtop_csv.row(ts, values)], reader, store.ingest, store.count_parse_error)
         n, ts = n + 1, ts + 5
         time.sleep(0.005)
 

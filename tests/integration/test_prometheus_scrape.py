@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.support.captures import device_columns, header, row
+from simulators.esxtop_csv import device_columns, header, row
 from tests.support.servers import Exporter, Prometheus
 
 DEV = "naa.60a98000572d54724a346a6170627a51"

@@ -18,9 +18,9 @@ import urllib.request
 import bcrypt
 import pytest
 
+from simulators.esxi_ssh.sshd import Sshd, can_fake_shadow, keygen
 from tests.support.promtext import eventually, value
 from tests.support.servers import ROOT, exporter_env, free_port
-from tests.support.sshd import Sshd, can_fake_shadow, keygen
 
 pytestmark = pytest.mark.integration
 PASSPHRASE = "Sup3r-Secret-Passphrase-4711"

@@ -16,7 +16,7 @@ from exporter.serving.exposition import Exposition
 from exporter.smart.rounds import SmartRounds
 from exporter.smart.ssh import SshEsxcli
 from exporter.store.store import Store
-from tests.support.fake_esxcli import HDD, NVME, SSD
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD
 from tests.support.promtext import samples
 from tests.support.servers import ROOT
 from tests.support.smart_runner import FixtureRunner

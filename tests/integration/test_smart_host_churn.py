@@ -17,9 +17,9 @@ from exporter.serving.exposition import Exposition
 from exporter.smart.vsphere import SmartOverVsphere
 from exporter.vsphere import TargetConfig, VsphereTarget
 from exporter.vsphere.discovery import Topology
+from simulators.esxi_ssh.esxcli import HDD
 from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support import smart_sim
-from tests.support.fake_esxcli import HDD
 from tests.support.promtext import samples, value
 from tests.support.vsphere_api import wait  # pyVim's WaitForTask trips over a running task's name from the simulator
 

@@ -1,5 +1,5 @@
 """Disk health over the esxtop stream's own SSH connection: a real sshd on 127.0.0.1 whose `esxcli`
-prints what real hosts print (tests/fixtures/smart/ through tests/support/fake_esxcli.py); exact
+prints what real hosts print (tests/fixtures/smart/ through simulators/esxi_ssh/esxcli.py); exact
 values on /metrics beside the same devices' esxtop series, only local devices asked, a device
 without SMART logged once, a host whose disks turn bad seen at the next round."""
 
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.support.fake_esxcli import HDD, NVME, SSD, USB
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, value
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """A host that answers a SMART page of 100 MB over SSH (issue 37), through a real sshd whose esxcli
-streams it (tests/support/fake_esxcli.py, `smart_flood`): the exporter reads no more than its cap
+streams it (simulators/esxi_ssh/esxcli.py, `smart_flood`): the exporter reads no more than its cap
 (exporter.smart.plan.MAX_ANSWER), refuses the page whole, counts it (reason too_large), logs it
 once, keeps the device's last good reading, and exports no more series than before. The memory
 bound below is a behaviour check (the 100 MB are never held: before the cap the exporter peaked at
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_esxcli import HDD, NVME, SSD
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD
 from tests.support.promtext import eventually, samples, value
 
 pytestmark = pytest.mark.integration

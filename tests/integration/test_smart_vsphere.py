@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD, USB
 from simulators.storagesim.sims import FIXTURE, PASSWORD, USER, StorageSim
 from tests.support import smart_sim
-from tests.support.fake_esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import eventually, samples, value
 from tests.support.servers import ROOT, Exporter, exporter_env
 from tests.support.vsphere_api import dump as vsphere_dump

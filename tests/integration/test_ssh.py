@@ -11,9 +11,9 @@ import os
 
 import pytest
 
+from simulators.esxi_ssh.sshd import Sshd
 from tests.support.promtext import eventually, value
 from tests.support.servers import free_port
-from tests.support.sshd import Sshd
 
 pytestmark = pytest.mark.integration
 DEVICE_A = "naa.600000000000000000000000000000a1"

@@ -11,9 +11,9 @@ from exporter.configuration.flags import exporter_options as options
 from exporter.esxtop.ssh import esxtop_command
 from exporter.ssh.process import classify
 from exporter.ssh.target import SshTarget, parse_target, targets_from_settings
+from simulators.esxi_ssh.sshd import Sshd
 from tests.support.promtext import eventually, value
 from tests.support.servers import Exporter, free_port
-from tests.support.sshd import Sshd
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.esxtop import EsxtopReader, read_file
 from exporter.simulator import Simulation, load_scenario
 from exporter.store import model as m
-from tests.support.captures import header, row
+from simulators.esxtop_csv import header, row
 from tests.support.cli import run
 from tests.support.servers import CAPTURES, Exporter
 

@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 
 from exporter.simulator.esxtop_writer import ADAPTER_COUNTERS, DEVICE_COUNTERS, VIRTUAL_DISK_COUNTERS, WORLD_COUNTERS
-from tests.support.captures import header, row
+from simulators.esxtop_csv import header, row
 
 HOST = "esx-all.lab.local"
 ADAPTER = "vmhba0"

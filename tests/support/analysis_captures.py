@@ -8,19 +8,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.captures import DEVICE_COUNTERS, device_columns, header, row
+from simulators.esxtop_csv import DEVICE_COUNTERS, device_columns, header, row
+from simulators.esxtop_csv import IO_COUNTERS as PATH_COUNTERS
 
-PATH_COUNTERS = [
-    "Commands/sec",
-    "Reads/sec",
-    "Writes/sec",
-    "MBytes Read/sec",
-    "MBytes Written/sec",
-    "Average Driver MilliSec/Command",
-    "Average Kernel MilliSec/Command",
-    "Average Guest MilliSec/Command",
-    "Average Queue MilliSec/Command",
-]
 DEVICE = "naa.600601601e3021001a2b3c4d5e6f0001"
 HOST = "esx01.lab.local"
 

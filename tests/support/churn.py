@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.support import captures
+from simulators import esxtop_csv
 
 WORLD_COUNTERS = ["Active Commands", "Queued Commands"]
 PATH_COUNTERS = ["Commands/sec", "Reads/sec", "Writes/sec", "Average Driver MilliSec/Command"]
@@ -25,7 +25,7 @@ def columns(generation: int, luns: int, shift: int, worlds_per_lun: int):
     cols = []
     for n in range(first, first + luns):
         device = lun_name(n)
-        cols += captures.device_columns(device)
+        cols += esxtop_csv.device_columns(device)
         cols += [("Physical Disk Path", f"vmhba{1 + n % 2}:C0:T{n % 64}:L{n}", c) for c in PATH_COUNTERS]
         for w in range(worlds_per_lun):
             cols += [
@@ -46,10 +46,10 @@ def run_lines(
 ):
     """The lines of one esxtop run: its header, then `rows` data rows from `start`."""
     cols = columns(generation, luns, shift, worlds_per_lun)
-    yield captures.header(host, cols) + "\n"
+    yield esxtop_csv.header(host, cols) + "\n"
     for r in range(rows):
         values = [float((r + i) % 50) for i in range(len(cols))]
-        yield captures.row(start + r * interval, values) + "\n"
+        yield esxtop_csv.row(start + r * interval, values) + "\n"
 
 
 def rss_bytes() -> int:

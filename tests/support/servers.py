@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -13,15 +12,11 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from simulators.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 CAPTURES = FIXTURES / "esxtop"  # real captures, copied with their provenance (PROVENANCE.md there)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_http(url: str, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:

@@ -1,13 +1,13 @@
 """The SMART host of tests/fixtures/smart/ without SSH: the esxcli-over-SSH runner answering from the
-fixtures as tests/support/fake_esxcli.py gives them, some answers edited, and a page laid out as
+fixtures as simulators/esxi_ssh/esxcli.py gives them, some answers edited, and a page laid out as
 esxcli lays it out."""
 
 from __future__ import annotations
 
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError
 from exporter.esxcli.ssh import MAX_OUTPUT, EsxcliOverSsh
-from tests.support import fake_esxcli
-from tests.support.fake_esxcli import smart_answers
+from simulators.esxi_ssh import esxcli as fake_esxcli
+from simulators.esxi_ssh.esxcli import smart_answers
 
 HOST = "esx-edge01.lab.local"
 GET = "storage core device smart get"

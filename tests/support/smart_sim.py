@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from exporter.esxcli import parse as esxcli_parse
-from tests.support.fake_esxcli import HDD, NVME, SMART, SSD, USB
+from simulators.esxi_ssh.esxcli import HDD, NVME, SMART, SSD, USB
 
 LOCAL_HBAS = [
     {"device": "vmhba0", "model": "Lewisburg SATA AHCI Controller", "driver": "vmw_ahci", "speed_gbps": 6, "perf": {}},

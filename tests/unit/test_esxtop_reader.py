@@ -8,7 +8,7 @@ from exporter.esxtop import EsxtopError, EsxtopReader, read_file
 from exporter.esxtop.reader import parse_column
 from exporter.esxtop.streams import pump
 from exporter.store.store import Store
-from tests.support.captures import device_columns, header, row
+from simulators.esxtop_csv import device_columns, header, row
 
 T0 = 1_700_000_000.0
 DEV = "naa.600a0b80002a"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from exporter.esxtop import EsxtopError, EsxtopReader
 from exporter.esxtop import columns as c
 from exporter.esxtop.reader import cell_start
-from tests.support.captures import DEVICE_COUNTERS, header, row
+from simulators.esxtop_csv import DEVICE_COUNTERS, header, row
 
 cell_text = st.text(alphabet='0123456789. "-', max_size=12)
 

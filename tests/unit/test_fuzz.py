@@ -26,7 +26,7 @@ from exporter.configuration.flags import exporter_options as serve_options
 from exporter.esxtop import EsxtopError, EsxtopReader
 from exporter.serving import webconfig
 from exporter.ssh.target import targets_from_settings
-from tests.support import captures
+from simulators import esxtop_csv
 from tests.support.servers import CAPTURES
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
@@ -75,8 +75,8 @@ def base_capture() -> list[str]:
     """The real ESXi 6.5 capture narrowed to the columns the exporter reads, or a synthetic one."""
     path = CAPTURES / "esxi65-default-3samples.csv"
     if not path.exists():
-        columns = [c for d in ("naa.1", "naa.2") for c in captures.device_columns(d)]
-        return [captures.header("esx", columns)] + [captures.row(1_700_000_000 + 5 * n, [1] * len(columns)) for n in range(3)]
+        columns = [c for d in ("naa.1", "naa.2") for c in esxtop_csv.device_columns(d)]
+        return [esxtop_csv.header("esx", columns)] + [esxtop_csv.row(1_700_000_000 + 5 * n, [1] * len(columns)) for n in range(3)]
     from exporter.esxtop.reader import parse_column
 
     csv.field_size_limit(sys.maxsize)
@@ -304,7 +304,7 @@ NUMBER_CORPUS = {
     "3e2": "ok",
 }
 DEVICES = ("naa.1", "naa.2")
-COLUMNS = [c for d in DEVICES for c in captures.device_columns(d)]
+COLUMNS = [c for d in DEVICES for c in esxtop_csv.device_columns(d)]
 
 
 @FUZZ
@@ -325,7 +325,7 @@ def test_hostile_numbers_are_counted_and_counters_stay_monotonic(rows):
     tried("reader-hostile-numbers")
     store = Store()
     reader = EsxtopReader("fuzz")
-    lines = [captures.header("esx", COLUMNS), captures.row(1_700_000_000, [1] * len(COLUMNS))]
+    lines = [esxtop_csv.header("esx", COLUMNS), esxtop_csv.row(1_700_000_000, [1] * len(COLUMNS))]
     expected = {"bad_value": 0, "out_of_range": 0}
     for n, changes in enumerate(rows, 1):
         values = [f"{5 + n:.2f}"] * len(COLUMNS)
@@ -336,7 +336,7 @@ def test_hostile_numbers_are_counted_and_counters_stay_monotonic(rows):
             expected["bad_value"] += 1
         else:
             expected["out_of_range"] += kinds.count("out_of_range")
-        lines.append(captures.row(1_700_000_000 + 5 * n, values))
+        lines.append(esxtop_csv.row(1_700_000_000 + 5 * n, values))
     previous: dict = {}
     with time_limit(10):
         for line in lines:
@@ -356,11 +356,11 @@ def test_number_corpus_each_token_alone():
     column = COLUMNS.index(("Physical Disk SCSI Device", "naa.1", "Commands/sec"))
     for token, kind in NUMBER_CORPUS.items():
         reader = EsxtopReader("corpus")
-        reader.feed(captures.header("esx", COLUMNS))
+        reader.feed(esxtop_csv.header("esx", COLUMNS))
         values = ["1.00"] * len(COLUMNS)
         values[column] = token
         try:
-            sample = reader.feed(captures.row(1_700_000_000, values))
+            sample = reader.feed(esxtop_csv.row(1_700_000_000, values))
         except EsxtopError as err:
             assert (token, err.reason) == (token, kind), str(err)
             assert "column" in str(err) and "corpus:2" in str(err)
@@ -445,12 +445,12 @@ def test_an_over_long_line_costs_bounded_memory_and_the_stream_goes_on(tmp_path)
     from exporter.esxtop.streams import follow_lines, pump
     from exporter.store.store import Store
 
-    columns = captures.device_columns("naa.1")
+    columns = esxtop_csv.device_columns("naa.1")
     path = tmp_path / "capture.csv"
     with open(path, "w") as out:
-        out.write(captures.header("esx", columns) + "\n" + captures.row(0, [1] * len(columns)) + "\n")
+        out.write(esxtop_csv.header("esx", columns) + "\n" + esxtop_csv.row(0, [1] * len(columns)) + "\n")
         out.write("7" * (40 << 20) + "\n")
-        out.write(captures.row(5, [1] * len(columns)) + "\n")
+        out.write(esxtop_csv.row(5, [1] * len(columns)) + "\n")
     store, stop = Store(), threading.Event()
     reader = EsxtopReader("follow")
     samples = []
@@ -473,9 +473,11 @@ def test_a_file_read_whole_stops_at_an_over_long_line(tmp_path, monkeypatch):
     from exporter.esxtop.lines import bounded_lines
 
     monkeypatch.setattr("exporter.esxtop.reader.bounded_lines", lambda raw, max_line=CAP: bounded_lines(raw, CAP))
-    columns = captures.device_columns("naa.1")
+    columns = esxtop_csv.device_columns("naa.1")
     path = tmp_path / "capture.csv"
-    path.write_text(captures.header("esx", columns) + "\n" + "7" * (3 * CAP) + "\n" + captures.row(5, [1] * len(columns)) + "\n")
+    path.write_text(
+        esxtop_csv.header("esx", columns) + "\n" + "7" * (3 * CAP) + "\n" + esxtop_csv.row(5, [1] * len(columns)) + "\n"
+    )
     with pytest.raises(EsxtopError, match=r"capture.csv:2: line of \d+ bytes is longer than") as caught:
         list(reader_module.read_file(str(path)))
     assert "skipped" not in str(caught.value) and "ignored" not in str(caught.value)  # the read stops there

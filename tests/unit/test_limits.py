@@ -23,8 +23,8 @@ from exporter.smart.vsphere import SmartOverVsphere
 from exporter.store import model as m
 from exporter.store.store import Store
 from exporter.vsan import refused
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD
 from tests.support.cli import REAL, run_cli
-from tests.support.fake_esxcli import HDD, NVME, SSD
 from tests.support.smart_runner import GET, HOST, Edited, FixtureRunner, table
 
 LIMITS = {  # option -> the constant its default is

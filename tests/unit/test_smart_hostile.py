@@ -17,8 +17,8 @@ from exporter.smart import parse, plan
 from exporter.smart.rounds import SmartRounds
 from exporter.smart.ssh import SshEsxcli
 from exporter.store.store import Store
-from tests.support import fake_esxcli
-from tests.support.fake_esxcli import HDD, NVME, SSD
+from simulators.esxi_ssh import esxcli as fake_esxcli
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD
 from tests.support.promtext import samples, value
 from tests.support.smart_runner import GET, HOST, Edited, FixtureRunner, table
 

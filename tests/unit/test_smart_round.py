@@ -1,5 +1,5 @@
 """One SMART round on a host (exporter.smart.reader and rounds), its model and its exposition, on the
-answers of tests/fixtures/smart/ as tests/support/fake_esxcli.py gives them: only local devices
+answers of tests/fixtures/smart/ as simulators/esxi_ssh/esxcli.py gives them: only local devices
 asked, the NVMe controller mapped to its namespace, a device without SMART a state, a failing or
 garbled device never hiding the others, the last good reading kept, exact values on /metrics."""
 
@@ -17,7 +17,7 @@ from exporter.smart import reader
 from exporter.smart.rounds import SmartRounds
 from exporter.smart.ssh import SshEsxcli
 from exporter.store.store import Store
-from tests.support.fake_esxcli import HDD, NVME, SSD, USB
+from simulators.esxi_ssh.esxcli import HDD, NVME, SSD, USB
 from tests.support.promtext import value
 from tests.support.smart_runner import HOST, FixtureRunner
 

@@ -14,7 +14,7 @@ from exporter.esxtop import columns as c
 from exporter.serving.exposition import Exposition
 from exporter.store import model as m
 from exporter.store.store import Store
-from tests.support.captures import device_columns, header, row
+from simulators.esxtop_csv import device_columns, header, row
 from tests.support.promtext import samples, value
 from tests.support.servers import CAPTURES
 

@@ -39,6 +39,7 @@ DEVICE_COUNTERS = [
     "Average Guest MilliSec/Command",
     "Average Queue MilliSec/Command",
 ]
+IO_COUNTERS = DEVICE_COUNTERS[DEVICE_COUNTERS.index("Commands/sec") :]  # a path's and an adapter's counters too
 
 
 def device_columns(device: str, counters=DEVICE_COUNTERS):

@@ -1,12 +1,13 @@
 """A real OpenSSH server (Debian openssh-server) on 127.0.0.1 for the esxtop-over-SSH tests.
 
 Everything lives in a temp dir: host key, authorized_keys, a client key and a known_hosts file
-that trusts this server. Every session runs the stand-in esxtop (tests/support/fake_esxtop.py)
+that trusts this server. Every session runs the stand-in esxtop (simulators/esxi_ssh/esxtop.py)
 through a ForceCommand wrapper that puts it first on PATH, so `esxtop -b ...` resolves as on ESXi.
 The test can kill the sessions (a dropped connection or a rebooting host), stop and restart the
 server on the same port, or restart it with a new host key.
 
-tests/integration/conftest.py makes it the fixture `sshd`, and `exporter_for` starts exporters on it.
+tests/integration/conftest.py makes it the fixture `sshd`, and `exporter_for` starts exporters on it
+(tests/support/ssh_exporter.py); bench/soak_ssh.py and bench/smart_flood.py run it too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.servers import ROOT, Exporter, free_port
+from simulators.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the stand-ins run as modules of it
 
 SSHD = "/usr/sbin/sshd"
 
@@ -61,10 +64,10 @@ class Sshd:
         bin_dir = tmp / "bin"
         bin_dir.mkdir()
         esxtop = bin_dir / "esxtop"
-        esxtop.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.support.fake_esxtop "$@"\n')
+        esxtop.write_text(f'#!/bin/sh\nexec {sys.executable} -m simulators.esxi_ssh.esxtop "$@"\n')
         esxtop.chmod(0o755)
         esxcli = bin_dir / "esxcli"
-        esxcli.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.support.fake_esxcli "$@"\n')
+        esxcli.write_text(f'#!/bin/sh\nexec {sys.executable} -m simulators.esxi_ssh.esxcli "$@"\n')
         esxcli.chmod(0o755)
         session = tmp / "session"
         session.write_text(
@@ -216,17 +219,3 @@ LogLevel INFO
             (self.tmp / name).unlink()
         keygen(self.tmp / "host_key")
         self.start()
-
-
-def start_exporter(sshd: Sshd, *extra: str, target: str | None = None) -> Exporter:
-    """The exporter streaming esxtop from this server over SSH, trusting it, retrying every second."""
-    return Exporter(
-        "--esxtop-ssh",
-        target or sshd.target,
-        f"--esxtop.ssh-identity-file={sshd.tmp / 'client_key'}",
-        f"--esxtop.ssh-known-hosts={sshd.known_hosts}",
-        "--esxtop.ssh-interval=1s",
-        "--esxtop.ssh-backoff-max=1s",
-        *extra,
-        log_path=sshd.tmp / "exporter.log",
-    )

@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "esxcli"
+# What real ESXi hosts print, kept with its provenance among the tests' fixtures
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "esxcli"
 ANSWERS = {
     ("storage", "core", "device", "list"): "device-list.txt",
     ("storage", "nmp", "device", "list"): "nmp-device-list.txt",

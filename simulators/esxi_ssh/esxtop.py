@@ -7,7 +7,7 @@ one over-long line and go on.
 Each run appends its pid and argv to files beside the control file, for the test to act on.
 Output comes from the simulator (exporter.simulator) when `source` is "simulator", from a saved
 capture replayed row after row (stamped with the time they are written) when `source` is
-"capture", else from the synthetic capture writer in tests/support/captures.py, whose column set
+"capture", else from the synthetic capture writer in simulators/esxtop_csv.py, whose column set
 the test chooses.
 """
 
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support import captures
+from simulators import esxtop_csv
 
 
 def main(argv: list[str]) -> int:
@@ -71,13 +71,13 @@ def _source(control: dict, interval: float):
             n = 0
             while True:
                 stamp, sep, rest = lines[1 + n % (len(lines) - 1)].partition(",")
-                yield f'"{captures.stamp(time.time())}"{sep}{rest}'
+                yield f'"{esxtop_csv.stamp(time.time())}"{sep}{rest}'
                 n += 1
 
         return lines[0], capture_rows()
     devices = control.get("devices", ["naa.600000000000000000000000000000a1"])
-    columns = [col for device in devices for col in captures.device_columns(device)]
-    header = captures.header(control.get("host", "esx-sim"), columns)
+    columns = [col for device in devices for col in esxtop_csv.device_columns(device)]
+    header = esxtop_csv.header(control.get("host", "esx-sim"), columns)
 
     def rows():
         n = 0
@@ -86,7 +86,7 @@ def _source(control: dict, interval: float):
             for _ in devices:
                 # DQLEN ACTV QUED %USD LOAD CMDS/s READS/s WRITES/s MBREAD/s MBWRTN/s DAVG KAVG GAVG QAVG
                 values += [32, 8 + n % 4, 0, 25, 0.25, 100 + n, 60, 40 + n, 1.5, 1.0, 2.0, 0.1, 2.1, 0.05]
-            yield captures.row(time.time(), values)
+            yield esxtop_csv.row(time.time(), values)
             n += 1
 
     return header, rows()
