@@ -153,11 +153,16 @@ def _is_datastore(volume) -> bool:
 
 
 def _entity(task) -> str:
-    """The name of the object a task acted on, for the journal ("" if the simulator cannot say)."""
+    """The name of the object a task acted on, for the journal: its name now, else the task's own
+    entityName (an object destroyed since), else "" (the simulator gone under the task)."""
     try:
-        return task.info.entityName or ""
-    except Exception:  # the simulator gone under the task: the journal line goes without it
+        info = task.info
+    except Exception:
         return ""
+    try:
+        return info.entity.name
+    except Exception:  # destroyed, or a moved VM's host changed: the task's record of it
+        return info.entityName or ""
 
 
 class Driver:
