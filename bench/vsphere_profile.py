@@ -68,6 +68,7 @@ def main() -> int:
     parser.add_argument("--luns", type=int, default=8)
     parser.add_argument("--vms", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--top", type=int, default=0, help="also print the N functions of most own time (the last round)")
     args = parser.parse_args()
     perf.ThreadPoolExecutor = _OneAtATime
     tmp = Path(tempfile.mkdtemp(prefix="bench-vsphere-profile-"))
@@ -91,6 +92,7 @@ def main() -> int:
                 profile.disable()
             profiled.append(timer.wall)
             phases.append(phase_times(pstats.Stats(profile)))
+            last = profile
         stop.set()
     finally:
         sim.stop()
@@ -111,6 +113,8 @@ def main() -> int:
         elif not phase.startswith(" "):
             top += seconds
         print(f"| {phase} | {seconds:.3f} | {seconds / whole:.0%} |")
+    if args.top:
+        pstats.Stats(last).sort_stats("tottime").print_stats(args.top)
     return 0
 
 
