@@ -29,7 +29,7 @@ def side(runs: int, stale_after: float) -> list[dict]:
     from exporter.esxtop.streams import pump
     from exporter.serving.exposition import Exposition
     from exporter.store.store import Store
-    from tests.support.churn import rss_bytes, run_lines
+    from simulators.esxtop_churn import rss_bytes, run_lines
 
     store = Store(stale_after=stale_after)
     exposition = Exposition(store)

@@ -9,6 +9,7 @@
   run stand-ins for esxtop (esxtop.py) and esxcli (esxcli.py: real hosts' answers, from
   tests/fixtures/esxcli and tests/fixtures/smart, where they are kept with their provenance);
 - esxtop_csv: esxtop's batch CSV, written as esxtop writes it (quoted cells, trailing comma);
+- esxtop_churn: a wide esxtop capture whose LUNs, paths and worlds come and go (memory soaks);
 - ports: a free port on 127.0.0.1.
 
 The exporter's own --simulate (exporter/simulator/) is part of the product, not of these.

@@ -17,7 +17,7 @@ import sys
 import threading
 
 from exporter.vsphere import TargetConfig, VsphereTarget
-from tests.support.churn import rss_bytes
+from simulators.esxtop_churn import rss_bytes
 from tests.support.servers import free_port
 
 USER = "user"  # vcsim's default login; nothing answers here, so it is never checked

@@ -11,7 +11,7 @@ from exporter.esxtop import EsxtopReader
 from exporter.esxtop.streams import pump
 from exporter.serving.exposition import Exposition
 from exporter.store.store import Store
-from tests.support.churn import rss_bytes, run_lines
+from simulators.esxtop_churn import rss_bytes, run_lines
 
 RUNS, ROWS, INTERVAL = 60, 10, 5.0
 LUNS, SHIFT, WORLDS = 100, 30, 4
