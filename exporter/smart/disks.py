@@ -35,17 +35,21 @@ def disk_health(
     """A device's health from this round's readings. A page or log that failed or was refused
     keeps the previous good one with its read time (so its age shows); one the device does not
     have (unsupported) has none."""
-    disk = m.DiskHealth(page=page, adapter=adapter, smart_status=smart.status)
+    disk = m.DiskHealth(page=page, adapter=adapter, smart_status=smart.status, smart_problem=_problem(smart))
     disk.smart, disk.smart_read_at = _kept(
         smart, now, previous.smart if previous else None, previous.smart_read_at if previous else None
     )
     if nvme is not None:
-        disk.nvme_status = nvme.status
+        disk.nvme_status, disk.nvme_problem = nvme.status, _problem(nvme)
         disk.nvme, disk.nvme_read_at = _kept(
             nvme, now, previous.nvme if previous else None, previous.nvme_read_at if previous else None
         )
     disk.temperatures_celsius = parse.temperatures(page, disk.smart, disk.nvme)
     return disk
+
+
+def _problem(reading: Reading) -> str:
+    return reading.message if reading.status in ("failed", "unreadable") else ""
 
 
 def _kept(reading: Reading, now: float, last, last_at: float | None):

@@ -50,7 +50,7 @@ def _ask(call, arg, command: str, problems: list[Problem], notes: list[Refusal])
         message = f"{arg}: {err}, the last good reading is kept"
         problems.append((command, "too_large", message))
         notes.append(Refusal(arg, command, "too_large", message))
-        return disks.Reading("unreadable", message=message)
+        return disks.Reading("unreadable", message=str(err))
     except SmartFormatError as err:
         problems.append((command, "unreadable", str(err)))
         return disks.Reading("unreadable", message=str(err))
@@ -58,7 +58,7 @@ def _ask(call, arg, command: str, problems: list[Problem], notes: list[Refusal])
         if UNSUPPORTED.search(str(err)):
             return disks.Reading("unsupported", message=str(err))
         problems.append((command, "error", f"{arg}: {err}"))
-        return disks.Reading("failed", message=f"{arg}: {err}")
+        return disks.Reading("failed", message=str(err))
     problems.extend((command, r.reason, r.message) for r in refused)
     notes.extend(refused)
     return reading

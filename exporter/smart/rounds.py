@@ -96,14 +96,16 @@ class SmartRounds:
         before = self.last.get(report.host)
         for device, disk in report.disks.items():
             old = before.disks.get(device) if before else None
-            for what, status, was in (
-                ("SMART", disk.smart_status, old.smart_status if old else None),
-                ("NVMe log", disk.nvme_status, old.nvme_status if old else None),
+            for what, status, was, problem, kept in (
+                ("SMART", disk.smart_status, old.smart_status if old else None, disk.smart_problem, disk.smart),
+                ("NVMe log", disk.nvme_status, old.nvme_status if old else None, disk.nvme_problem, disk.nvme),
             ):
                 if status == was or not status:
                     continue
                 if status in ("failed", "unreadable"):
-                    log.warning("SMART on %s: %s of %s %s (the last good reading is kept)", where, what, device, status)
+                    # the reason as esxcli gave it; and whether a good reading stands in for it
+                    keeps = "the last good reading is kept" if kept is not None else "nothing read from it yet"
+                    log.warning("SMART on %s: %s of %s %s: %s (%s)", where, what, device, status, problem, keeps)
                 elif status == "unsupported":
                     log.info("SMART on %s: %s has no %s to read (a state, not an error)", where, device, what)
                 elif was is not None:

@@ -401,9 +401,11 @@ class DiskHealth:
     page: str = "ata"  # one of SMART_PAGES
     adapter: str = ""  # NVMe: the controller (vmhbaN) whose health log this is
     smart_status: str = ""  # one of DISK_READ_STATES; "" not asked
+    smart_problem: str = ""  # why the page was not read this round (failed, unreadable): for the log
     smart: SmartPage | None = None
     smart_read_at: float | None = None  # unix time of the last good SMART page
     nvme_status: str = ""  # one of DISK_READ_STATES; "" not an NVMe namespace
+    nvme_problem: str = ""  # why the log was not read this round
     nvme: NvmeHealthLog | None = None
     nvme_read_at: float | None = None
     temperatures_celsius: dict[str, float] = field(default_factory=dict)  # reliable readings: where -> °C

@@ -237,3 +237,24 @@ def test_a_round_fault_is_counted_every_hour_and_logged_once(caplog):
         "storage core device list/bad_value": 2,
         "RetrieveManagedMethodExecuter/failed": 2,
     }
+
+
+def test_a_device_that_fails_is_logged_once_with_esxcli_s_reason_and_whether_a_reading_stands_in(caplog):
+    """A device's page failing is logged when it starts, with what esxcli said, and says whether a
+    good reading stands in for it: none before the first good one, the last good one after."""
+    import logging
+
+    runner = FixtureRunner(fail={SSD})
+    store = Store()
+    rounds = SmartRounds(store)
+    with caplog.at_level(logging.WARNING, logger="exporter.smart.rounds"):
+        round_on(runner, rounds, store)
+        round_on(runner, rounds, store)  # the same failure again: not logged again
+        runner.fail.clear()
+        round_on(runner, rounds, store)
+        runner.fail.add(SSD)
+        round_on(runner, rounds, store)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"SMART on {HOST}: SMART of {SSD} failed: no answer within 60 s (nothing read from it yet)",
+        f"SMART on {HOST}: SMART of {SSD} failed: no answer within 60 s (the last good reading is kept)",
+    ]
