@@ -98,8 +98,10 @@ class ClusterTopology:
 
 
 def discover(client, selection: HostSelection | None = None, service=None) -> list[ClusterTopology]:
-    """The target's vSAN clusters this exporter takes, with their hosts, disks and VMs. service:
-    the target's vSAN endpoint (exporter.vsan.service.VsanService), asked for ESA disks."""
+    """The target's vSAN clusters this exporter takes, with their connected hosts, disks and VMs;
+    a cluster none of whose hosts is connected comes with none (nothing of it can be read, but a
+    host of it that comes back is one to discover). service: the target's vSAN endpoint
+    (exporter.vsan.service.VsanService), asked for ESA disks."""
     tree = client.call(_tree)
     clusters = choose(tree, selection or HostSelection())
     if not clusters:
@@ -131,7 +133,7 @@ def discover(client, selection: HostSelection | None = None, service=None) -> li
             name = _value(props.get("name"))
             cluster.vms[name] = (uuid, host_names.get(_value(props.get("runtime.host")), ""))
             cluster.names.vms[uuid] = name
-    return [c for c in clusters if c.hosts]
+    return clusters
 
 
 def _tree(content) -> list[tuple[str, str, dict]]:

@@ -98,7 +98,8 @@ class VsanSource:
         self.overruns = target.overruns  # a vSAN round longer than its interval counts under phase "vsan"
         self.service = VsanService(target.client)
         self.lock = threading.Lock()
-        self.clusters: list[discovery.ClusterTopology] = []
+        self.clusters: list[discovery.ClusterTopology] = []  # those with a connected host: the rounds read them
+        self.vsan_clusters: frozenset = frozenset()  # every vSAN cluster the last discovery found, hosts or none
         self.discovered_at = -1.0  # monotonic time of the last discovery
         self.members: frozenset = frozenset()  # the vSAN clusters' readable hosts at the last discovery (readable_members())
         self.supported: dict[str, set[str]] | None = None  # entity type -> labels this vSAN version has
@@ -120,11 +121,13 @@ class VsanSource:
     # --- discovery -------------------------------------------------------------------------
     def discover(self) -> bool:
         try:
-            clusters = discovery.discover(self.client, self.config.selection, self.service)
+            found = discovery.discover(self.client, self.config.selection, self.service)
         except VsphereError as err:  # retried at the real-time pace until a first one works: logged once
             self.faults.failed(_DISCOVERY, str(err), f"vsphere target {self.name}: vSAN discovery failed: {err}")
             return False
         self.faults.answered(_DISCOVERY, f"vsphere target {self.name}: vSAN discovery answers again")
+        clusters = [c for c in found if c.hosts]
+        self.vsan_clusters = frozenset(c.name for c in found)
         gone = {c.name for c in self.clusters} - {c.name for c in clusters}
         if clusters and self.supported is None:
             self.supported = self._supported_labels()
@@ -148,10 +151,11 @@ class VsanSource:
     def readable_members(self) -> frozenset:
         """(host, cluster) of every host the target's vSphere source reads now (its store
         inventories, which its change stream keeps current: a host added, removed, disconnected or
-        reconnected) in a cluster the last discovery found with vSAN on. When they differ from
-        those at the last discovery, the next round discovers again rather than an hour later:
-        a vSAN host that came has its series, one that went has none."""
-        names = {c.name for c in self.clusters}
+        reconnected) in a cluster the last discovery found with vSAN on, whether or not any of its
+        hosts could be read then. When they differ from those at the last discovery, the next round
+        discovers again rather than an hour later: a vSAN host that came has its series, one that
+        went has none, and a cluster whose every host was away is read again when one returns."""
+        names = self.vsan_clusters
         with self.store.lock:
             inventories = self.store.view(self.name).inventories
         return frozenset((host, inventory.cluster) for host, inventory in inventories.items() if inventory.cluster in names)

@@ -142,3 +142,47 @@ def test_a_host_that_joins_or_leaves_a_vsan_cluster_is_followed_at_the_next_vsan
         vsan.client.close()
     finally:
         sim.stop()
+
+
+def test_a_vsan_cluster_whose_every_host_was_away_is_read_again_when_one_returns(tmp_path):
+    """The soak's --vsan run (seed 49) found vsan-esa without its vSAN series for good once both of
+    its hosts had been disconnected or in maintenance at one discovery: a cluster with no host to
+    read was dropped as gone, and a host of it that came back was no host of a vSAN cluster the
+    source knew, so nothing called for a discovery until the hourly one. Now the source keeps the
+    names of every vSAN cluster it found, hosts or none, and a host of one that returns is read at
+    the next vSAN round."""
+    from pyVmomi import vim
+
+    from bench.soak_vsphere import VSAN_FIXTURE
+    from bench.vsphere_common import password_file
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from simulators.storagesim.sims import USER, StorageSim
+    from tests.support.vsphere_api import connect, named, wait
+
+    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
+    try:
+        content = connect(sim).RetrieveContent()
+        config = TargetConfig(
+            name="vc", url=sim.url, user=USER, password_file=str(password_file(tmp_path)), ca_file=str(sim.cert), vsan=True
+        )
+        target = VsphereTarget(config)
+        assert target.run_once(), target.error
+        vsan = VsanSource(target, target.store)
+        vsan.run_round()
+        esa = named(content, vim.HostSystem, "esx31.lab.local").parent
+        members = sorted(h.name for h in esa.host)
+        assert members == ["esx31.lab.local", "esx32.lab.local"] and "vsan-esa" in target.store.vsan
+        for name in members:
+            wait(named(content, vim.HostSystem, name).DisconnectHost_Task())
+        assert target.run_once(), target.error
+        vsan.run_round()
+        assert "vsan-esa" not in target.store.vsan  # nothing of it can be read: its series go
+        wait(named(content, vim.HostSystem, "esx32.lab.local").ReconnectHost_Task())
+        assert target.run_once(), target.error
+        vsan.run_round()  # the next round, not the hourly discovery
+        assert "vsan-esa" in target.store.vsan, sorted(target.store.vsan)
+        assert set(target.store.vsan["vsan-esa"].hosts) == {"esx32.lab.local"}
+        vsan.client.close()
+    finally:
+        sim.stop()
