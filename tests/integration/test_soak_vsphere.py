@@ -7,6 +7,8 @@ its table: docs/benchmarks.md."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from bench.soak_vsphere import run
@@ -106,23 +108,9 @@ def test_a_host_that_joins_or_leaves_a_vsan_cluster_is_followed_at_the_next_vsan
     the hosts the vSphere source reads in its vSAN clusters changed."""
     from pyVmomi import vim
 
-    from bench.soak_vsphere import VSAN_FIXTURE
-    from bench.vsphere_common import password_file
-    from exporter.vsan.source import VsanSource
-    from exporter.vsphere import TargetConfig, VsphereTarget
-    from simulators.storagesim.sims import USER, StorageSim
-    from tests.support.vsphere_api import connect, named, wait
+    from tests.support.vsphere_api import named, wait
 
-    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
-    try:
-        content = connect(sim).RetrieveContent()
-        config = TargetConfig(
-            name="vc", url=sim.url, user=USER, password_file=str(password_file(tmp_path)), ca_file=str(sim.cert), vsan=True
-        )
-        target = VsphereTarget(config)
-        assert target.run_once(), target.error
-        vsan = VsanSource(target, target.store)
-        vsan.run_round()
+    with vsan_soak_target(tmp_path) as (content, target, vsan):
 
         def vsan_hosts() -> set[str]:
             return {host for cluster in target.store.vsan.values() for host in cluster.hosts}
@@ -139,9 +127,6 @@ def test_a_host_that_joins_or_leaves_a_vsan_cluster_is_followed_at_the_next_vsan
         assert target.run_once(), target.error
         vsan.run_round()
         assert {"soak-esx1.lab.local", "esx22.lab.local"} <= vsan_hosts(), vsan_hosts()
-        vsan.client.close()
-    finally:
-        sim.stop()
 
 
 def test_a_vsan_cluster_whose_every_host_was_away_is_read_again_when_one_returns(tmp_path):
@@ -153,23 +138,9 @@ def test_a_vsan_cluster_whose_every_host_was_away_is_read_again_when_one_returns
     the next vSAN round."""
     from pyVmomi import vim
 
-    from bench.soak_vsphere import VSAN_FIXTURE
-    from bench.vsphere_common import password_file
-    from exporter.vsan.source import VsanSource
-    from exporter.vsphere import TargetConfig, VsphereTarget
-    from simulators.storagesim.sims import USER, StorageSim
-    from tests.support.vsphere_api import connect, named, wait
+    from tests.support.vsphere_api import named, wait
 
-    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
-    try:
-        content = connect(sim).RetrieveContent()
-        config = TargetConfig(
-            name="vc", url=sim.url, user=USER, password_file=str(password_file(tmp_path)), ca_file=str(sim.cert), vsan=True
-        )
-        target = VsphereTarget(config)
-        assert target.run_once(), target.error
-        vsan = VsanSource(target, target.store)
-        vsan.run_round()
+    with vsan_soak_target(tmp_path) as (content, target, vsan):
         esa = named(content, vim.HostSystem, "esx31.lab.local").parent
         members = sorted(h.name for h in esa.host)
         assert members == ["esx31.lab.local", "esx32.lab.local"] and "vsan-esa" in target.store.vsan
@@ -183,6 +154,32 @@ def test_a_vsan_cluster_whose_every_host_was_away_is_read_again_when_one_returns
         vsan.run_round()  # the next round, not the hourly discovery
         assert "vsan-esa" in target.store.vsan, sorted(target.store.vsan)
         assert set(target.store.vsan["vsan-esa"].hosts) == {"esx32.lab.local"}
-        vsan.client.close()
+
+
+@contextlib.contextmanager
+def vsan_soak_target(tmp_path):
+    """The soak's --vsan simulator, a pyVmomi session of the test's own, and a target and its vSAN
+    source after one walk and one vSAN round."""
+    from bench.soak_vsphere import VSAN_FIXTURE
+    from bench.vsphere_common import password_file
+    from exporter.vsan.source import VsanSource
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from simulators.storagesim.sims import USER, StorageSim
+    from tests.support.vsphere_api import connect
+
+    sim = StorageSim(tmp_path / "sim", fixture=VSAN_FIXTURE)
+    target = None
+    try:
+        content = connect(sim).RetrieveContent()
+        config = TargetConfig(
+            name="vc", url=sim.url, user=USER, password_file=str(password_file(tmp_path)), ca_file=str(sim.cert), vsan=True
+        )
+        target = VsphereTarget(config)
+        assert target.run_once(), target.error
+        vsan = VsanSource(target, target.store)
+        vsan.run_round()
+        yield content, target, vsan
     finally:
+        if target is not None:
+            target.client.close()  # the vSAN source's session is the target's
         sim.stop()
