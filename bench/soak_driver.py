@@ -166,9 +166,20 @@ def _entity(task) -> str:
 
 
 class Driver:
-    def __init__(self, sim: Simulator, proxy, inventory: Inventory, seed: int, every: float, duration: float, vsan: bool = False):
+    def __init__(
+        self,
+        sim: Simulator,
+        proxy,
+        inventory: Inventory,
+        seed: int,
+        every: float,
+        duration: float,
+        vsan: bool = False,
+        journal: Path | None = None,
+    ):
         """vsan: the snapshots also name the vSAN clusters' hosts (the vSAN fixture), and each
-        change of a vSAN cluster's host is counted apart (host_add_vsan ...)."""
+        change of a vSAN cluster's host is counted apart (host_add_vsan ...). journal: a file each
+        change and disturbance is appended to as it is made (readable while the run goes on)."""
         self.sim, self.proxy, self.inventory, self.vsan = sim, proxy, inventory, vsan
         self.rng = random.Random(seed)
         self.every, self.duration = every, duration
@@ -177,7 +188,7 @@ class Driver:
         self.done: dict[str, int] = {}  # action -> times done
         self.refused: dict[str, int] = {}  # action -> times the simulator refused it (a fault, not a soak failure)
         self.errors: list[str] = []  # the driver's own failures: make the run fail
-        self.journal: list[str] = []  # "<s since start> <action> <done|refused> [object]", for a failure's reading
+        self.journal = journal  # "<s since start> <action> <done|refused> [object]" a line, for a failure's reading
         self.crash_lock = threading.Lock()
         self.crash_span: list | None = None  # the simulator's crash, until it is started again
         self.action = ""  # the change or disturbance under way
@@ -434,7 +445,9 @@ class Driver:
         self._note(name, "refused", entity)
 
     def _note(self, name: str, outcome: str, entity: str) -> None:
-        self.journal.append(f"{time.monotonic() - self.started:.1f}s {name} {outcome} {entity}".rstrip())
+        if self.journal is not None:
+            with self.journal.open("a") as out:
+                out.write(f"{time.monotonic() - self.started:.1f}s {name} {outcome} {entity}".rstrip() + "\n")
 
     def _task(self, name: str, task) -> bool:
         """Waits for the task; a fault of the simulator is counted as refused, not as a failure."""

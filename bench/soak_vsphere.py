@@ -104,7 +104,7 @@ def run(
     args = ["--vsphere", proxy.url, "--vsphere.user", USER, "--vsphere.password-file", str(secret)]
     exporter = Exporter(*args, "--vsphere.ca-file", str(proxy.cert), *extra, log_path=log)
     inventory = Inventory()
-    driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration, vsan=vsan)
+    driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration, vsan=vsan, journal=tmp / "actions.log")
     checks = Checks(inventory, log, driver.timeline, vsan_interval=VSAN_INTERVAL, ssh=side.host if side else None)
     windows: list[Window] = []
     stop = threading.Event()
@@ -156,7 +156,6 @@ def run(
         exporter.stop()
         proxy.stop()
         sim.stop()
-        (tmp / "actions.log").write_text("".join(f"{line}\n" for line in driver.journal))
     failures = [f for w in windows for f in w.failed] + driver.errors + (side.errors if side else [])
     crashes = driver.crashes  # the simulator's own failures: not the exporter's checks, not hidden
     events = driver.counts()

@@ -32,6 +32,11 @@ def test_three_minutes_of_churn_fail_no_check(tmp_path):
     assert summary["scrapes_judged"] >= 3 and summary["objects_judged"] >= 30, summary
     assert summary["failures"] == [], "\n".join(summary["failures"])
     assert summary["simulator_failures"] == [], "\n".join(summary["simulator_failures"])
+    # the journal a failure is read from: every change and disturbance, in order
+    journal = [line.split() for line in (tmp_path / "actions.log").read_text().splitlines()]
+    assert sorted(name for _, name, outcome, *_ in journal if outcome == "done") == sorted(
+        name for name, n in done.items() for _ in range(n)
+    )
 
 
 # --- what the soak found, each reproduced in seconds -----------------------------------------------
