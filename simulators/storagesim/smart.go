@@ -50,11 +50,12 @@ var (
 const cannotOpen = "Error getting Smart Parameters: CANNOT open device"
 
 // installSmart makes the host's executer answer the SMART commands (called for each fixture host).
+// A host the -smart file does not name (or every host, without the file) answers as a host whose
+// devices have no SMART to give (a nested ESXi, disks behind a RAID controller): "CANNOT open
+// device" for each, and no NVMe controller. A real host knows the commands; none answers them with
+// the executer's "not found".
 func installSmart(ref string, fh *Host) {
-	if *smartFile == "" {
-		return
-	}
-	if smartLoaded == nil {
+	if *smartFile != "" && smartLoaded == nil {
 		loadJSON(*smartFile, &smartLoaded) // vaai.go
 	}
 	smartByRef[ref] = &smartAnswers{fixture: fh, disks: smartLoaded[fh.Name]}
