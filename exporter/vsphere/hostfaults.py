@@ -71,6 +71,7 @@ class HostFaults:
         self.lock = threading.Lock()
         self.faults = FaultLog(log)  # (host, call) -> failures so far, vCenter's last fault while it fails
         self.timeouts = 0  # per-host calls timed out in a row (see TIMEOUTS_IN_A_ROW)
+        self.hidden: set[str] = set()  # hosts vCenter cannot read now: counts kept, record out until read again
 
     def call(self, host: str, name: str, fn: Callable[[], object], default=None):
         """fn() for one host's call: its answer, or default when it fails with a fault of this
@@ -100,7 +101,8 @@ class HostFaults:
 
     def answered(self, host: str, name: str) -> None:
         known = (host, name) in self.faults.counts
-        if self.faults.answered((host, name), f"vsphere target {self.origin}: host {host}: {name} answers again") or not known:
+        said = self.faults.answered((host, name), f"vsphere target {self.origin}: host {host}: {name} answers again")
+        if said or not known or host in self.hidden:
             self._publish(host)  # else nothing changed: no new record
 
     def errors(self, host: str) -> dict[str, int]:
@@ -110,10 +112,21 @@ class HostFaults:
     def forget(self, hosts) -> None:
         """Hosts that left the target: their call health goes with them."""
         for host in hosts:
+            self.hidden.discard(host)
             if self.faults.forget(lambda key, host=host: key[0] == host) and self.store is not None:
                 self.store.drop_health(KIND, host, self.origin)
 
+    def suspend(self, hosts) -> None:
+        """Hosts vCenter lists but cannot read: their record goes (no series of a host that cannot
+        be read), their counts stay, so that when the host is read again its error counters go on
+        from where they were, not from 0 (which Prometheus would take for a reset)."""
+        for host in hosts:
+            self.hidden.add(host)
+            if self.store is not None:
+                self.store.drop_health(KIND, host, self.origin)
+
     def _publish(self, host: str) -> None:
+        self.hidden.discard(host)
         if self.store is None:
             return
         errors = self.errors(host)

@@ -434,12 +434,13 @@ class VsphereTarget:
                 self.esxcli_health.suspend(host)
             else:
                 self.esxcli_health.forget(host)
-        self.host_faults.forget(hosts)
+        self.host_faults.suspend(listed)  # their call errors go on from their count when read again
         if gone:
             self._forget_for_good(gone)
 
     def _forget_for_good(self, hosts: set[str]) -> None:
         self.store.forget_hosts(hosts, origin=self.name)
+        self.host_faults.forget(hosts)
         for host in hosts:
             self.published.pop(host, None)
             self.suspended.pop(host, None)

@@ -85,3 +85,26 @@ def test_samples_total_of_a_suspended_host_is_hidden_and_kept():
     target.suspended.clear()  # read again (_settle_suspended when it is back in the topology)
     target._publish()
     assert target.store.health[("vsphere", "vc")].samples["esx01"] == 7
+
+
+def test_a_host_s_call_errors_go_on_from_their_count_when_it_is_read_again():
+    """The 100-minute soak at four times the change rate saw esxi_vsphere_host_errors_total of a
+    host disconnected and reconnected between two scrapes go from 1 to 0: its call health was
+    forgotten when vCenter could not read it. Now it is hidden and kept, like its counters."""
+    from exporter.vsphere.hostfaults import KIND
+
+    target = target_with("esx01")
+    store, faults = target.store, target.host_faults
+    faults.failed("esx01", "RetrievePropertiesEx", "timed out")
+    assert store.health[(KIND, "esx01")].errors == {"RetrievePropertiesEx": 1}
+    target.host_status = {"esx01": m.HostStatus("disconnected", False)}
+    target._forget({"esx01"})
+    assert (KIND, "esx01") not in store.health  # no series of a host vCenter cannot read
+    faults.answered("esx01", "RetrievePropertiesEx")  # read again: its call answers
+    assert store.health[(KIND, "esx01")].errors == {"RetrievePropertiesEx": 1}  # on from 1, not 0
+    target.host_status = {}  # removed from vCenter: its call health goes for good
+    target._settle_suspended()
+    target._forget({"esx01"})
+    assert (KIND, "esx01") not in store.health
+    faults.answered("esx01", "RetrievePropertiesEx")
+    assert store.health[(KIND, "esx01")].errors == {"RetrievePropertiesEx": 0}
