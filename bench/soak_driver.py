@@ -70,6 +70,7 @@ class Timeline:
         self.lock = threading.Lock()
         self.spans: list[list] = [[started, started]]  # the start: the first walk is a return
         self.kinds: dict[str, int] = {}
+        self.begun: list[tuple[float, str]] = []  # (when, kind) of every disturbance, expiries included
         self.crashes: list[str] = []
         self.settled: float | None = None
 
@@ -95,6 +96,7 @@ class Timeline:
     def begin(self, kind: str, at: float) -> list:
         with self.lock:
             self.kinds[kind] = self.kinds.get(kind, 0) + 1
+            self.begun.append((at, kind))
             span = [at, None]
             if kind != "expire":
                 self.spans.append(span)
@@ -108,6 +110,15 @@ class Timeline:
         """Whether [start, end] meets a down or stalled time, or the `after` seconds after one."""
         with self.lock:
             return any(s <= end and (e is None or e + after >= start) for s, e in self.spans)
+
+    def begun_between(self, start: float, end: float) -> dict[str, int]:
+        """The disturbances begun in [start, end), by kind."""
+        with self.lock:
+            kinds: dict[str, int] = {}
+            for at, kind in self.begun:
+                if start <= at < end:
+                    kinds[kind] = kinds.get(kind, 0) + 1
+            return kinds
 
     def disturbances(self) -> int:
         with self.lock:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -49,6 +50,9 @@ SCRAPE_EVERY = 15.0  # as Prometheus scrapes
 # The garbage collector's full collections: a step down in RSS is told from one (the hour-long runs'
 # RSS halved at ~57 min, memory given back, not grown).
 FULL_GCS = re.compile(r'^python_gc_collections_total\{generation="2"\} (\S+)$', re.M)
+# Full walks, every reason: a window's CPU is read beside its walks (a vCenter restart, an expiry
+# and a stall each cost one), not only beside its series.
+WALKS = re.compile(r"^esxi_vsphere_walks_total\{[^}]*\} (\S+)$", re.M)
 VSAN_INTERVAL = 60.0  # --vsan: vSAN read every minute (accelerated: 300 s by default)
 VSAN_FIXTURE = ROOT / "simulators" / "storagesim" / "vsan.json"
 
@@ -60,6 +64,9 @@ class Window:
     rss_anon_mib: float = 0.0  # RssAnon and RssFile apart: is memory the exporter's own, or mapped files?
     rss_file_mib: float = 0.0
     full_gcs: float | None = None  # python_gc_collections_total{generation="2"} at the window's last scrape
+    walks: float | None = None  # esxi_vsphere_walks_total, every reason, at the window's last scrape
+    disturbances: dict[str, int] = field(default_factory=dict)  # restarts, expiries, stalls begun in the window
+    load1: float = 0.0  # the machine's 1-minute load average at the window's end: how shared the cores were
     cpu_start: float = 0.0
     cpu_s: float = 0.0
     series: int = 0
@@ -119,7 +126,7 @@ def run(
             now = time.monotonic()
             if not windows or now - windows[-1].start >= window - 1.0:
                 if windows:
-                    close(windows[-1], exporter, proxy, out, started, window)
+                    close(windows[-1], exporter, proxy, out, started, window, driver.timeline)
                 windows.append(Window(start=started + window * len(windows), cpu_start=cpu_seconds(exporter.proc.pid)))
                 proxy.take_counts()
             time.sleep(max(0.0, next_scrape - time.monotonic()))
@@ -139,6 +146,9 @@ def run(
             full = FULL_GCS.search(body)
             if full:
                 w.full_gcs = float(full.group(1))
+            walks = WALKS.findall(body)
+            if walks:
+                w.walks = sum(float(v) for v in walks)
             failed, series = checks.scrape(t0, body)
             w.series = series
             if failed:  # the failing scrape and the one before it, for reading the failure afterwards
@@ -146,7 +156,7 @@ def run(
                 (tmp / f"scrape-{t0 - started:.0f}s-before.prom").write_text(previous)
             previous = body
             w.failed += [f"{t0 - started:.0f}s {f}" for f in failed]
-        close(windows[-1], exporter, proxy, out, started, window)
+        close(windows[-1], exporter, proxy, out, started, window, driver.timeline)
     finally:
         stop.set()
         driver.join()
@@ -182,6 +192,9 @@ def run(
                 if w.full_gcs is not None and before and before.full_gcs is not None
                 else w.full_gcs,
                 "cpu_s": round(w.cpu_s, 2),
+                "walks": _delta(w.walks, before.walks if before else 0.0),
+                "disturbances": w.disturbances,
+                "load1": round(w.load1, 2),
                 "series": w.series,
                 "scrape_s_median": round(statistics.median(w.scrape_s), 3) if w.scrape_s else None,
                 "scrape_s_max": round(max(w.scrape_s), 3) if w.scrape_s else None,
@@ -196,6 +209,14 @@ def run(
     }
     report(summary, out)
     return summary
+
+
+def _delta(now: float | None, before: float | None) -> float | None:
+    """A counter's growth over a window (None: not read in it; a restart of the exporter would
+    show as a negative count, and none is made)."""
+    if now is None:
+        return None
+    return now - (before or 0.0)
 
 
 def report(summary: dict, out) -> None:
@@ -219,10 +240,13 @@ def report(summary: dict, out) -> None:
         out(f"  {f}")
 
 
-def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, window: float) -> None:
+def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, window: float, timeline=None) -> None:
     """The window's figures, printed as one row of the table (minute: the window's end, when RSS
-    is read; CPU seconds, requests and bytes: over the window)."""
+    and the load are read; CPU seconds, requests and bytes: over the window)."""
     w.end_minute = round(min(time.monotonic() - started, (w.start - started) + window) / 60, 1)
+    w.load1 = os.getloadavg()[0]
+    if timeline is not None:
+        w.disturbances = timeline.begun_between(w.start, w.start + window)
     pid = exporter.proc.pid
     if exporter.proc.poll() is None:
         w.rss_mib = status_mib("VmRSS", pid)
@@ -230,16 +254,21 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
         w.cpu_s = cpu_seconds(pid) - w.cpu_start
     w.requests, w.bytes = proxy.take_counts()
     if w.start == started:
-        out("minute  RSS MiB  (anon)  CPU s  series  scrape s (median/max)  requests  MiB     full GCs  failed")
+        out("minute  RSS MiB  (anon)  CPU s  series  scrape s (median/max)  requests  MiB     full GCs  load  disturbed  failed")
     median = statistics.median(w.scrape_s) if w.scrape_s else float("nan")
     peak = max(w.scrape_s) if w.scrape_s else float("nan")
     out(
         f"{w.end_minute:>6.1f}  {w.rss_mib:>7.1f}  {w.rss_anon_mib:>6.1f}  {w.cpu_s:>5.1f}  {w.series:>6}  "
         f"{median:>8.3f} / {peak:<8.3f}      {w.requests:>8}  {w.bytes / 2**20:>6.1f}  {w.full_gcs if w.full_gcs is not None else '-':>8}  "
-        f"{len(w.failed)}"
+        f"{w.load1:>4.1f}  {_kinds(w.disturbances) or '-':>9}  {len(w.failed)}"
     )
     for f in w.failed[:10]:
         out(f"    {f}")
+
+
+def _kinds(disturbances: dict[str, int]) -> str:
+    """A window's disturbances, shortest: "restart, 2 stall"."""
+    return ", ".join(f"{n} {kind}" if n > 1 else kind for kind, n in sorted(disturbances.items()))
 
 
 def flatness(windows: list[dict]) -> str:
@@ -266,13 +295,15 @@ def flatness(windows: list[dict]) -> str:
 def markdown(summary: dict) -> str:
     """The summary's windows as a Markdown table (docs/benchmarks.md)."""
     rows = [
-        "| minute | RSS MiB | CPU s | series | scrape s median / max | vCenter requests | vCenter MiB | failed checks |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| minute | RSS MiB | CPU s | series | scrape s median / max | vCenter requests | vCenter MiB | walks | disturbed | load | failed checks |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for w in summary["windows"]:
+        walks = w.get("walks")  # summaries written before walks, disturbances and load were kept
         rows.append(
             f"| {w['minute']} | {w['rss_mib']} | {w['cpu_s']} | {w['series']} | {w['scrape_s_median']} / {w['scrape_s_max']} "
-            f"| {w['requests']} | {w['bytes'] / 2**20:.1f} | {w['failed']} |"
+            f"| {w['requests']} | {w['bytes'] / 2**20:.1f} | {'-' if walks is None else f'{walks:g}'} "
+            f"| {_kinds(w.get('disturbances') or {}) or '-'} | {w.get('load1', '-')} | {w['failed']} |"
         )
     return "\n".join(rows)
 

@@ -348,3 +348,28 @@ def test_the_flatness_line_reads_rss_at_minute_10_and_the_end_and_cpu_against_it
         "CPU a window: median 1.85 s, 1.50-2.40 (-19 % / +30 %); first half 1.85, second half 1.95 s a window (+5 %)"
     )
     assert flatness(windows[:1]) == "flatness: fewer than two windows"
+
+
+def test_a_window_names_the_disturbances_begun_in_it_and_its_table_row_its_walks_and_load():
+    from bench.soak_vsphere import markdown
+
+    timeline = Timeline(T0)
+    timeline.begin("restart", T0 + 10)
+    timeline.begin("expire", T0 + 299.9)
+    timeline.begin("stall", T0 + 300)  # the next window's: a window is [start, end)
+    timeline.begin("stall", T0 + 420)
+    assert timeline.begun_between(T0, T0 + 300) == {"restart": 1, "expire": 1}
+    assert timeline.begun_between(T0 + 300, T0 + 600) == {"stall": 2}
+    assert timeline.begun_between(T0 + 600, T0 + 900) == {}
+
+    window = {"minute": 5.0, "rss_mib": 49.1, "cpu_s": 4.2, "series": 2500, "scrape_s_median": 0.004,
+              "scrape_s_max": 0.03, "requests": 900, "bytes": 4 * 2**20, "failed": 0}  # fmt: skip
+    table = markdown({"windows": [
+        {**window, "walks": 2.0, "disturbances": {"restart": 1, "expire": 1}, "load1": 1.37},
+        {**window, "minute": 10.0, "walks": 0.0, "disturbances": {"stall": 2}, "load1": 0.9},
+        window,  # a summary written before walks, disturbances and load were kept
+    ]})  # fmt: skip
+    rows = table.splitlines()[2:]
+    assert rows[0] == "| 5.0 | 49.1 | 4.2 | 2500 | 0.004 / 0.03 | 900 | 4.0 | 2 | expire, restart | 1.37 | 0 |"
+    assert rows[1] == "| 10.0 | 49.1 | 4.2 | 2500 | 0.004 / 0.03 | 900 | 4.0 | 0 | 2 stall | 0.9 | 0 |"
+    assert rows[2] == "| 5.0 | 49.1 | 4.2 | 2500 | 0.004 / 0.03 | 900 | 4.0 | - | - | - | 0 |"
