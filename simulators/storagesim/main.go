@@ -806,6 +806,7 @@ func main() {
 	installEvents(model.Service, reg, placed)                                   // events.go: storage events, collectors, POST /storagesim/events
 	installChurn(model.Service, reg)                                            // churn.go: the soak's controls (a datastore grown)
 	installPlacement(reg, perf)                                                 // placement.go: VMs moved on both sides, relocations refused, added hosts equipped
+	installClones(reg, fx)                                                      // clones.go: an added host answers esxcli as the host it copies
 
 	u := &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.Listen = u

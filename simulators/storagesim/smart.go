@@ -55,6 +55,8 @@ const cannotOpen = "Error getting Smart Parameters: CANNOT open device"
 // device" for each, and no NVMe controller. A real host knows the commands; none answers them with
 // the executer's "not found".
 func installSmart(ref string, fh *Host) {
+	executers.Lock()
+	defer executers.Unlock()
 	if *smartFile != "" && smartLoaded == nil {
 		loadJSON(*smartFile, &smartLoaded) // vaai.go
 	}
@@ -63,7 +65,9 @@ func installSmart(ref string, fh *Host) {
 
 // smart answers a SMART command on the host behind c; ok false for every other command.
 func (c *StorageCLI) smart(ctx *simulator.Context, req any) (soap.HasFault, bool) {
+	executers.RLock()
 	host := smartByRef[c.Value]
+	executers.RUnlock()
 	if host == nil {
 		return nil, false
 	}

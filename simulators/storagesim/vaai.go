@@ -26,6 +26,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -43,6 +44,9 @@ type VaaiHost struct {
 var (
 	vaaiLoaded map[string]VaaiHost
 	vaaiByRef  = map[string]*vaaiAnswers{} // host moref value (its executer's) -> answers
+	// executers guards smartByRef and vaaiByRef: filled at start, and for a host added at run time
+	// at its first executer (clones.go) while other hosts' commands are answered.
+	executers sync.RWMutex
 )
 
 type vaaiAnswers struct {
@@ -58,6 +62,8 @@ var vaaiOptions = map[string]string{
 
 // installVaai makes the host's executer answer the VAAI commands (called for each fixture host).
 func installVaai(ref string, fh *Host) {
+	executers.Lock()
+	defer executers.Unlock()
 	if vaaiLoaded == nil {
 		vaaiLoaded = map[string]VaaiHost{}
 		if *vaaiFile != "" {
@@ -69,7 +75,9 @@ func installVaai(ref string, fh *Host) {
 
 // vaai answers a VAAI or VMFS locking command on the host behind c; ok false for every other command.
 func (c *StorageCLI) vaai(ctx *simulator.Context, req any) (soap.HasFault, bool) {
+	executers.RLock()
 	host := vaaiByRef[c.Value]
+	executers.RUnlock()
 	if host == nil {
 		return nil, false
 	}

@@ -6,6 +6,8 @@ not, each reproduced in seconds (simulators/storagesim/placement.go).
   removed with the VM on it, and the next power-on of the VM panicked the simulator (twice in the
   30-minute soak at seed 45); the old host kept listing the VM after it was destroyed.
 - A host added at run time had the stock datastore system: RemoveDatastore was MethodNotFound.
+- A host added at run time had the stock method executer: every esxcli storage command was "not
+  found", so the soak's added hosts never had esxcli's series, SMART or VAAI (simulators/storagesim/clones.go).
 """
 
 from __future__ import annotations
@@ -243,3 +245,40 @@ def test_a_host_added_at_run_time_and_disconnected_refuses_calls_as_the_fixtures
     host.configManager.datastoreSystem.RemoveDatastore(datastore=nfs(host, "place-nfs-4"))
     wait(host.EnterMaintenanceMode_Task(timeout=0))
     wait(host.Destroy_Task())
+
+
+def test_a_host_added_at_run_time_answers_esxcli_as_the_host_it_copies(sim, content):
+    """The soak adds hosts as copies of a fixture host; a real host added to vCenter answers esxcli
+    about its own devices, which a copy's are its template's: devices, paths, VAAI and SMART as the
+    template answers them, a copy of that copy too. The stock executer answered "not found"."""
+    from pyVmomi import vim
+
+    from exporter.esxcli.inventory import EsxcliError
+    from exporter.vsphere import esxcli
+
+    stub = content.propertyCollector._stub
+
+    def answer(host, *words):
+        try:
+            records, _ = esxcli.run(stub, esxcli.executer(stub, host._moId), list(words))
+        except EsxcliError as err:
+            return f"refused: {err}"
+        return sorted(tuple(sorted(r.items())) for r in records)
+
+    template = named(content, vim.HostSystem, "esx01.lab.local")
+    copy = add_host(content, "place-esx5.lab.local", template="esx01.lab.local")
+    copy_of_copy = add_host(content, "place-esx6.lab.local", template="place-esx5.lab.local")
+    devices = answer(template, "storage", "core", "device", "list")
+    assert "naa.600a098038303053453f463045727a61" in {dict(r)["device"] for r in devices}
+    for words in (
+        ("storage", "core", "device", "list"),
+        ("storage", "nmp", "device", "list"),
+        ("storage", "core", "adapter", "list"),
+        ("storage", "core", "device", "vaai", "status", "get"),
+        ("storage", "vmfs", "lockmode", "list"),
+        ("storage", "core", "device", "smart", "get", "-d", "naa.600a098038303053453f463045727a61"),
+    ):
+        expected = answer(template, *words)
+        assert expected and "not found" not in str(expected), words
+        assert answer(copy, *words) == expected, words
+        assert answer(copy_of_copy, *words) == expected, words
