@@ -2,7 +2,8 @@
 (bench/soak_vsphere.py):
 
 - every object that exists has its series within GRACE (two collection intervals), and no series
-  remains for an object gone for longer than that;
+  remains for an object gone for longer than that; a connected host's include esxi_esxcli_up 1
+  (its esxcli read through the API, hosts the soak adds included);
 - no counter goes down (a series that left a scrape and came back is a new series);
 - esxi_vsphere_up is 0 only while the simulator is down or stalled, or within RETURN of its
   return (or of the start); a crash of the simulator (the driver starts it again) is a down time
@@ -79,13 +80,15 @@ class Inventory:
 
 def inventory_keys(vms, hosts, datastores, vsan_members=()) -> frozenset:
     """The keys of the objects that must have series: every host vCenter lists ("host": its state);
-    every connected host ("host_data": its LUNs, paths, configuration, samples); every powered-on VM
+    every connected host ("host_data": its LUNs, paths, configuration, samples; "esxcli": its last
+    esxcli refresh succeeded, esxi_esxcli_up 1, as every host the soak adds answers it); every powered-on VM
     of a connected host ("vm"); every datastore a connected host mounts ("ds"); every host of a vSAN
     cluster, connected and not in maintenance ("vsan_member": its vSAN series, judged on the vSAN
     interval). vms: (name, power state, host name); hosts: (name, connection state);
     datastores: (name, [(host name, mounted and accessible)]); vsan_members: host names."""
     connected = {name for name, state in hosts if state == "connected"}
     keys = {("host", name) for name, _ in hosts} | {("host_data", name) for name in connected}
+    keys |= {("esxcli", name) for name in connected}
     keys |= {("vsan_member", name) for name in vsan_members if name in connected}
     keys |= {("vm", host, name) for name, power, host in vms if power == "poweredOn" and host in connected}
     keys |= {("ds", host, name) for name, mounts in datastores for host, ok in mounts if ok and host in connected}
@@ -95,10 +98,12 @@ def inventory_keys(vms, hosts, datastores, vsan_members=()) -> frozenset:
 def scrape_keys(samples) -> set:
     """The objects a scrape has series of, keyed as inventory_keys keys them."""
     keys = set()
-    for name, labels, _ in samples:
+    for name, labels, value in samples:
         host = labels.get("host")
         if host is None:
             continue
+        if name == "esxi_esxcli_up" and value == 1:
+            keys.add(("esxcli", host))
         if name in STATE:
             keys.add(("host", host))
         elif name.startswith("esxi_vsan_"):

@@ -23,6 +23,8 @@ def body(*extra: str, up: int = 1, reads: float = 5.0) -> str:
         'esxi_host_connection_state{host="esx02",state="disconnected"} 1',
         "# TYPE esxi_host_info gauge",
         'esxi_host_info{host="esx01"} 1',
+        "# TYPE esxi_esxcli_up gauge",
+        'esxi_esxcli_up{host="esx01"} 1',
         "# TYPE esxi_vm_reads counter",
         f'esxi_vm_reads_total{{host="esx01",vm="db01"}} {reads}',
         "# TYPE esxi_datastore_info gauge",
@@ -44,23 +46,26 @@ def checks(tmp_path, log: str = "") -> Checks:
 def test_the_inventory_keys_judge_connected_hosts_running_vms_and_mounts():
     keys = inventory_keys(VMS, HOSTS, DATASTORES)
     assert keys == {
-        ("host", "esx01"), ("host", "esx02"), ("host_data", "esx01"), ("vm", "esx01", "db01"), ("ds", "esx01", "ds1")
+        ("host", "esx01"), ("host", "esx02"), ("host_data", "esx01"), ("esxcli", "esx01"), ("vm", "esx01", "db01"),
+        ("ds", "esx01", "ds1"),
     }  # fmt: skip
 
 
 def test_a_scrape_that_matches_the_inventory_passes(tmp_path):
     c = checks(tmp_path)
     failed, series = c.scrape(T0 + GRACE + 1, body())
-    assert failed == [] and series == 6 and c.judged == 5
+    assert failed == [] and series == 7 and c.judged == 6
 
 
 def test_an_object_without_its_series_and_a_series_without_its_object_fail(tmp_path):
     c = checks(tmp_path)
     text = body('esxi_vm_reads_total{host="esx01",vm="gone01"} 1').replace('esxi_host_info{host="esx01"} 1\n', "")
     text = text.replace('esxi_datastore_info{host="esx01",datastore="ds1"} 1\n', "")
+    text = text.replace('esxi_esxcli_up{host="esx01"} 1\n', "")
     failed, _ = c.scrape(T0 + GRACE + 1, text)
     assert failed == [
         "missing: ds esx01 ds1 (in the inventory for 45s)",
+        "missing: esxcli esx01 (in the inventory for 45s)",
         "missing: host_data esx01 (in the inventory for 45s)",
         "outlived: vm esx01 gone01 (gone from the inventory for 45s)",
     ]
@@ -72,6 +77,14 @@ def test_an_object_is_judged_only_once_in_the_inventory_for_the_grace(tmp_path):
     assert c.scrape(T0 + 40, body())[0] == []  # new01 is 10 s old: not yet required
     failed, _ = c.scrape(T0 + 30 + GRACE + 1, body())
     assert failed == ["missing: vm esx01 new01 (in the inventory for 45s)"]
+
+
+def test_a_connected_host_whose_esxcli_fails_or_is_not_read_fails(tmp_path):
+    c = checks(tmp_path)
+    failing = body().replace('esxi_esxcli_up{host="esx01"} 1', 'esxi_esxcli_up{host="esx01"} 0')
+    assert c.scrape(T0 + GRACE + 1, failing)[0] == ["missing: esxcli esx01 (in the inventory for 45s)"]
+    unread = body().replace('esxi_esxcli_up{host="esx01"} 1\n', "")
+    assert c.scrape(T0 + GRACE + 16, unread)[0] == ["missing: esxcli esx01 (in the inventory for 45s)"]
 
 
 def test_a_counter_going_down_fails_unless_its_series_left_between(tmp_path):
@@ -94,11 +107,12 @@ def test_up_zero_fails_only_beyond_a_minute_after_a_disturbance(tmp_path):
 def test_objects_are_not_judged_while_the_simulator_is_disturbed(tmp_path):
     c = checks(tmp_path)
     span = c.timeline.begin("stall", T0 + 100)
-    assert c.scrape(T0 + 110, body().replace('esxi_host_info{host="esx01"} 1\n', ""))[0] == []
+    without = body().replace('esxi_host_info{host="esx01"} 1\n', "").replace('esxi_esxcli_up{host="esx01"} 1\n', "")
+    assert c.scrape(T0 + 110, without)[0] == []
     c.timeline.end(span, T0 + 140)
-    assert c.scrape(T0 + 140 + RETURN, body().replace('esxi_host_info{host="esx01"} 1\n', ""))[0] == []
-    failed, _ = c.scrape(T0 + 140 + RETURN + GRACE + 1, body().replace('esxi_host_info{host="esx01"} 1\n', ""))
-    assert failed == ["missing: host_data esx01 (in the inventory for 45s)"]
+    assert c.scrape(T0 + 140 + RETURN, without)[0] == []
+    failed, _ = c.scrape(T0 + 140 + RETURN + GRACE + 1, without)
+    assert failed == ["missing: esxcli esx01 (in the inventory for 45s)", "missing: host_data esx01 (in the inventory for 45s)"]
 
 
 def test_a_traceback_and_a_cause_logged_again_and_again_fail(tmp_path):
