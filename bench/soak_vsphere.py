@@ -114,6 +114,9 @@ def run(
     driver = Driver(sim, proxy, inventory, seed=seed, every=every, duration=duration, vsan=vsan, journal=tmp / "actions.log")
     checks = Checks(inventory, log, driver.timeline, vsan_interval=VSAN_INTERVAL, ssh=side.host if side else None)
     windows: list[Window] = []
+    # (seconds from the start, the exporter's CPU seconds so far) at every scrape: where in a window
+    # its CPU went, beside actions.log and the exporter's log
+    cpu_at: list[tuple[float, float]] = []
     stop = threading.Event()
     started = time.monotonic()
     try:
@@ -143,6 +146,7 @@ def run(
             took = time.monotonic() - t0
             w = windows[-1]
             w.scrape_s.append(took)
+            cpu_at.append((round(t0 - started, 1), round(cpu_seconds(exporter.proc.pid), 2)))
             full = FULL_GCS.search(body)
             if full:
                 w.full_gcs = float(full.group(1))
@@ -206,6 +210,7 @@ def run(
         ],
         "failures": failures,
         "simulator_failures": crashes,
+        "cpu_at_scrapes": cpu_at,
     }
     report(summary, out)
     return summary
@@ -225,6 +230,8 @@ def report(summary: dict, out) -> None:
     exporter, the crash is no less a failure of the run)."""
     if "windows" in summary:
         out(flatness(summary["windows"]))
+    if summary.get("cpu_at_scrapes"):
+        out(busiest(summary["cpu_at_scrapes"]))
     out(f"events: {json.dumps(summary['events'])}")
     out(
         f"objects judged present or absent: {summary['objects_judged']} at {summary['scrapes_judged']} scrapes; "
@@ -264,6 +271,27 @@ def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, 
     )
     for f in w.failed[:10]:
         out(f"    {f}")
+
+
+def busiest(cpu_at: list, span: float = 60.0, top: int = 5) -> str:
+    """The `top` spans of `span` seconds (from one scrape to the first at least `span` later) in
+    which the exporter used the most CPU, none overlapping: where a window's CPU went."""
+    spans = []
+    for i, (start, cpu) in enumerate(cpu_at):
+        end = next((j for j in range(i + 1, len(cpu_at)) if cpu_at[j][0] - start >= span), None)
+        if end is not None:
+            spans.append((round(cpu_at[end][1] - cpu, 6), start, cpu_at[end][0]))
+    chosen: list[tuple[float, float, float]] = []
+    for used, start, end in sorted(spans, key=lambda s: (-s[0], s[1])):  # of equals, the earliest
+        if len(chosen) == top:
+            break
+        if all(end <= s or start >= e for _, s, e in chosen):
+            chosen.append((used, start, end))
+    if not chosen:
+        return "busiest: fewer than two scrapes a span apart"
+    return "busiest: " + "; ".join(
+        f"{start:.0f}-{end:.0f} s {used:.2f} s CPU" for used, start, end in sorted(chosen, key=lambda c: c[1])
+    )
 
 
 def _kinds(disturbances: dict[str, int]) -> str:
@@ -331,6 +359,8 @@ def main() -> int:
         summary = json.loads(args.table.read_text())
         print(markdown(summary))
         print(f"\n{flatness(summary['windows'])}")
+        if summary.get("cpu_at_scrapes"):
+            print(busiest(summary["cpu_at_scrapes"]))
         return 0
     import tempfile
 

@@ -387,3 +387,12 @@ def test_a_window_names_the_disturbances_begun_in_it_and_its_table_row_its_walks
     assert rows[0] == "| 5.0 | 49.1 | 4.2 | 2500 | 0.004 / 0.03 | 900 | 4.0 | 2 | expire, restart | 1.37 | 0 |"
     assert rows[1] == "| 10.0 | 49.1 | 4.2 | 2500 | 0.004 / 0.03 | 900 | 4.0 | 0 | 2 stall | 0.9 | 0 |"
     assert rows[2] == "| 5.0 | 49.1 | 4.2 | 2500 | 0.004 / 0.03 | 900 | 4.0 | - | - | - | 0 |"
+
+
+def test_the_busiest_spans_are_the_minutes_with_the_most_cpu_none_overlapping():
+    from bench.soak_vsphere import busiest
+
+    cpu_at = [(15.0 * i, 0.2 * i) for i in range(20)]  # 0.8 s a minute
+    cpu_at = [(t, cpu + (3.0 if t >= 150 else 0.0)) for t, cpu in cpu_at]  # 3 s between 135 and 150 s
+    assert busiest(cpu_at, top=2) == "busiest: 0-60 s 0.80 s CPU; 90-150 s 3.80 s CPU"
+    assert busiest(cpu_at[:1]) == "busiest: fewer than two scrapes a span apart"
