@@ -16,6 +16,7 @@ from exporter.ssh.target import SshTarget
 
 _running: set[subprocess.Popen] = set()
 _running_lock = threading.Lock()
+_exiting = False  # set by the kill at exit: no process is started after it
 # What a short command's stderr may keep (its end: the error is on the last line).
 STDERR_KEPT = 64 * 1024
 _CHUNK = 1 << 16
@@ -29,11 +30,33 @@ class OutputTooLarge(Exception):
 def _kill_running() -> None:
     # Source threads are daemons: at exit, end their ssh processes too, or the remote command
     # would run on until its next write fails.
+    global _exiting
     with _running_lock:
+        _exiting = True
         procs = list(_running)
     for proc in procs:
         if proc.poll() is None:
             proc.kill()
+    deadline = time.monotonic() + 1.0  # reaped: a SIGKILL takes effect when the process next runs
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _popen(argv: list[str], stdin, env: dict) -> subprocess.Popen:
+    """subprocess.Popen with stdout and stderr piped, registered to be killed at exit. Once the
+    exporter is exiting, a (daemon) thread asking for a process starts none and waits for the
+    interpreter to end it: started after the kill at exit, a process would outlive the exporter
+    (seen: a SMART round's `esxcli ... smart get` over ssh, orphaned after a SIGTERM)."""
+    with _running_lock:
+        if not _exiting:
+            proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            _running.add(proc)
+            return proc
+    threading.Event().wait()  # never set: the interpreter's exit ends this thread
+    raise AssertionError("unreachable")
 
 
 def dies_with_session(command: str) -> str:
@@ -58,16 +81,8 @@ def dies_with_session(command: str) -> str:
 def spawn(target: SshTarget, remote: str, ssh: str = "ssh") -> subprocess.Popen:
     """A long-running remote command with its stdout and stderr piped, that ends with its session
     (see dies_with_session); end it with `release`. Raises OSError when the client cannot be started."""
-    proc = subprocess.Popen(
-        target.ssh_argv(dies_with_session(remote), ssh, stdin=True),
-        stdin=subprocess.PIPE,  # held open, never written: its end is the remote side's hangup
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=ssh_environment(target),
-    )
-    with _running_lock:
-        _running.add(proc)
-    return proc
+    # stdin held open, never written: its end is the remote side's hangup
+    return _popen(target.ssh_argv(dies_with_session(remote), ssh, stdin=True), subprocess.PIPE, ssh_environment(target))
 
 
 def release(proc: subprocess.Popen) -> int:
@@ -91,15 +106,7 @@ def run(
     is kept is bounded by the cap, not by what the host sends), the last STDERR_KEPT bytes of
     stderr. Both decoded (decode: the parser then refuses a byte that is not UTF-8 in one line,
     never a UnicodeDecodeError). Raises subprocess.TimeoutExpired after `timeout`."""
-    proc = subprocess.Popen(
-        target.ssh_argv(remote, ssh),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=ssh_environment(target),
-    )
-    with _running_lock:
-        _running.add(proc)
+    proc = _popen(target.ssh_argv(remote, ssh), subprocess.DEVNULL, ssh_environment(target))
     try:
         deadline = time.monotonic() + timeout
         out, err = _read_capped(proc, deadline, max_output)
