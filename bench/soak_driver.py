@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 from bench.soak_checks import RETURN, Inventory, inventory_keys
@@ -69,7 +70,6 @@ class Timeline:
     def __init__(self, started: float):
         self.lock = threading.Lock()
         self.spans: list[list] = [[started, started]]  # the start: the first walk is a return
-        self.kinds: dict[str, int] = {}
         self.begun: list[tuple[float, str]] = []  # (when, kind) of every disturbance, expiries included
         self.crashes: list[str] = []
         self.settled: float | None = None
@@ -95,7 +95,6 @@ class Timeline:
 
     def begin(self, kind: str, at: float) -> list:
         with self.lock:
-            self.kinds[kind] = self.kinds.get(kind, 0) + 1
             self.begun.append((at, kind))
             span = [at, None]
             if kind != "expire":
@@ -111,18 +110,19 @@ class Timeline:
         with self.lock:
             return any(s <= end and (e is None or e + after >= start) for s, e in self.spans)
 
-    def begun_between(self, start: float, end: float) -> dict[str, int]:
+    def begun_between(self, start: float, end: float = float("inf")) -> dict[str, int]:
         """The disturbances begun in [start, end), by kind."""
         with self.lock:
-            kinds: dict[str, int] = {}
-            for at, kind in self.begun:
-                if start <= at < end:
-                    kinds[kind] = kinds.get(kind, 0) + 1
-            return kinds
+            return dict(Counter(kind for at, kind in self.begun if start <= at < end))
+
+    @property
+    def kinds(self) -> dict[str, int]:
+        """Every disturbance so far, by kind."""
+        return self.begun_between(float("-inf"))
 
     def disturbances(self) -> int:
         with self.lock:
-            return sum(self.kinds.values())
+            return len(self.begun)
 
 
 def _collect(content, kind, props):

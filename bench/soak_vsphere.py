@@ -247,13 +247,12 @@ def report(summary: dict, out) -> None:
         out(f"  {f}")
 
 
-def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, window: float, timeline=None) -> None:
+def close(w: Window, exporter: Exporter, proxy: SoakProxy, out, started: float, window: float, timeline) -> None:
     """The window's figures, printed as one row of the table (minute: the window's end, when RSS
     and the load are read; CPU seconds, requests and bytes: over the window)."""
     w.end_minute = round(min(time.monotonic() - started, (w.start - started) + window) / 60, 1)
     w.load1 = os.getloadavg()[0]
-    if timeline is not None:
-        w.disturbances = timeline.begun_between(w.start, w.start + window)
+    w.disturbances = timeline.begun_between(w.start, w.start + window)
     pid = exporter.proc.pid
     if exporter.proc.poll() is None:
         w.rss_mib = status_mib("VmRSS", pid)

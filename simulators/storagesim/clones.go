@@ -83,10 +83,7 @@ func (c *clones) equip(ctx *simulator.Context, ref types.ManagedObjectReference)
 	defer c.mu.Unlock()
 	executer := types.ManagedObjectReference{Type: "ManagedMethodExecuter", Value: ref.Value}
 	if _, done := ctx.Map.Get(executer).(*StorageCLI); done {
-		return // a fixture host's, or equipped before
-	}
-	if _, fixture := c.fixture[h.Name]; fixture {
-		return // a fixture host's executer is equipped at start
+		return // a fixture host's (equipped at start), or equipped before
 	}
 	fh := c.template(h.Name)
 	if fh == nil {
