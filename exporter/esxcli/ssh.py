@@ -14,6 +14,7 @@ from exporter.configuration.config import default
 from exporter.esxcli import filesystem, parse
 from exporter.esxcli.health import EsxcliHealth
 from exporter.esxcli.inventory import AnswerTooLarge, EsxcliError, read
+from exporter.esxcli.retry import Retries
 from exporter.ssh import process
 from exporter.ssh.target import SshTarget
 
@@ -102,15 +103,22 @@ class EsxcliOverSsh:
 
 def every_interval(stop: threading.Event, host_name, interval: float, refresh, what: str) -> None:
     """Once the host's esxtop stream has named the host (host_name() no longer None), refresh(host)
-    every interval until stop; a refresh that raises is logged and the loop goes on."""
+    every interval until stop. A refresh that failed (returned False, or raised: logged) is tried
+    again sooner, as exporter.esxcli.retry says."""
     host = None
     while not stop.is_set() and host is None:
         host = host_name()
         if host is None:
             stop.wait(1.0)
+    retries = Retries(interval)
     while not stop.is_set():
         try:
-            refresh(host)
+            answered = refresh(host) is not False
         except Exception:  # noqa: BLE001 - the loop must survive anything one refresh does
             log.exception("%s: refresh failed", what)
-        stop.wait(interval)
+            answered = False
+        if answered:
+            retries.succeeded(host)
+            stop.wait(interval)
+        else:
+            stop.wait(retries.failed(host))

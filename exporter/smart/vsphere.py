@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from exporter.esxcli.inventory import EsxcliError
+from exporter.esxcli.retry import Retries
 from exporter.smart import parse, plan
 from exporter.smart.rounds import SmartRounds
 from exporter.vsphere import esxcli
@@ -48,6 +50,7 @@ class SmartOverVsphere:
         # A host that leaves the target's inventory takes its disks with it at once, not at the
         # next SMART round (an hour later by default).
         target.forget_listeners.append(self.rounds.forget)
+        self.retries = Retries(interval)  # a host whose round failed: tried again sooner
 
     def run(self) -> None:
         target = self.target
@@ -55,14 +58,23 @@ class SmartOverVsphere:
             pass
         # The first collection goes first: a SMART round is many small esxcli answers per host.
         target.collected.wait(target.config.interval)
+        next_all = time.monotonic()
         while not self.stop.is_set():
-            try:
-                self.round()
-            except Exception:  # noqa: BLE001 - the loop must survive anything one round does
-                log.exception("SMART on vsphere target %s: round failed", target.name)
-            self.stop.wait(self.interval)
+            if time.monotonic() >= next_all:
+                hosts, next_all = None, time.monotonic() + self.interval
+            else:
+                hosts = self.retries.due()
+            if hosts is None or hosts:
+                try:
+                    self.round(hosts)
+                except Exception:  # noqa: BLE001 - the loop must survive anything one round does
+                    log.exception("SMART on vsphere target %s: round failed", target.name)
+            retry, wait = self.retries.next_in(), next_all - time.monotonic()
+            self.stop.wait(max(0.0, wait if retry is None else min(wait, retry)))
 
-    def round(self) -> None:
+    def round(self, only: set[str] | None = None) -> None:
+        """One round on every host of the target's topology (only: on these of them); a host whose
+        round failed is tried again sooner (self.retries)."""
         # Each host's epoch before the topology: a host the target forgets after this (the topology
         # loses it first) has a newer epoch, and its result, whenever its turn in the pool comes,
         # is thrown away. Read at its turn, a host forgotten meanwhile published a failure of the
@@ -71,27 +83,36 @@ class SmartOverVsphere:
         target, topology = self.target, self.target.topology
         if topology is None:
             return
+        hosts = [topo for topo in topology.hosts if only is None or topo.name in only]
+        self.retries.keep_only(topo.name for topo in topology.hosts)
         try:
             target.client.content()
-        except VsphereError as err:  # the server is away: the next round tries again
+        except VsphereError as err:  # the server is away: its hosts are tried again a minute on
             log.warning("SMART on vsphere target %s: skipped: %s", target.name, err)
+            for topo in hosts:
+                self.retries.failed(topo.name)
             return
 
         def one(topo) -> None:
             label, epoch = f"{target.name}/{topo.name}", epochs.get(topo.name, 0)
             step = ["RetrieveManagedMethodExecuter"]
 
-            def ask(content) -> None:  # on the call's own session: one that expired is logged in again, once
+            def ask(content) -> bool:  # on the call's own session: one that expired is logged in again, once
                 stub = content.propertyCollector._stub
                 step[0] = "RetrieveManagedMethodExecuter"
                 executer = esxcli.executer(stub, topo.ref._moId)
                 step[0] = "esxcli"
-                self.rounds.refresh(topo.name, ApiEsxcli(stub, executer, self.limits), label, epoch)
+                return self.rounds.refresh(topo.name, ApiEsxcli(stub, executer, self.limits), label, epoch)
 
             try:
-                target.client.call(ask)
+                answered = target.client.call(ask)
             except (EsxcliError, VsphereError) as err:
                 self.rounds.fail(topo.name, step[0], str(err), epoch, label)
+                answered = False
+            if answered:
+                self.retries.succeeded(topo.name)
+            elif self.rounds.epoch(topo.name) == epoch:  # failed, not left
+                self.retries.failed(topo.name)
 
         with ThreadPoolExecutor(max_workers=max(1, target.config.max_parallel_queries)) as pool:
-            list(pool.map(one, topology.hosts))
+            list(pool.map(one, hosts))

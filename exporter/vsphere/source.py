@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from exporter.esxcli.health import EsxcliHealth
+from exporter.esxcli.retry import Retries
 from exporter.store import model as m
 from exporter.store.faultlog import FaultLog
 from exporter.vsphere import discovery, esxcli, gcpause, iorm, mapping, perf, vms
@@ -88,6 +89,7 @@ class VsphereTarget:
         self.esxcli_health = EsxcliHealth(
             store, origin=self.name, log=log
         )  # shown on this target's /probe too; logs once per cause
+        self.esxcli_retries = Retries(config.esxcli_interval)  # a host whose esxcli failed: read again sooner
         self.host_faults = HostFaults(store, self.name)  # one host's failing calls, its own (hostfaults.py)
         self.overruns = Overruns(self.name)  # collections that took longer than their interval
         self.follower: Follower | None = None  # the last walk's, following its changes while running
@@ -358,6 +360,8 @@ class VsphereTarget:
             log.debug("vsphere target %s: esxcli skipped: %s", self.name, err)
             with self.lock:  # and these hosts with it (a walk again reads only the hosts it finds stale)
                 self._esxcli_due |= {topo.name for topo in hosts}
+            for topo in hosts:  # and if no walk comes (a blip), they are tried again a minute on
+                self.esxcli_retries.failed(topo.name)
             return
 
         def one(topo):  # on the call's own session: one that expired is logged in again, once
@@ -370,7 +374,10 @@ class VsphereTarget:
                 now = next((t for t in self.topology.hosts if t.name == topo.name), None) if self.topology else None
                 if now is None:
                     return
-                self._esxcli_problems(topo.name, problems)
+                if self._esxcli_problems(topo.name, problems):
+                    self.esxcli_retries.failed(topo.name)
+                else:
+                    self.esxcli_retries.succeeded(topo.name)
                 if found is not None:
                     self.esxcli_found[topo.name] = found
                 elif topo.name in self.esxcli_found:
@@ -387,6 +394,7 @@ class VsphereTarget:
         names = {topo.name for topo in topology.hosts} if topology is not None else set()
         for gone in set(self.esxcli_found) - names:
             del self.esxcli_found[gone]
+        self.esxcli_retries.keep_only(names)
         self._took("esxcli", start)
         self._publish()
 
@@ -430,6 +438,7 @@ class VsphereTarget:
                 self.esxcli_found.pop(host, None)
                 self.iorm.pop(host, None)
         for host in hosts:
+            self.esxcli_retries.forget(host)  # read again when it is back (a change or a walk)
             if host in listed:
                 self.esxcli_health.suspend(host)
             else:
@@ -828,13 +837,16 @@ class VsphereTarget:
             pass
         next_all = time.monotonic() + self.config.esxcli_interval
         while not stop.is_set():
-            self._esxcli_wake.wait(max(0.0, next_all - time.monotonic()))
+            retry = self.esxcli_retries.next_in()
+            wait = next_all - time.monotonic()
+            self._esxcli_wake.wait(max(0.0, wait if retry is None else min(wait, retry)))
             self._esxcli_wake.clear()
             if stop.is_set():
                 return
+            retried = self.esxcli_retries.due()  # hosts whose last esxcli failed, a minute or more ago
             with self.lock:
                 everything = self._esxcli_all or time.monotonic() >= next_all
-                due, self._esxcli_due, self._esxcli_all = self._esxcli_due, set(), False
+                due, self._esxcli_due, self._esxcli_all = self._esxcli_due | retried, set(), False
             topology = self.topology
             if topology is None or not (everything or due):
                 continue

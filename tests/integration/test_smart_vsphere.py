@@ -210,3 +210,53 @@ def test_an_expired_session_is_logged_in_again_once_by_smart_and_esxcli_rounds(t
     assert errors == {
         (n, tuple(sorted(labels.items()))): v for n, labels, v in samples(before) if n == "esxi_esxcli_errors_total"
     }
+
+
+def test_a_host_whose_smart_round_failed_is_read_again_soon_not_at_the_next_hour(sim, password, monkeypatch):
+    """A host whose round could not start (its executer refused: a busy hostd) was left
+    esxi_disk_smart_up 0 until the next round, an hour later by default. Now it alone is read again
+    after exporter.esxcli.retry.FIRST_RETRY (0.5 s here), twice as long while it fails."""
+    import threading
+    import time
+
+    from exporter.esxcli import retry
+    from exporter.esxcli.inventory import EsxcliError
+    from exporter.serving.exposition import Exposition
+    from exporter.smart import vsphere as smart_vsphere
+    from exporter.vsphere import TargetConfig, VsphereTarget
+
+    monkeypatch.setattr(retry, "FIRST_RETRY", 0.5)
+    real_executer, asked = smart_vsphere.esxcli.executer, {}  # host moid -> when each round began
+    config = TargetConfig(name="vc", url=sim.url, user=USER, password_file=str(password), ca_file=str(sim.cert), esxcli=True)
+    vc = VsphereTarget(config)
+    assert vc.run_once(), vc.error
+    refused = next(t.ref._moId for t in vc.topology.hosts if t.name == HEALTHY)
+
+    def executer(stub, host_moid):
+        asked.setdefault(host_moid, []).append(time.monotonic())
+        if host_moid == refused and len(asked[host_moid]) <= 2:
+            raise EsxcliError("hostd is busy")
+        return real_executer(stub, host_moid)
+
+    monkeypatch.setattr(smart_vsphere.esxcli, "executer", executer)
+    stop = threading.Event()
+    smart = smart_vsphere.SmartOverVsphere(vc, vc.store, stop, interval=3600.0)
+    running = threading.Thread(target=smart.run, daemon=True)
+    try:
+        running.start()
+        up = lambda: value(Exposition(vc.store, ["smart"]).body().decode(), "esxi_disk_smart_up", host=HEALTHY)  # noqa: E731
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and up() != 1:
+            time.sleep(0.1)
+        body = Exposition(vc.store, ["smart"]).body().decode()
+    finally:
+        stop.set()
+        running.join(30)
+        vc.client.close()
+    assert value(body, "esxi_disk_smart_up", host=HEALTHY) == 1
+    assert (
+        value(body, "esxi_disk_smart_errors_total", host=HEALTHY, command="RetrieveManagedMethodExecuter", reason="failed") == 2
+    )
+    gaps = [b - a for a, b in zip(asked[refused], asked[refused][1:])]
+    assert len(gaps) == 2 and 0.4 <= gaps[0] <= 3.0 and 0.9 <= gaps[1] <= 4.0, gaps
+    assert all(len(times) == 1 for moid, times in asked.items() if moid != refused), asked  # the others: once

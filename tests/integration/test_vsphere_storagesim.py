@@ -625,6 +625,58 @@ def test_esxcli_through_a_standalone_hosts_method_executer(esx, password_file):
     assert SECRET not in proc.stderr
 
 
+def test_a_host_whose_esxcli_failed_is_read_again_soon_not_at_the_next_hour(vc, password_file, monkeypatch):
+    """One failed esxcli answer (a busy hostd) left the host esxi_esxcli_up 0, its per-device
+    settings unknown, until the next walk, storage change or esxcli-interval (1 h). Now it is read
+    again after exporter.esxcli.retry.FIRST_RETRY (1 s here), twice as long after each further
+    failure, with no walk and no change; the hosts that answered are not read again."""
+    import threading
+
+    from exporter.esxcli import retry
+    from exporter.serving.exposition import Exposition
+    from exporter.vsphere import TargetConfig, VsphereTarget
+    from exporter.vsphere import esxcli as vsphere_esxcli
+
+    monkeypatch.setattr(retry, "FIRST_RETRY", 1.0)
+    host, n61 = "esx01.lab.local", "naa.600a098038303053453f463045727a61"
+    real_read, reads = vsphere_esxcli.read, {}  # host -> when each read began
+
+    def read(stub, moid, name):
+        reads.setdefault(name, []).append(time.monotonic())
+        if name == host and len(reads[name]) <= 3:  # its first three reads fail
+            return None, [("RetrieveManagedMethodExecuter", "failed", "hostd is busy")]
+        return real_read(stub, moid, name)
+
+    monkeypatch.setattr(vsphere_esxcli, "read", read)
+    config = TargetConfig(name="vc", url=vc.url, user=USER, password_file=str(password_file), ca_file=str(vc.cert), interval=5.0)
+    assert config.esxcli_interval == 3600.0
+    target, stop, threads = VsphereTarget(config), threading.Event(), []
+    exposition = Exposition(target.store)
+    try:
+        threads = target.start(stop)
+        deadline, up = time.monotonic() + 60, None
+        while time.monotonic() < deadline and up != 1:
+            time.sleep(0.2)
+            up = parse(exposition.body().decode()).get(("esxi_esxcli_up", frozenset({"host": host}.items())))
+        samples = parse(exposition.body().decode())
+        assert value(samples, "esxi_esxcli_up", host=host) == 1
+        assert value(samples, "esxi_lun_dsnro", host=host, device=n61) == 32
+        assert (
+            value(samples, "esxi_esxcli_errors_total", host=host, command="RetrieveManagedMethodExecuter", reason="failed") == 3
+        )
+        gaps = [b - a for a, b in zip(reads[host], reads[host][1:])]
+        assert len(gaps) == 3
+        for gap, wait in zip(gaps, (1.0, 2.0, 4.0)):
+            assert wait - 0.1 <= gap <= wait + 3.0, gaps
+        assert all(len(times) == 1 for name, times in reads.items() if name != host), reads
+        assert target.walks == {"start": 1}  # no walk brought it back
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        target.client.close()
+
+
 def test_esxcli_never_holds_back_the_topology_and_a_rediscovery_loses_no_setting(vc, password_file, monkeypatch):
     """On a real vCenter each host's hostd answers esxcli in its own time. The API topology (LUNs,
     paths, states) reaches the store before esxcli answers; a rediscovery whose esxcli fails keeps
