@@ -21,6 +21,8 @@ RUNBOOK = ALERTS / "RUNBOOK.md"
 STATE_ALERTS = {
     "EsxiVsphereTargetDown",
     "EsxiCollectorFailing",
+    "EsxiEsxcliFailing",
+    "EsxiDiskSmartFailing",
     "EsxiPathDead",
     "EsxiLunDeviceNotOk",
     "EsxiHostNotResponding",
