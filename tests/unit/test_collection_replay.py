@@ -37,3 +37,14 @@ def test_a_call_is_known_by_its_entities_in_order_not_its_start_times():
     assert key_of(request("2026-11-29T01:00:00Z", "host-1", "host-2")) != key_of(
         request("2026-11-29T01:00:00Z", "host-2", "host-1")
     )
+
+
+def test_the_proxy_moves_an_answers_newest_sample_to_the_latest_20_s_boundary():
+    from bench.replay_proxy import stamped_now
+
+    now = 1795917647.0  # 2026-11-29T02:00:47Z
+    later = stamped_now(ANSWER, now)
+    assert b"<sampleInfoCSV>20,2026-11-29T02:00:20Z,20,2026-11-29T02:00:40Z</sampleInfoCSV>" in later
+    assert (
+        stamped_now(b"<returnval><entity>host-1</entity></returnval>", now) == b"<returnval><entity>host-1</entity></returnval>"
+    )
