@@ -33,16 +33,12 @@ log = logging.getLogger(__name__)
 
 # Rendering ahead (start()). A change is rendered once the store has not changed for SETTLE
 # seconds (a collection ingests host after host: one render for the round, not one per host),
-# or after MAX_DELAY of changes that never settle (esxtop streams arrive all the time), but not
-# while a source's round of writes is under way (Store.round: a vSphere collection), for up to
-# ROUND_WAIT: at 2,500 hosts a render started mid-collection shared the interpreter with it and a
-# collection of 4.9 s of its own work took 12-15 s (docs/scale.md). After
+# or after MAX_DELAY of changes that never settle (esxtop streams arrive all the time). After
 # a render the next waits REST times as long as it took, so rendering takes at most a third of
 # the process's time, whatever the size. An exposition not asked for in IDLE seconds (a probe
 # target nobody scrapes) is not rendered ahead until it is asked for again.
 SETTLE = 0.2
 MAX_DELAY = 1.0
-ROUND_WAIT = 30.0
 REST = 2.0
 IDLE = 300.0
 POLL = 0.1
@@ -229,8 +225,6 @@ class Exposition:
                 continue
             first = now if first is None else first
             if now < rest_until or (now - changed < SETTLE and now - first < MAX_DELAY):
-                continue
-            if getattr(self.store, "rounds", 0) and now - first < ROUND_WAIT:
                 continue
             try:
                 self._render_served(self._renders)

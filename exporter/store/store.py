@@ -10,7 +10,6 @@ the exposition can be rendered once per change.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass, field, replace
 
@@ -184,20 +183,6 @@ class Store:
         self.datastore_spaces: dict[tuple[str, str], dict[str, m.DatastoreSpace]] = {}
         self.vm_snapshots: dict[str, dict[str, m.VmSnapshots]] = {}  # origin -> VM name -> its snapshots
         self.version = 0
-        self.rounds = 0  # sources' rounds of writes under way (round()): a render ahead waits for their end
-
-    @contextlib.contextmanager
-    def round(self):
-        """A source's round of writes, such as a vSphere collection storing host after host: a
-        render ahead waits for its end (exporter.serving.exposition), so the round is rendered once,
-        whole, and its work does not share the interpreter with a render of seconds."""
-        with self.lock:
-            self.rounds += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.rounds -= 1
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
         if self.lun_filter is not None:
@@ -451,10 +436,6 @@ class StoreView:
     @property
     def version(self) -> int:
         return self.store.version
-
-    @property
-    def rounds(self) -> int:
-        return self.store.rounds
 
     @property
     def hosts(self) -> dict[str, HostState]:

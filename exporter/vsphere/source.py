@@ -478,9 +478,7 @@ class VsphereTarget:
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
         start = time.monotonic()
-        # see gcpause: one list per perf series, one dict per sample; the store's round: no render
-        # ahead shares the interpreter with the collection, and the round is rendered once, whole
-        with gcpause.paused(), self.store.round():
+        with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
             ok = self._collect(now)
         self._space_due()
         if self.overruns.check("collection", time.monotonic() - start, self.config.interval):

@@ -281,34 +281,3 @@ def test_the_first_scrape_after_a_long_idle_gets_the_present_data_not_the_body_b
     store.touch()
     text = get(port, "/probe?target=vc-a")[1].decode()
     assert rendered_version(text) == store.version
-
-
-def test_a_render_ahead_waits_for_a_sources_round_to_end_then_renders_it_once(served, monkeypatch):
-    """A vSphere collection stores host after host for seconds at 2,500 hosts: a render ahead
-    started mid-round (after MAX_DELAY of changes) shared the interpreter with it. Now no render
-    starts while a round is under way (up to ROUND_WAIT); once it ends, one render shows it whole."""
-    store, metrics, _, port = served
-    get(port)
-    wait_for(metrics.current, "the first body rendered")
-    monkeypatch.setattr(exposition_module, "MAX_DELAY", 0.05)
-    renders, real = [], exposition_module.render
-    monkeypatch.setattr(exposition_module, "render", lambda families, **kw: renders.append(1) or real(families, **kw))
-    with store.round():
-        for step in range(1, 16):  # changes that never settle for 0.2 s, for about 1.5 s
-            store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5 * step))
-            time.sleep(0.1)
-        assert renders == [] and not metrics.current()  # past MAX_DELAY, and nothing rendered
-    wait_for(metrics.current, "the round rendered once it ended")
-    assert len(renders) == 1
-    assert rendered_version(get(port)[1].decode()) == store.version
-
-
-def test_a_round_that_never_ends_holds_a_render_back_at_most_round_wait(served, monkeypatch):
-    store, metrics, _, port = served
-    get(port)
-    wait_for(metrics.current, "the first body rendered")
-    monkeypatch.setattr(exposition_module, "ROUND_WAIT", 0.5)
-    with store.round():
-        store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5))
-        wait_for(metrics.current, "rendered although the round is still under way")
-    assert store.rounds == 0
