@@ -47,12 +47,15 @@ def key_of(request: bytes) -> str:
     return hashlib.sha1(b"|".join(_ENTITY.findall(request))).hexdigest()
 
 
-def moved_on(body: bytes, seconds: int) -> bytes:
+FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # a CSV answer's sample times
+
+
+def moved_on(body: bytes, seconds: float) -> bytes:
     """An answer with every sample time `seconds` later."""
 
     def later(stamp: re.Match) -> bytes:
-        when = dt.datetime.strptime(stamp.group(0).decode(), "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(seconds=seconds)
-        return when.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+        when = dt.datetime.strptime(stamp.group(0).decode(), FORMAT) + dt.timedelta(seconds=seconds)
+        return when.strftime(FORMAT).encode()
 
     return _STAMP.sub(lambda m: b"<sampleInfoCSV>" + _TIME.sub(later, m.group(1)) + b"</sampleInfoCSV>", body)
 

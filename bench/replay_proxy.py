@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import http.client
-import re
 import ssl
 import sys
 import threading
@@ -26,25 +25,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
-from collection_replay import _STAMP, _TIME, key_of  # noqa: E402
+from collection_replay import _STAMP, _TIME, FORMAT, key_of, moved_on  # noqa: E402
 
 from simulators.hostile_vsphere import HostileProxy  # noqa: E402
-
-_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def stamped_now(answer: bytes, now: float) -> bytes:
     """The answer with its sample times moved so that the newest is `now`'s 20 s boundary."""
-    times = [dt.datetime.strptime(t.decode(), _FORMAT) for info in _STAMP.findall(answer) for t in _TIME.findall(info)]
+    times = [dt.datetime.strptime(t.decode(), FORMAT) for info in _STAMP.findall(answer) for t in _TIME.findall(info)]
     if not times:
         return answer
     boundary = dt.datetime.fromtimestamp(now // 20 * 20, dt.timezone.utc).replace(tzinfo=None)
-    shift = boundary - max(times)
-
-    def moved(stamp: re.Match) -> bytes:
-        return (dt.datetime.strptime(stamp.group(0).decode(), _FORMAT) + shift).strftime(_FORMAT).encode()
-
-    return _STAMP.sub(lambda m: b"<sampleInfoCSV>" + _TIME.sub(moved, m.group(1)) + b"</sampleInfoCSV>", answer)
+    return moved_on(answer, (boundary - max(times)).total_seconds())
 
 
 class ReplayProxy(HostileProxy):

@@ -62,6 +62,13 @@ class Retries:
                 del self.due_at[host]
             return ready
 
+    def wait_until(self, deadline: float) -> float:
+        """Seconds to wait: until `deadline` (the clock's time of the next full round) or the next
+        retry, whichever comes first; never below 0."""
+        retry = self.next_in()
+        wait = deadline - self.clock()
+        return max(0.0, wait if retry is None else min(wait, retry))
+
     def next_in(self) -> float | None:
         """Seconds until the next retry is due (0 if one is), None if none is scheduled."""
         with self.lock:

@@ -69,8 +69,7 @@ class SmartOverVsphere:
                     self.round(hosts)
                 except Exception:  # noqa: BLE001 - the loop must survive anything one round does
                     log.exception("SMART on vsphere target %s: round failed", target.name)
-            retry, wait = self.retries.next_in(), next_all - time.monotonic()
-            self.stop.wait(max(0.0, wait if retry is None else min(wait, retry)))
+            self.stop.wait(self.retries.wait_until(next_all))
 
     def round(self, only: set[str] | None = None) -> None:
         """One round on every host of the target's topology (only: on these of them); a host whose

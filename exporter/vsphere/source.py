@@ -837,9 +837,7 @@ class VsphereTarget:
             pass
         next_all = time.monotonic() + self.config.esxcli_interval
         while not stop.is_set():
-            retry = self.esxcli_retries.next_in()
-            wait = next_all - time.monotonic()
-            self._esxcli_wake.wait(max(0.0, wait if retry is None else min(wait, retry)))
+            self._esxcli_wake.wait(self.esxcli_retries.wait_until(next_all))
             self._esxcli_wake.clear()
             if stop.is_set():
                 return

@@ -90,3 +90,13 @@ def test_the_ssh_loop_retries_a_failed_refresh_sooner_and_an_answered_one_on_its
     # 3 failures: 0.05, 0.1, 0.2; an answer: the interval; a failure after it starts again at
     # 0.05; the last refresh (answered, it stops the loop) waits the interval
     assert waits == [0.05, 0.1, 0.2, 300.0, 0.05, 300.0]
+
+
+def test_the_wait_ends_at_the_full_round_or_the_next_retry_whichever_is_first():
+    clock = Clock()
+    retries = Retries(3600.0, clock=clock)
+    assert retries.wait_until(clock.now + 500) == 500  # no retry: the full round
+    retries.failed("esx01")  # due at +60
+    assert retries.wait_until(clock.now + 500) == 60
+    assert retries.wait_until(clock.now + 30) == 30
+    assert retries.wait_until(clock.now - 5) == 0  # a round overdue: at once
