@@ -33,12 +33,19 @@ log = logging.getLogger(__name__)
 
 # Rendering ahead (start()). A change is rendered once the store has not changed for SETTLE
 # seconds (a collection ingests host after host: one render for the round, not one per host),
-# or after MAX_DELAY of changes that never settle (esxtop streams arrive all the time). After
+# or after MAX_DELAY of changes that never settle (esxtop streams arrive all the time). A
+# source's round of writes (Store.round: a vSphere collection, seconds at 2,500 hosts) is not
+# shared with a render: a change waits for the rounds under way when it was seen to end, and a
+# render pauses between two collectors while a round begun since the render began is under way;
+# each for ROUND_WAIT at most. Rounds begun later are not waited for: where rounds follow each
+# other (three targets collecting every second), waiting for every round starved the render. After
 # a render the next waits REST times as long as it took, so rendering takes at most a third of
 # the process's time, whatever the size. An exposition not asked for in IDLE seconds (a probe
 # target nobody scrapes) is not rendered ahead until it is asked for again.
 SETTLE = 0.2
 MAX_DELAY = 1.0
+ROUND_WAIT = 30.0
+ROUND_POLL = 0.02  # seconds between two looks at a round a render pauses for
 REST = 2.0
 IDLE = 300.0
 POLL = 0.1
@@ -108,9 +115,11 @@ class Exposition:
         served = self._served
         return served is not None and served.version == self.store.version
 
-    def families(self):
+    def families(self, pause=None):
         """Every family of the body, in order, each built only when the render asks for it (a
         generator; each collector runs with the store lock held until its families are encoded).
+        pause, if given, is called between two collectors, the lock let go (a render ahead gives
+        way to a source's round there).
 
         Each collector's families are handed over as it yields them, and render() encodes and
         frees each before the next is built: at 2,500 hosts the lines of every family at once
@@ -134,6 +143,8 @@ class Exposition:
                     ok = 0.0
                 spent += time.perf_counter() - start
             time.sleep(HANDOVER)  # a thread waiting for the lock takes it before the next collector does
+            if pause is not None:
+                pause()
             labels = label_string(("collector",), (name,))
             duration.add(labels, spent)
             success.add(labels, ok)
@@ -196,15 +207,16 @@ class Exposition:
             served = self._render_served(self._renders)
         return served.packed if gzipped else Inflated(served.packed)
 
-    def _render_served(self, arrived: int) -> Rendered:
+    def _render_served(self, arrived: int, ahead: bool = False) -> Rendered:
         """Renders the gzip form into _served, unless a render finished while we waited for the
-        lock (arrived: _renders when we came): that one is as new as our reason to render."""
+        lock (arrived: _renders when we came): that one is as new as our reason to render. A
+        render ahead (nobody waits for it) pauses between collectors for rounds begun since."""
         with self._render_lock:
             if self._served is not None and self._renders != arrived:
                 return self._served
             self._renders += 1
             version = self.store.version  # read first: a change mid-render renders again
-            families = self.families()
+            families = self.families(self._round_pause() if ahead else None)
             try:
                 packed = render(families, gzipped=True)
             finally:
@@ -212,8 +224,23 @@ class Exposition:
             self._served = Rendered(version, packed)  # one assignment: a scraper sees old or new whole
             return self._served
 
+    def _round_pause(self):
+        """For one render ahead: a pause that, between two collectors, waits while a round
+        begun since the render began is under way (it waits for those under way as it looks,
+        not for any begun while it waits), ROUND_WAIT in all at most."""
+        since, deadline = self.store.rounds_begun, time.monotonic() + ROUND_WAIT
+
+        def pause() -> None:
+            waiting = self.store.rounds_under_way(since)
+            while waiting and time.monotonic() < deadline:
+                time.sleep(ROUND_POLL)
+                waiting &= self.store.rounds_under_way(since)
+
+        return pause
+
     def _render_ahead(self, stop: threading.Event) -> None:
         seen, changed, first, rest_until = None, 0.0, None, 0.0
+        waiting: frozenset[int] = frozenset()  # the rounds under way when the change was seen
         while not stop.wait(POLL):
             now = time.monotonic()
             version = self.store.version
@@ -223,11 +250,15 @@ class Exposition:
             if served is None or served.version == version or now - self._asked > IDLE:
                 first = None  # nothing to render ahead (not yet asked for, current, or idle)
                 continue
-            first = now if first is None else first
+            if first is None:
+                first, waiting = now, self.store.rounds_under_way()
             if now < rest_until or (now - changed < SETTLE and now - first < MAX_DELAY):
                 continue
+            waiting &= self.store.rounds_under_way()
+            if waiting and now - first < ROUND_WAIT:
+                continue
             try:
-                self._render_served(self._renders)
+                self._render_served(self._renders, ahead=True)
             except Exception as err:  # tried again after MAX_DELAY; scrapes meanwhile get the last render
                 self.faults.failed("render", f"rendering the exposition ahead failed: {err!r}")
                 rest_until, first = time.monotonic() + MAX_DELAY, None

@@ -478,7 +478,9 @@ class VsphereTarget:
     # --- collection --------------------------------------------------------------------
     def collect(self, now: float | None = None) -> bool:
         start = time.monotonic()
-        with gcpause.paused():  # see gcpause: one list per perf series, one dict per sample
+        # see gcpause: one list per perf series, one dict per sample; the store's round: a render
+        # ahead waits for it to end, so the two do not share the interpreter (Store.round)
+        with gcpause.paused(), self.store.round():
             ok = self._collect(now)
         self._space_due()
         if self.overruns.check("collection", time.monotonic() - start, self.config.interval):

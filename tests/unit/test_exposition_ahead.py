@@ -281,3 +281,106 @@ def test_the_first_scrape_after_a_long_idle_gets_the_present_data_not_the_body_b
     store.touch()
     text = get(port, "/probe?target=vc-a")[1].decode()
     assert rendered_version(text) == store.version
+
+
+def test_a_render_ahead_waits_for_a_sources_round_to_end_then_renders_it_once(served, monkeypatch):
+    """A vSphere collection stores host after host for seconds at 2,500 hosts: a render ahead
+    started mid-round (after MAX_DELAY of changes) shared the interpreter with it and the
+    collection took three times its own work. Now a change waits for the round under way when it
+    was seen (up to ROUND_WAIT); once the round ends, one render shows it whole."""
+    store, metrics, _, port = served
+    get(port)
+    wait_for(metrics.current, "the first body rendered")
+    monkeypatch.setattr(exposition_module, "MAX_DELAY", 0.05)
+    renders, real = [], exposition_module.render
+    monkeypatch.setattr(exposition_module, "render", lambda families, **kw: renders.append(1) or real(families, **kw))
+    with store.round():
+        for step in range(1, 16):  # changes that never settle for 0.2 s, for about 1.5 s
+            store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5 * step))
+            time.sleep(0.1)
+        assert renders == [] and not metrics.current()  # past MAX_DELAY, and nothing rendered
+    wait_for(metrics.current, "the round rendered once it ended")
+    assert len(renders) == 1
+    assert rendered_version(get(port)[1].decode()) == store.version
+
+
+def test_a_round_that_never_ends_holds_a_render_back_at_most_round_wait(served, monkeypatch):
+    store, metrics, _, port = served
+    get(port)
+    wait_for(metrics.current, "the first body rendered")
+    monkeypatch.setattr(exposition_module, "ROUND_WAIT", 0.5)
+    with store.round():
+        store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5))
+        wait_for(metrics.current, "rendered although the round is still under way")
+    assert not store.rounds_under_way()
+
+
+def test_rounds_that_follow_each_other_do_not_starve_the_render(served, monkeypatch):
+    """Three targets collecting every second: some round is always under way. A render waits for
+    the rounds under way when it saw the change, not for those begun after (waiting for every
+    round held each render back ROUND_WAIT, and a probe's body went older than 20 s)."""
+    store, metrics, _, port = served
+    get(port)
+    wait_for(metrics.current, "the first body rendered")
+    monkeypatch.setattr(exposition_module, "ROUND_WAIT", 60.0)  # were rounds waited for, no render for a minute
+    stop, step = threading.Event(), iter(range(1, 10**6))
+
+    def one_round() -> None:
+        with store.round():
+            store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5 * next(step)))
+            time.sleep(0.3)
+
+    def rounds() -> None:  # a round begins every 0.15 s and lasts 0.3 s: two under way at a time
+        while not stop.is_set():
+            threading.Thread(target=one_round).start()
+            time.sleep(0.15)
+
+    driver = threading.Thread(target=rounds)
+    driver.start()
+    try:
+        time.sleep(0.5)
+        assert store.rounds_under_way()
+        shown = rendered_version(get(port)[1].decode())
+        wait_for(lambda: rendered_version(get(port)[1].decode()) > shown, "a render while rounds follow each other", timeout=5)
+    finally:
+        stop.set()
+        driver.join()
+
+
+def test_a_render_ahead_pauses_between_collectors_for_a_round_begun_meanwhile(monkeypatch):
+    """A render of seconds that a collection begins beside gives way to it between two collectors
+    and goes on once the round has ended; a render a scrape waits for does not pause."""
+    store, stop = Store(), threading.Event()
+    store.ingest(SAMPLES[0])
+    round_ended, second_ran, rounds_begun = [], [], []
+
+    def first(view):
+        if rounds_begun:  # the render ahead, not the first one (a scrape's)
+            thread = threading.Thread(target=a_round)
+            thread.start()
+            wait_for(lambda: store.rounds_under_way(), "the round begun")
+        yield from version_collector(view)
+
+    def a_round():
+        with store.round():
+            time.sleep(0.5)
+            store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 10))
+        round_ended.append(time.monotonic())
+
+    def second(view):
+        second_ran.append(time.monotonic())
+        yield from ()
+
+    metrics = Exposition(store, enabled=[], extra=[("first", first), ("second", second)])
+    metrics.body(gzipped=True)  # no pause outside rendering ahead: "first" begins no round here
+    assert len(second_ran) == 1 and not round_ended
+    metrics.start(stop)
+    try:
+        metrics.parts(gzipped=True)  # asked for, and rendered by this scrape: rendered ahead from now on
+        assert len(second_ran) == 2
+        rounds_begun.append(True)
+        store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 5))
+        wait_for(lambda: len(second_ran) >= 3, "the render ahead went on")
+        assert round_ended and second_ran[2] >= round_ended[0]
+    finally:
+        stop.set()
