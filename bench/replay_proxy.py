@@ -5,7 +5,11 @@ Every request goes to the simulator, and each QueryPerf answer is kept, by the e
 asks for (bench/collection_replay.py's key). Once told `replay` (a line on its standard input), a
 QueryPerf call it has an answer for is answered at once from memory, the answer's sample times
 moved so that its newest is the latest 20 s boundary (a new sample every 20 s, as vCenter's
-real-time samples come); a call it has none for still goes to the simulator. So `serve` collects
+real-time samples come); a call it has none for still goes to the simulator. Every answer of one
+collection (calls with less than BURST_GAP between them) gets the same sample time, the boundary
+when it began: the recorded answers have one sample and ignore startTime, so a collection that
+went past a boundary got the hosts' answers at one time and their VMs' at the next (every VM's
+samples dropped as `time_mismatch`), where vCenter would answer both from startTime on. So `serve` collects
 as from a vCenter that answers on hardware of its own, while everything else (the walk, the
 update stream, esxcli) stays the simulator's.
 
@@ -29,14 +33,33 @@ from collection_replay import _STAMP, _TIME, FORMAT, key_of, moved_on  # noqa: E
 
 from simulators.hostile_vsphere import HostileProxy  # noqa: E402
 
+BURST_GAP = 5.0  # seconds without a QueryPerf call that end a collection's burst of calls
 
-def stamped_now(answer: bytes, now: float) -> bytes:
-    """The answer with its sample times moved so that the newest is `now`'s 20 s boundary."""
+
+def stamped_at(answer: bytes, at: float) -> bytes:
+    """The answer with its sample times moved so that the newest is `at` (epoch seconds)."""
     times = [dt.datetime.strptime(t.decode(), FORMAT) for info in _STAMP.findall(answer) for t in _TIME.findall(info)]
     if not times:
         return answer
-    boundary = dt.datetime.fromtimestamp(now // 20 * 20, dt.timezone.utc).replace(tzinfo=None)
-    return moved_on(answer, (boundary - max(times)).total_seconds())
+    newest = dt.datetime.fromtimestamp(at, dt.timezone.utc).replace(tzinfo=None)
+    return moved_on(answer, (newest - max(times)).total_seconds())
+
+
+class Bursts:
+    """The sample time of each collection's calls: the 20 s boundary when its first call came
+    (two collections begun within one 20 s step get the same sample, as from vCenter: nothing new)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.stamp: float | None = None
+        self.last_call = float("-inf")
+
+    def at(self, now: float) -> float:
+        with self.lock:
+            if now - self.last_call > BURST_GAP or self.stamp is None:
+                self.stamp = now // 20 * 20
+            self.last_call = now
+            return self.stamp
 
 
 class ReplayProxy(HostileProxy):
@@ -50,6 +73,7 @@ class ReplayProxy(HostileProxy):
         self.answers: dict[str, bytes] = {}
         self.replaying = False
         self.counts = {"replayed": 0, "forwarded": 0}
+        self.bursts = Bursts()
 
     def _forward(self, method: str, path: str, body: bytes, headers):
         query_perf = method == "POST" and b"<QueryPerf" in body[:2000]
@@ -57,7 +81,7 @@ class ReplayProxy(HostileProxy):
             answer = self.answers.get(key_of(body))
             if answer is not None:
                 self.counts["replayed"] += 1
-                return 200, stamped_now(answer, time.time()), [("Content-Type", "text/xml; charset=utf-8")]
+                return 200, stamped_at(answer, self.bursts.at(time.time())), [("Content-Type", "text/xml; charset=utf-8")]
         self.counts["forwarded"] += 1
         status, payload, kept = self._upstream(method, path, body, headers)
         if query_perf and status == 200:

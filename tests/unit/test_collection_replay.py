@@ -39,12 +39,23 @@ def test_a_call_is_known_by_its_entities_in_order_not_its_start_times():
     )
 
 
-def test_the_proxy_moves_an_answers_newest_sample_to_the_latest_20_s_boundary():
-    from bench.replay_proxy import stamped_now
+def test_the_proxy_moves_an_answers_newest_sample_to_the_time_given():
+    from bench.replay_proxy import stamped_at
 
-    now = 1795917647.0  # 2026-11-29T02:00:47Z
-    later = stamped_now(ANSWER, now)
+    at = 1795917640.0  # 2026-11-29T02:00:40Z
+    later = stamped_at(ANSWER, at)
     assert b"<sampleInfoCSV>20,2026-11-29T02:00:20Z,20,2026-11-29T02:00:40Z</sampleInfoCSV>" in later
-    assert (
-        stamped_now(b"<returnval><entity>host-1</entity></returnval>", now) == b"<returnval><entity>host-1</entity></returnval>"
-    )
+    assert stamped_at(b"<returnval><entity>host-1</entity></returnval>", at) == b"<returnval><entity>host-1</entity></returnval>"
+
+
+def test_every_call_of_one_collection_gets_the_boundary_it_began_at():
+    """A collection that goes past a 20 s boundary: its hosts' and VMs' answers must carry one
+    sample time, or the VMs' samples are dropped as time_mismatch (vCenter answers from startTime)."""
+    from bench.replay_proxy import BURST_GAP, Bursts
+
+    bursts = Bursts()
+    assert bursts.at(1019.0) == 1000.0
+    assert bursts.at(1021.0) == 1000.0  # past the boundary, the same collection
+    assert bursts.at(1021.0 + BURST_GAP + 0.1) == 1020.0  # the next collection
+    assert bursts.at(1039.0 + BURST_GAP) == 1040.0
+    assert bursts.at(1050.0 + BURST_GAP) == 1040.0  # begun within the step of the one before: nothing new
