@@ -27,25 +27,20 @@ from typing import NamedTuple
 from exporter import __version__
 from exporter.collectors import COLLECTORS, process
 from exporter.collectors.textformat import gauge, label_string, render
+from exporter.serving.rounds import RoundGate
 from exporter.store.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
 
 # Rendering ahead (start()). A change is rendered once the store has not changed for SETTLE
 # seconds (a collection ingests host after host: one render for the round, not one per host),
-# or after MAX_DELAY of changes that never settle (esxtop streams arrive all the time). A
-# source's round of writes (Store.round: a vSphere collection, seconds at 2,500 hosts) is not
-# shared with a render: a change waits for the rounds under way when it was seen to end, and a
-# render pauses between two collectors while a round begun since the render began is under way;
-# each for ROUND_WAIT at most. Rounds begun later are not waited for: where rounds follow each
-# other (three targets collecting every second), waiting for every round starved the render. After
+# or after MAX_DELAY of changes that never settle (esxtop streams arrive all the time); and it
+# keeps out of a source's round of writes, a vSphere collection (exporter.serving.rounds). After
 # a render the next waits REST times as long as it took, so rendering takes at most a third of
 # the process's time, whatever the size. An exposition not asked for in IDLE seconds (a probe
 # target nobody scrapes) is not rendered ahead until it is asked for again.
 SETTLE = 0.2
 MAX_DELAY = 1.0
-ROUND_WAIT = 30.0
-ROUND_POLL = 0.02  # seconds between two looks at a round a render pauses for
 REST = 2.0
 IDLE = 300.0
 POLL = 0.1
@@ -100,6 +95,8 @@ class Exposition:
         self._served: Rendered | None = None  # the newest complete render (rendered ahead)
         self._asked = 0.0  # monotonic time of the last scrape (rendered ahead)
         self.faults = FaultLog(log)  # a render ahead that fails: logged once per cause
+        self._render_seconds = 0.0  # how long the last render took, pauses left out: the next takes as long
+        self.rounds = RoundGate(store)
 
     def start(self, stop: threading.Event) -> threading.Thread:
         """Render ahead from now on, in a thread of its own, until stop is set (see the module's
@@ -216,31 +213,19 @@ class Exposition:
                 return self._served
             self._renders += 1
             version = self.store.version  # read first: a change mid-render renders again
-            families = self.families(self._round_pause() if ahead else None)
+            pause = self.rounds.pause() if ahead else None
+            families = self.families(pause)
+            start = time.monotonic()
             try:
                 packed = render(families, gzipped=True)
             finally:
                 families.close()  # a render that failed midway lets go of the store lock now
+            self._render_seconds = time.monotonic() - start - (self.rounds.paused if ahead else 0.0)
             self._served = Rendered(version, packed)  # one assignment: a scraper sees old or new whole
             return self._served
 
-    def _round_pause(self):
-        """For one render ahead: a pause that, between two collectors, waits while a round
-        begun since the render began is under way (it waits for those under way as it looks,
-        not for any begun while it waits), ROUND_WAIT in all at most."""
-        since, deadline = self.store.rounds_begun, time.monotonic() + ROUND_WAIT
-
-        def pause() -> None:
-            waiting = self.store.rounds_under_way(since)
-            while waiting and time.monotonic() < deadline:
-                time.sleep(ROUND_POLL)
-                waiting &= self.store.rounds_under_way(since)
-
-        return pause
-
     def _render_ahead(self, stop: threading.Event) -> None:
         seen, changed, first, rest_until = None, 0.0, None, 0.0
-        waiting: frozenset[int] = frozenset()  # the rounds under way when the change was seen
         while not stop.wait(POLL):
             now = time.monotonic()
             version = self.store.version
@@ -251,11 +236,11 @@ class Exposition:
                 first = None  # nothing to render ahead (not yet asked for, current, or idle)
                 continue
             if first is None:
-                first, waiting = now, self.store.rounds_under_way()
+                first = now
+                self.rounds.changed(now)
             if now < rest_until or (now - changed < SETTLE and now - first < MAX_DELAY):
                 continue
-            waiting &= self.store.rounds_under_way()
-            if waiting and now - first < ROUND_WAIT:
+            if self.rounds.hold(now, self._render_seconds):
                 continue
             try:
                 self._render_served(self._renders, ahead=True)
@@ -264,5 +249,4 @@ class Exposition:
                 rest_until, first = time.monotonic() + MAX_DELAY, None
                 continue
             self.faults.answered("render", "rendering the exposition ahead works again")
-            spent = time.monotonic() - now
-            rest_until, first = time.monotonic() + REST * spent, None
+            rest_until, first = time.monotonic() + REST * self._render_seconds, None

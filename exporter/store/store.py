@@ -187,6 +187,7 @@ class Store:
         self._rounds_begun = 0  # rounds numbered as they begin (round())
         self._rounds_open: set[int] = set()  # the numbers of rounds under way
         self._rounds_lock = threading.Lock()  # not the store's: a render holds that for seconds
+        self._rounds_due: dict[str, float] = {}  # source -> monotonic time its next round is due
 
     @contextlib.contextmanager
     def round(self):
@@ -212,6 +213,20 @@ class Store:
     @property
     def rounds_begun(self) -> int:
         return self._rounds_begun
+
+    def round_due(self, source: str, at: float | None) -> None:
+        """The monotonic time the source's next round begins (None: none planned): a render ahead
+        that would still run then waits for that round instead (exporter.serving.exposition)."""
+        with self._rounds_lock:
+            if at is None:
+                self._rounds_due.pop(source, None)
+            else:
+                self._rounds_due[source] = at
+
+    def next_round_due(self, now: float) -> float | None:
+        """The soonest round due after `now`, if any."""
+        with self._rounds_lock:
+            return min((at for at in self._rounds_due.values() if at > now), default=None)
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
         if self.lun_filter is not None:
@@ -472,6 +487,9 @@ class StoreView:
 
     def rounds_under_way(self, since: int = 0) -> frozenset[int]:
         return self.store.rounds_under_way(since)
+
+    def next_round_due(self, now: float) -> float | None:
+        return self.store.next_round_due(now)
 
     @property
     def hosts(self) -> dict[str, HostState]:

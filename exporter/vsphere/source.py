@@ -872,10 +872,13 @@ class VsphereTarget:
                 except Exception:  # noqa: BLE001 - the loop must survive anything one cycle does
                     log.exception("vsphere target %s: collection failed", self.name)
                     self._failed("collection", "internal error (see log)")
-                stop.wait(max(1.0, self.config.interval - (time.monotonic() - started)))
+                pause = max(1.0, self.config.interval - (time.monotonic() - started))
+                self.store.round_due(self.name, time.monotonic() + pause)  # a render ahead keeps out of its way
+                stop.wait(pause)
             else:
                 # Woken by the first discovery (or by stop): the first complete /metrics follows it at once.
                 self.discovered.wait(1.0)
+        self.store.round_due(self.name, None)
 
 
 def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:

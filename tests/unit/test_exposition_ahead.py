@@ -17,6 +17,7 @@ import pytest
 from exporter.collectors.textformat import gauge
 from exporter.esxtop import read_file
 from exporter.serving import exposition as exposition_module
+from exporter.serving import rounds as rounds_module
 from exporter.serving.exposition import Exposition
 from exporter.serving.http import MetricsServer
 from exporter.store.store import Store
@@ -308,7 +309,7 @@ def test_a_round_that_never_ends_holds_a_render_back_at_most_round_wait(served, 
     store, metrics, _, port = served
     get(port)
     wait_for(metrics.current, "the first body rendered")
-    monkeypatch.setattr(exposition_module, "ROUND_WAIT", 0.5)
+    monkeypatch.setattr(rounds_module, "ROUND_WAIT", 0.5)
     with store.round():
         store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5))
         wait_for(metrics.current, "rendered although the round is still under way")
@@ -322,7 +323,7 @@ def test_rounds_that_follow_each_other_do_not_starve_the_render(served, monkeypa
     store, metrics, _, port = served
     get(port)
     wait_for(metrics.current, "the first body rendered")
-    monkeypatch.setattr(exposition_module, "ROUND_WAIT", 60.0)  # were rounds waited for, no render for a minute
+    monkeypatch.setattr(rounds_module, "ROUND_WAIT", 60.0)  # were rounds waited for, no render for a minute
     stop, step = threading.Event(), iter(range(1, 10**6))
 
     def one_round() -> None:
@@ -382,5 +383,45 @@ def test_a_render_ahead_pauses_between_collectors_for_a_round_begun_meanwhile(mo
         store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 5))
         wait_for(lambda: len(second_ran) >= 3, "the render ahead went on")
         assert round_ended and second_ran[2] >= round_ended[0]
+    finally:
+        stop.set()
+
+
+def test_a_render_that_would_run_into_a_round_due_waits_for_that_round_to_end(monkeypatch):
+    """At 2,500 hosts a render takes seconds: begun just before the next collection, it ran beside
+    it. A render ahead that would still run when a round is due (Store.round_due) renders once
+    that round has ended instead; with no round due it renders at once."""
+    store, stop = Store(), threading.Event()
+    store.ingest(SAMPLES[0])
+    calls, round_ended = [], []
+
+    def slow(view):  # a render of 0.4 s
+        calls.append(time.monotonic())
+        time.sleep(0.4)
+        yield from version_collector(view)
+
+    def a_round(at: float) -> None:
+        time.sleep(max(0.0, at - time.monotonic()))
+        with store.round():
+            store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 10))
+            time.sleep(0.5)
+        round_ended.append(time.monotonic())
+
+    metrics = Exposition(store, enabled=[], extra=[("slow", slow)])
+    metrics.start(stop)
+    try:
+        metrics.parts(gzipped=True)  # asked for, rendered by the scrape: 0.4 s, rendered ahead from now on
+        due = time.monotonic() + 0.35  # after SETTLE (0.2 s), before a render of 0.4 s would end
+        store.round_due("vc", due)
+        driver = threading.Thread(target=a_round, args=(due,))
+        driver.start()
+        store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 5))
+        wait_for(metrics.current, "rendered after the round")
+        driver.join()
+        assert len(calls) == 2 and calls[1] >= round_ended[0]  # one render ahead, after the round
+        store.round_due("vc", None)
+        store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 15))
+        wait_for(metrics.current, "rendered with no round due (held, it would wait ROUND_WAIT: 30 s)")
+        assert len(calls) == 3
     finally:
         stop.set()

@@ -1,0 +1,74 @@
+"""When a render ahead keeps out of a source's round of writes (Store.round: a vSphere collection,
+seconds at 2,500 hosts, storing host after host). A render and a round share one interpreter: at
+vCenter's maximum a render of seconds begun in the middle of a collection made it take three
+times its own work (docs/scale.md). So a render ahead:
+
+- waits for the rounds under way when it saw the change, to render each round once, whole;
+- waits, when a round is due (Store.round_due: the next collection) before it would end (the last
+  render's time ahead), for that round to begin and end;
+- pauses between two collectors while a round begun since it began is under way;
+
+each for ROUND_WAIT at most. Rounds begun later than the change are never waited for: where rounds
+follow each other (three targets collecting every second) that starved the render.
+"""
+
+from __future__ import annotations
+
+import time
+
+ROUND_WAIT = 30.0  # seconds a change waits for rounds at most, and a render pauses for them
+ROUND_POLL = 0.02  # seconds between two looks at a round a render pauses for
+DUE_GRACE = 1.0  # seconds past a round's due time a render held back for it waits for it to begin
+
+
+class RoundGate:
+    """One exposition's render ahead and the store's rounds (see the module's docstring)."""
+
+    def __init__(self, store):
+        self.store = store
+        self.first = 0.0  # when the change to render was seen
+        self.waiting: frozenset[int] = frozenset()  # rounds it waits for the end of
+        self.held: tuple[float, int] | None = None  # (due, rounds begun then): held back for a round due
+        self.paused = 0.0  # seconds the current render paused for rounds
+
+    def changed(self, now: float) -> None:
+        """A change to render was seen now: the rounds under way now are waited for."""
+        self.first, self.waiting, self.held = now, self.store.rounds_under_way(), None
+
+    def hold(self, now: float, render_seconds: float) -> bool:
+        """True while the render ahead should wait (render_seconds: what the last render took)."""
+        self.waiting &= self.store.rounds_under_way()
+        if now - self.first >= ROUND_WAIT:
+            return False
+        if self.held is not None:
+            begun = self.store.rounds_under_way(since=self.held[1])
+            if begun:
+                self.waiting, self.held = self.waiting | begun, None  # the round due began: wait for its end
+            elif now < self.held[0] + DUE_GRACE:
+                return True
+            else:
+                self.held = None  # it did not come
+        if self.waiting:
+            return True
+        due = self.store.next_round_due(now)
+        if due is not None and due < now + render_seconds:
+            self.held = (due, self.store.rounds_begun)  # rendered now, it would run beside that round
+            return True
+        return False
+
+    def pause(self):
+        """For one render: a pause for between two collectors that waits while a round begun since
+        the render began is under way (those under way as it looks, not any begun while it waits),
+        ROUND_WAIT in all at most. Its waits add up in `paused`."""
+        since, deadline = self.store.rounds_begun, time.monotonic() + ROUND_WAIT
+        self.paused = 0.0
+
+        def pause() -> None:
+            waiting = self.store.rounds_under_way(since)
+            start = time.monotonic()
+            while waiting and time.monotonic() < deadline:
+                time.sleep(ROUND_POLL)
+                waiting &= self.store.rounds_under_way(since)
+            self.paused += time.monotonic() - start
+
+        return pause
