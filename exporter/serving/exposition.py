@@ -237,7 +237,7 @@ class Exposition:
                 continue
             if first is None:
                 first = now
-                self.rounds.changed(now)
+                self.rounds.changed()
             if now < rest_until or (now - changed < SETTLE and now - first < MAX_DELAY):
                 continue
             if self.rounds.hold(now, self._render_seconds):

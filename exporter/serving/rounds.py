@@ -26,19 +26,22 @@ class RoundGate:
 
     def __init__(self, store):
         self.store = store
-        self.first = 0.0  # when the change to render was seen
+        self.held_since: float | None = None  # when this change was first held back for rounds
         self.waiting: frozenset[int] = frozenset()  # rounds it waits for the end of
         self.held: tuple[float, int] | None = None  # (due, rounds begun then): held back for a round due
         self.paused = 0.0  # seconds the current render paused for rounds
 
-    def changed(self, now: float) -> None:
-        """A change to render was seen now: the rounds under way now are waited for."""
-        self.first, self.waiting, self.held = now, self.store.rounds_under_way(), None
+    def changed(self) -> None:
+        """A change to render was seen: the rounds under way now are waited for."""
+        self.waiting, self.held, self.held_since = self.store.rounds_under_way(), None, None
 
     def hold(self, now: float, render_seconds: float) -> bool:
         """True while the render ahead should wait (render_seconds: what the last render took)."""
         self.waiting &= self.store.rounds_under_way()
-        if now - self.first >= ROUND_WAIT:
+        # Counted from the first hold, not from the change: a render resting after the one before
+        # (REST) must not reach its time limit before the round it waits for has ended.
+        self.held_since = now if self.held_since is None else self.held_since
+        if now - self.held_since >= ROUND_WAIT:
             return False
         if self.held is not None:
             begun = self.store.rounds_under_way(since=self.held[1])

@@ -425,3 +425,19 @@ def test_a_render_that_would_run_into_a_round_due_waits_for_that_round_to_end(mo
         assert len(calls) == 3
     finally:
         stop.set()
+
+
+def test_the_limit_on_waiting_for_rounds_counts_from_the_first_hold_not_from_the_change(monkeypatch):
+    """A render resting after the one before (REST) comes to the rounds late: had the limit run from
+    the change, it ran out while the round it waited for was still under way, and the render ran
+    beside it."""
+    monkeypatch.setattr(rounds_module, "ROUND_WAIT", 10.0)
+    store = Store()
+    gate = rounds_module.RoundGate(store)
+    with store.round():
+        gate.changed()  # at 0
+        assert gate.hold(now=9.0, render_seconds=0.0)  # the first hold, after 9 s of REST
+        assert gate.hold(now=18.0, render_seconds=0.0)  # 18 s after the change, 9 after the first hold
+        assert not gate.hold(now=19.5, render_seconds=0.0)  # the limit, 10 s after the first hold
+    gate.changed()
+    assert not gate.hold(now=30.0, render_seconds=0.0)  # no round: no wait
