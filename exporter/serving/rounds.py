@@ -6,7 +6,7 @@ times its own work (docs/scale.md). So a render ahead:
 - waits for the rounds under way when it saw the change, to render each round once, whole;
 - waits, when a round is due (Store.round_due: the next collection) before it would end (the last
   render's time ahead), for that round to begin and end;
-- pauses between two collectors while a round begun since it began is under way;
+- pauses once, between two collectors, for the rounds begun since it began and under way then;
 
 each for ROUND_WAIT at most. Rounds begun later than the change are never waited for: where rounds
 follow each other (three targets collecting every second) that starved the render.
@@ -60,18 +60,24 @@ class RoundGate:
         return False
 
     def pause(self):
-        """For one render: a pause for between two collectors that waits while a round begun since
-        the render began is under way (those under way as it looks, not any begun while it waits),
-        ROUND_WAIT in all at most. Its waits add up in `paused`."""
-        since, deadline = self.store.rounds_begun, time.monotonic() + ROUND_WAIT
+        """For one render: a pause for between two collectors that, the first time rounds begun
+        since the render began are under way, waits for those to end, ROUND_WAIT at most; once
+        only, so rounds that follow each other stretch a render by one round, not by one round a
+        collector (that missed a CI run's 5 s). Its wait is `paused`."""
+        since: int | None = self.store.rounds_begun  # None once paused
         self.paused = 0.0
 
         def pause() -> None:
+            nonlocal since
+            if since is None:
+                return  # paused once already
             waiting = self.store.rounds_under_way(since)
-            start = time.monotonic()
-            while waiting and time.monotonic() < deadline:
+            if not waiting:
+                return
+            since, start = None, time.monotonic()
+            while waiting and time.monotonic() - start < ROUND_WAIT:
                 time.sleep(ROUND_POLL)
-                waiting &= self.store.rounds_under_way(since)
-            self.paused += time.monotonic() - start
+                waiting &= self.store.rounds_under_way()
+            self.paused = time.monotonic() - start
 
         return pause

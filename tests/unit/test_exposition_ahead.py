@@ -342,7 +342,7 @@ def test_rounds_that_follow_each_other_do_not_starve_the_render(served, monkeypa
         time.sleep(0.5)
         assert store.rounds_under_way()
         shown = rendered_version(get(port)[1].decode())
-        wait_for(lambda: rendered_version(get(port)[1].decode()) > shown, "a render while rounds follow each other", timeout=5)
+        wait_for(lambda: rendered_version(get(port)[1].decode()) > shown, "a render while rounds follow each other")
     finally:
         stop.set()
         driver.join()
@@ -441,3 +441,32 @@ def test_the_limit_on_waiting_for_rounds_counts_from_the_first_hold_not_from_the
         assert not gate.hold(now=19.5, render_seconds=0.0)  # the limit, 10 s after the first hold
     gate.changed()
     assert not gate.hold(now=30.0, render_seconds=0.0)  # no round: no wait
+
+
+def test_a_render_pauses_for_rounds_once_not_at_every_collector():
+    """Rounds that follow each other would stretch a render by a round at every collector."""
+    store = Store()
+    gate = rounds_module.RoundGate(store)
+    with store.round():  # under way before the render began: not paused for
+        pause = gate.pause()
+        pause()
+        assert gate.paused == 0.0
+    ended = threading.Event()
+
+    def short_round():
+        with store.round():
+            began.set()
+            ended.wait()
+
+    began = threading.Event()
+    thread = threading.Thread(target=short_round)
+    thread.start()
+    began.wait()
+    threading.Timer(0.2, ended.set).start()
+    pause()  # begun since the render began: waits for its end
+    thread.join()
+    assert gate.paused > 0.0 and not store.rounds_under_way()
+    first = gate.paused
+    with store.round():  # another: no second pause in this render
+        pause()
+    assert gate.paused == first
