@@ -96,7 +96,7 @@ class Exposition:
         self._asked = 0.0  # monotonic time of the last scrape (rendered ahead)
         self.faults = FaultLog(log)  # a render ahead that fails: logged once per cause
         self._render_seconds = 0.0  # how long the last render took, pauses left out: the next takes as long
-        self.rounds = RoundGate(store)
+        self.rounds = RoundGate(store.rounds)
 
     def start(self, stop: threading.Event) -> threading.Thread:
         """Render ahead from now on, in a thread of its own, until stop is set (see the module's

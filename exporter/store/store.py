@@ -10,11 +10,11 @@ the exposition can be rendered once per change.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass, field, replace
 
 from exporter.store import model as m
+from exporter.store.rounds import Rounds
 
 
 @dataclass(slots=True)
@@ -184,49 +184,7 @@ class Store:
         self.datastore_spaces: dict[tuple[str, str], dict[str, m.DatastoreSpace]] = {}
         self.vm_snapshots: dict[str, dict[str, m.VmSnapshots]] = {}  # origin -> VM name -> its snapshots
         self.version = 0
-        self._rounds_begun = 0  # rounds numbered as they begin (round())
-        self._rounds_open: set[int] = set()  # the numbers of rounds under way
-        self._rounds_lock = threading.Lock()  # not the store's: a render holds that for seconds
-        self._rounds_due: dict[str, float] = {}  # source -> monotonic time its next round is due
-
-    @contextlib.contextmanager
-    def round(self):
-        """A source's round of writes, such as a vSphere collection storing host after host for
-        seconds at 2,500 hosts. A render ahead waits for the rounds under way when it saw a change,
-        and pauses between collectors for rounds begun since it began (exporter.serving.exposition):
-        a round's work does not share the interpreter with a render of seconds."""
-        with self._rounds_lock:
-            self._rounds_begun += 1
-            number = self._rounds_begun
-            self._rounds_open.add(number)
-        try:
-            yield
-        finally:
-            with self._rounds_lock:
-                self._rounds_open.discard(number)
-
-    def rounds_under_way(self, since: int = 0) -> frozenset[int]:
-        """The numbers of the rounds under way, of those begun after round number `since`."""
-        with self._rounds_lock:
-            return frozenset(n for n in self._rounds_open if n > since)
-
-    @property
-    def rounds_begun(self) -> int:
-        return self._rounds_begun
-
-    def round_due(self, source: str, at: float | None) -> None:
-        """The monotonic time the source's next round begins (None: none planned): a render ahead
-        that would still run then waits for that round instead (exporter.serving.exposition)."""
-        with self._rounds_lock:
-            if at is None:
-                self._rounds_due.pop(source, None)
-            else:
-                self._rounds_due[source] = at
-
-    def next_round_due(self, now: float) -> float | None:
-        """The soonest round due after `now`, if any."""
-        with self._rounds_lock:
-            return min((at for at in self._rounds_due.values() if at > now), default=None)
+        self.rounds = Rounds()  # sources' rounds of writes: a render ahead keeps out of their way
 
     def ingest(self, sample: m.Sample, origin: str = "") -> None:
         if self.lun_filter is not None:
@@ -475,21 +433,12 @@ class StoreView:
     def __init__(self, store: Store, origin: str):
         self.store, self.origin = store, origin
         self.lock = store.lock
+        self.rounds = store.rounds
         self.parse_errors: dict[tuple[str, str], int] = {}  # esxtop streams have no target
 
     @property
     def version(self) -> int:
         return self.store.version
-
-    @property
-    def rounds_begun(self) -> int:
-        return self.store.rounds_begun
-
-    def rounds_under_way(self, since: int = 0) -> frozenset[int]:
-        return self.store.rounds_under_way(since)
-
-    def next_round_due(self, now: float) -> float | None:
-        return self.store.next_round_due(now)
 
     @property
     def hosts(self) -> dict[str, HostState]:

@@ -479,8 +479,8 @@ class VsphereTarget:
     def collect(self, now: float | None = None) -> bool:
         start = time.monotonic()
         # see gcpause: one list per perf series, one dict per sample; the store's round: a render
-        # ahead waits for it to end, so the two do not share the interpreter (Store.round)
-        with gcpause.paused(), self.store.round():
+        # ahead waits for it to end, so the two do not share the interpreter (exporter.store.rounds)
+        with gcpause.paused(), self.store.rounds.round():
             ok = self._collect(now)
         self._space_due()
         if self.overruns.check("collection", time.monotonic() - start, self.config.interval):
@@ -873,12 +873,12 @@ class VsphereTarget:
                     log.exception("vsphere target %s: collection failed", self.name)
                     self._failed("collection", "internal error (see log)")
                 pause = max(1.0, self.config.interval - (time.monotonic() - started))
-                self.store.round_due(self.name, time.monotonic() + pause)  # a render ahead keeps out of its way
+                self.store.rounds.due(self.name, time.monotonic() + pause)  # a render ahead keeps out of its way
                 stop.wait(pause)
             else:
                 # Woken by the first discovery (or by stop): the first complete /metrics follows it at once.
                 self.discovered.wait(1.0)
-        self.store.round_due(self.name, None)
+        self.store.rounds.due(self.name, None)
 
 
 def _ingest_vm(sample: m.Sample, vm: vms.VmTopology, series: perf.HostSeries, index: int, resolved, interval: int) -> int:

@@ -295,7 +295,7 @@ def test_a_render_ahead_waits_for_a_sources_round_to_end_then_renders_it_once(se
     monkeypatch.setattr(exposition_module, "MAX_DELAY", 0.05)
     renders, real = [], exposition_module.render
     monkeypatch.setattr(exposition_module, "render", lambda families, **kw: renders.append(1) or real(families, **kw))
-    with store.round():
+    with store.rounds.round():
         for step in range(1, 16):  # changes that never settle for 0.2 s, for about 1.5 s
             store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5 * step))
             time.sleep(0.1)
@@ -310,10 +310,10 @@ def test_a_round_that_never_ends_holds_a_render_back_at_most_round_wait(served, 
     get(port)
     wait_for(metrics.current, "the first body rendered")
     monkeypatch.setattr(rounds_module, "ROUND_WAIT", 0.5)
-    with store.round():
+    with store.rounds.round():
         store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5))
         wait_for(metrics.current, "rendered although the round is still under way")
-    assert not store.rounds_under_way()
+    assert not store.rounds.under_way()
 
 
 def test_rounds_that_follow_each_other_do_not_starve_the_render(served, monkeypatch):
@@ -327,7 +327,7 @@ def test_rounds_that_follow_each_other_do_not_starve_the_render(served, monkeypa
     stop, step = threading.Event(), iter(range(1, 10**6))
 
     def one_round() -> None:
-        with store.round():
+        with store.rounds.round():
             store.ingest(dataclasses.replace(SAMPLES[-1], timestamp=SAMPLES[-1].timestamp + 5 * next(step)))
             time.sleep(0.3)
 
@@ -340,7 +340,7 @@ def test_rounds_that_follow_each_other_do_not_starve_the_render(served, monkeypa
     driver.start()
     try:
         time.sleep(0.5)
-        assert store.rounds_under_way()
+        assert store.rounds.under_way()
         shown = rendered_version(get(port)[1].decode())
         wait_for(lambda: rendered_version(get(port)[1].decode()) > shown, "a render while rounds follow each other")
     finally:
@@ -359,11 +359,11 @@ def test_a_render_ahead_pauses_between_collectors_for_a_round_begun_meanwhile(mo
         if rounds_begun:  # the render ahead, not the first one (a scrape's)
             thread = threading.Thread(target=a_round)
             thread.start()
-            wait_for(lambda: store.rounds_under_way(), "the round begun")
+            wait_for(lambda: store.rounds.under_way(), "the round begun")
         yield from version_collector(view)
 
     def a_round():
-        with store.round():
+        with store.rounds.round():
             time.sleep(0.5)
             store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 10))
         round_ended.append(time.monotonic())
@@ -389,7 +389,7 @@ def test_a_render_ahead_pauses_between_collectors_for_a_round_begun_meanwhile(mo
 
 def test_a_render_that_would_run_into_a_round_due_waits_for_that_round_to_end(monkeypatch):
     """At 2,500 hosts a render takes seconds: begun just before the next collection, it ran beside
-    it. A render ahead that would still run when a round is due (Store.round_due) renders once
+    it. A render ahead that would still run when a round is due (Rounds.due) renders once
     that round has ended instead; with no round due it renders at once."""
     store, stop = Store(), threading.Event()
     store.ingest(SAMPLES[0])
@@ -402,7 +402,7 @@ def test_a_render_that_would_run_into_a_round_due_waits_for_that_round_to_end(mo
 
     def a_round(at: float) -> None:
         time.sleep(max(0.0, at - time.monotonic()))
-        with store.round():
+        with store.rounds.round():
             store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 10))
             time.sleep(0.5)
         round_ended.append(time.monotonic())
@@ -412,14 +412,14 @@ def test_a_render_that_would_run_into_a_round_due_waits_for_that_round_to_end(mo
     try:
         metrics.parts(gzipped=True)  # asked for, rendered by the scrape: 0.4 s, rendered ahead from now on
         due = time.monotonic() + 0.35  # after SETTLE (0.2 s), before a render of 0.4 s would end
-        store.round_due("vc", due)
+        store.rounds.due("vc", due)
         driver = threading.Thread(target=a_round, args=(due,))
         driver.start()
         store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 5))
         wait_for(metrics.current, "rendered after the round")
         driver.join()
         assert len(calls) == 2 and calls[1] >= round_ended[0]  # one render ahead, after the round
-        store.round_due("vc", None)
+        store.rounds.due("vc", None)
         store.ingest(dataclasses.replace(SAMPLES[0], timestamp=SAMPLES[0].timestamp + 15))
         wait_for(metrics.current, "rendered with no round due (held, it would wait ROUND_WAIT: 30 s)")
         assert len(calls) == 3
@@ -433,8 +433,8 @@ def test_the_limit_on_waiting_for_rounds_counts_from_the_first_hold_not_from_the
     beside it."""
     monkeypatch.setattr(rounds_module, "ROUND_WAIT", 10.0)
     store = Store()
-    gate = rounds_module.RoundGate(store)
-    with store.round():
+    gate = rounds_module.RoundGate(store.rounds)
+    with store.rounds.round():
         gate.changed()  # at 0
         assert gate.hold(now=9.0, render_seconds=0.0)  # the first hold, after 9 s of REST
         assert gate.hold(now=18.0, render_seconds=0.0)  # 18 s after the change, 9 after the first hold
@@ -446,15 +446,15 @@ def test_the_limit_on_waiting_for_rounds_counts_from_the_first_hold_not_from_the
 def test_a_render_pauses_for_rounds_once_not_at_every_collector():
     """Rounds that follow each other would stretch a render by a round at every collector."""
     store = Store()
-    gate = rounds_module.RoundGate(store)
-    with store.round():  # under way before the render began: not paused for
+    gate = rounds_module.RoundGate(store.rounds)
+    with store.rounds.round():  # under way before the render began: not paused for
         pause = gate.pause()
         pause()
         assert gate.paused == 0.0
     ended = threading.Event()
 
     def short_round():
-        with store.round():
+        with store.rounds.round():
             began.set()
             ended.wait()
 
@@ -465,8 +465,8 @@ def test_a_render_pauses_for_rounds_once_not_at_every_collector():
     threading.Timer(0.2, ended.set).start()
     pause()  # begun since the render began: waits for its end
     thread.join()
-    assert gate.paused > 0.0 and not store.rounds_under_way()
+    assert gate.paused > 0.0 and not store.rounds.under_way()
     first = gate.paused
-    with store.round():  # another: no second pause in this render
+    with store.rounds.round():  # another: no second pause in this render
         pause()
     assert gate.paused == first
