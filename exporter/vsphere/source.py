@@ -591,14 +591,20 @@ class VsphereTarget:
 
     def _host_queries(self, topology: discovery.Topology, results: dict, failures: list[tuple[str, str]]) -> None:
         """Each host's QueryPerf: a fault of that host alone (not connected, no permission on it)
-        is its own, counted and logged once (hostfaults.py); the other hosts were read."""
+        is its own, counted and logged once (hostfaults.py); the other hosts were read. Only hosts
+        still shown: one that left, or that vCenter lost, while the calls ran would get its health
+        record back (esxi_vsphere_host_up of a host that cannot be read) until it returns."""
         failed = dict(failures)
-        for topo in topology.hosts:
-            moid = topo.ref._moId
-            if moid in failed:
-                self.host_faults.failed(topo.name, "QueryPerf", failed[moid])
-            elif moid in results:
-                self.host_faults.answered(topo.name, "QueryPerf")
+        with self.publishing:  # as _apply: no host goes from the topology while these are reported
+            shown = {topo.name for topo in self.topology.hosts} if self.topology is not None else set()
+            for topo in topology.hosts:
+                moid = topo.ref._moId
+                if topo.name not in shown:
+                    continue
+                if moid in failed:
+                    self.host_faults.failed(topo.name, "QueryPerf", failed[moid])
+                elif moid in results:
+                    self.host_faults.answered(topo.name, "QueryPerf")
 
     def _running_vms(self, topology: discovery.Topology) -> dict[str, list[vms.VmTopology]]:
         """host name -> its discovered VMs still running there now. A VM powered off, moved or

@@ -108,3 +108,36 @@ def test_a_host_s_call_errors_go_on_from_their_count_when_it_is_read_again():
     assert (KIND, "esx01") not in store.health
     faults.answered("esx01", "RetrievePropertiesEx")
     assert store.health[(KIND, "esx01")].errors == {"RetrievePropertiesEx": 0}
+
+
+class _Ref:
+    def __init__(self, moid: str):
+        self._moId = moid
+
+
+def test_a_query_perf_answer_for_a_host_suspended_meanwhile_does_not_bring_its_record_back():
+    """The 145-minute soak (seed 53, four times the change rate) saw esxi_vsphere_host_up 1 of
+    esx31 for 110 s after vCenter lost it: reconnected at 625.3 s and disconnected at 626.3 s, it
+    was suspended while a collection that began with it ran, and that collection's QueryPerf
+    answer published its call health again. A collection reports only hosts still shown."""
+    from exporter.vsphere import discovery
+    from exporter.vsphere.hostfaults import KIND
+
+    target = target_with("esx01", "esx02")
+    store = target.store
+    began_with = discovery.Topology(
+        hosts=[
+            discovery.HostTopology(ref=_Ref(f"host-{n}"), name=f"esx0{n}", inventory=m.Inventory(host=f"esx0{n}")) for n in (1, 2)
+        ]
+    )
+    target.topology = began_with
+    # while the collection's QueryPerf runs, vCenter loses esx01 and a change takes it out
+    target.topology = discovery.Topology(hosts=[began_with.hosts[1]])
+    target.host_status = {**target.host_status, "esx01": m.HostStatus("disconnected", False)}
+    target._forget({"esx01"})
+    target._host_queries(began_with, {"host-1": object(), "host-2": object()}, [])
+    assert (KIND, "esx01") not in store.health  # no series of a host vCenter cannot read
+    assert store.health[(KIND, "esx02")].up == 1
+    # and a failure that comes back for it is not shown either
+    target._host_queries(began_with, {"host-2": object()}, [("host-1", "HostNotConnected")])
+    assert (KIND, "esx01") not in store.health
