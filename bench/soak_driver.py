@@ -31,6 +31,12 @@ SHORT_DOWN, SHORT_STALL_BEYOND = (5.0, 10.0), (3.0, 6.0)  # in a run under 10 mi
 TIMEOUT = 30.0  # --vsphere.timeout's default
 MAX_ADDED_HOSTS = 3  # hosts the driver adds at most beside the fixture's (3 of fixture.json's: 6 in all)
 MAX_SOAK_VMS = 8
+# The inventory's size is held steady, as a month of a real vCenter's is: hosts are lost and found
+# again, datastores added and removed, around a steady share, not in a random walk. One let the
+# connected hosts wander between 1 and all, so a window's CPU showed where the walk had gone
+# (series 1,750-3,639 in one hour), not whether the exporter's cost per object grew with time.
+STEADY_DISCONNECTED = 0.25  # share of the hosts disconnected, on average
+MAX_SOAK_DATASTORES = 6  # NFS datastores the driver adds at most (each change then removes one)
 WATCH_EVERY = 0.1  # seconds between two looks at the simulator's process
 
 
@@ -438,7 +444,7 @@ class Driver:
     def change(self) -> None:
         actions = {
             self.vm_create: 3, self.vm_destroy: 2, self.vm_power: 3, self.vm_move: 2, self.vm_storage_move: 1,
-            self.vm_rename: 1, self.host_add: 1, self.host_disconnect: 1, self.host_reconnect: 1,
+            self.vm_rename: 1, self.host_add: 1, self.host_connection: 2,
             self.host_maintenance: 1, self.host_remove: 1, self.ds_add: 1, self.ds_remove: 1, self.ds_grow: 1,
         }  # fmt: skip
         action = self.rng.choices(list(actions), weights=list(actions.values()))[0]
@@ -618,19 +624,22 @@ class Driver:
         spec = vim.host.ConnectSpec(hostName=name, userName=template.name, force=True)
         self._vsan_note("host_add", template, self._task("host_add", template.parent.AddHost_Task(spec=spec, asConnected=True)))
 
-    def host_disconnect(self) -> None:
-        hosts = [h for h in self._hosts(usable=False) if h.runtime.connectionState == "connected"]
-        if len(hosts) <= 1:
-            return self._refused("host_disconnect")
-        host = self.rng.choice(hosts)
-        self._vsan_note("host_disconnect", host, self._task("host_disconnect", host.DisconnectHost_Task()))
-
-    def host_reconnect(self) -> None:
-        hosts = [h for h in self._hosts(usable=False) if h.runtime.connectionState != "connected"]
-        if not hosts:
-            return self.host_disconnect()
-        host = self.rng.choice(hosts)
-        self._vsan_note("host_reconnect", host, self._task("host_reconnect", host.ReconnectHost_Task()))
+    def host_connection(self) -> None:
+        """A host disconnected or reconnected, toward STEADY_DISCONNECTED of the hosts disconnected:
+        each connected host is lost at rate STEADY_DISCONNECTED, each disconnected one found again at
+        the rest (an Ehrenfest urn: the share settles there, its spread binomial)."""
+        hosts = self._hosts(usable=False)
+        up = [h for h in hosts if h.runtime.connectionState == "connected"]
+        down = [h for h in hosts if h.runtime.connectionState != "connected"]
+        lose, find = STEADY_DISCONNECTED * len(up), (1.0 - STEADY_DISCONNECTED) * len(down)
+        if down and self.rng.random() * (lose + find) < find:
+            host = self.rng.choice(down)
+            self._vsan_note("host_reconnect", host, self._task("host_reconnect", host.ReconnectHost_Task()))
+        elif len(up) <= 1:
+            self._refused("host_disconnect")
+        else:
+            host = self.rng.choice(up)
+            self._vsan_note("host_disconnect", host, self._task("host_disconnect", host.DisconnectHost_Task()))
 
     @staticmethod
     def _sees(host, vm) -> bool:
@@ -687,9 +696,19 @@ class Driver:
         if self._task("host_remove", host.Destroy_Task()) and vsan:
             self._done("host_remove_vsan")
 
+    def _datastores_full(self) -> bool:
+        """MAX_SOAK_DATASTORES of the driver's NFS datastores mounted (one left only on a host
+        removed is no longer anyone's: it does not count)."""
+        from pyVmomi import vim
+
+        mounted = [d for d in self._objects(vim.Datastore) if d.name.startswith("soak-nfs-") and d.host]
+        return len(mounted) >= MAX_SOAK_DATASTORES
+
     def ds_add(self) -> None:
         from pyVmomi import vim
 
+        if self._datastores_full():
+            return self.ds_remove()
         hosts = self._hosts()
         if not hosts:
             return self._refused("ds_add")
@@ -709,6 +728,8 @@ class Driver:
 
         hosts = [h for h in self._hosts() if any(d.name.startswith("soak-nfs-") and not d.vm for d in h.datastore)]
         if not hosts:
+            if self._datastores_full():
+                return self._refused("ds_remove")  # all in use or on hosts out of reach: nothing to add either
             return self.ds_add()
         host = self.rng.choice(hosts)
         datastore = self.rng.choice([d for d in host.datastore if d.name.startswith("soak-nfs-") and not d.vm])
