@@ -595,11 +595,11 @@ class VsphereTarget:
         still shown: one that left, or that vCenter lost, while the calls ran would get its health
         record back (esxi_vsphere_host_up of a host that cannot be read) until it returns."""
         failed = dict(failures)
-        with self.publishing:  # as _apply: no host goes from the topology while these are reported
-            shown = {topo.name for topo in self.topology.hosts} if self.topology is not None else set()
+        with self.publishing:  # as _apply and _ingest: no host goes from the topology while these are reported
+            now = self.topology
             for topo in topology.hosts:
                 moid = topo.ref._moId
-                if topo.name not in shown:
+                if now is not topology and self._host_now(now, topo.name) is None:
                     continue
                 if moid in failed:
                     self.host_faults.failed(topo.name, "QueryPerf", failed[moid])

@@ -130,7 +130,6 @@ def test_a_query_perf_answer_for_a_host_suspended_meanwhile_does_not_bring_its_r
             discovery.HostTopology(ref=_Ref(f"host-{n}"), name=f"esx0{n}", inventory=m.Inventory(host=f"esx0{n}")) for n in (1, 2)
         ]
     )
-    target.topology = began_with
     # while the collection's QueryPerf runs, vCenter loses esx01 and a change takes it out
     target.topology = discovery.Topology(hosts=[began_with.hosts[1]])
     target.host_status = {**target.host_status, "esx01": m.HostStatus("disconnected", False)}
